@@ -1,0 +1,83 @@
+/**
+ * The GPU inventory of one host: declared in the stack, verified on the host by discovery.
+ * This zod schema is the one definition of its shape; the stack schema, the discovery
+ * parser and the planner all use it.
+ */
+import { z } from "zod";
+
+const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
+    .int({ error: "expected a non-negative integer" })
+    .nonnegative({ error: "expected a non-negative integer" });
+
+/** One MIG device on a GPU, as `nvidia-smi -L` lists it ("MIG 3g.40gb Device 0"). */
+export const migInstanceSchema = z.strictObject({
+    /** MIG device index within its GPU; CDI and NVIDIA_VISIBLE_DEVICES name it `<gpu>:<index>`. */
+    index: nonNegativeInt,
+    /** Profile name, e.g. `1g.10gb`, `3g.40gb`. */
+    profile: z.string().regex(/^[0-9]+g\.[0-9]+gb(\+me)?$/, { error: "expected a MIG profile such as 1g.10gb" }),
+    /** GPU instance id. */
+    gi: nonNegativeInt,
+    /** Compute instance id within the GPU instance. */
+    ci: nonNegativeInt,
+    uuid: z.string().regex(/^MIG-[0-9a-fA-F-]+$/, { error: "expected a MIG UUID such as MIG-2f4e..." }).optional(),
+});
+
+export const gpuSchema = z.strictObject({
+    /** Index as the driver numbers it (nvidia-smi index, or KFD node order for AMD). */
+    index: nonNegativeInt,
+    /** Marketing name as the driver reports it, e.g. "NVIDIA H100 80GB HBM3". */
+    model: z.string().min(1, { error: "expected the GPU model name" }),
+    /** Total memory in MiB (nvidia-smi memory.total; for integrated parts the carve-out). */
+    memoryMiB: nonNegativeInt,
+    uuid: z.string().regex(/^GPU-[0-9a-fA-F-]+$/, { error: "expected a GPU UUID such as GPU-5e8f..." }).optional(),
+    /** PCI bus id, e.g. 00000000:18:00.0. */
+    pciBusId: z.string().regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI bus id such as 0000:18:00.0" }).optional(),
+    /** Integrated (shares host memory: Tegra, AMD APUs) rather than a discrete card. */
+    integrated: z.boolean().default(false),
+    /** AMD only: the gfx target the KFD reports, e.g. gfx90a, gfx1103. */
+    gfxTarget: z.string().regex(/^gfx[0-9a-f]{3,4}$/, { error: "expected an AMD gfx target such as gfx1103" }).optional(),
+    /** AMD only: the DRM render node, e.g. renderD128 (defaults to renderD<128+index>). */
+    renderNode: z.string().regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" }).optional(),
+    /** MIG devices configured on this GPU (empty when MIG is off). */
+    mig: z.array(migInstanceSchema).default([]),
+});
+
+export const inventorySchema = z.strictObject({
+    vendor: z.enum(["nvidia", "amd", "none"], { error: "expected nvidia, amd or none" }),
+    gpus: z.array(gpuSchema).default([]),
+    /** Number of NVSwitches (HGX boards); fabricmanager runs only where this is above 0. */
+    nvswitches: nonNegativeInt.default(0),
+    /** NVIDIA integrated GPU on Tegra/Jetson: CDI must be generated in csv mode. */
+    tegra: z.boolean().default(false),
+}).superRefine((inv, ctx) => {
+    if (inv.vendor === "none" && inv.gpus.length > 0) {
+        ctx.addIssue({ code: "custom", path: ["gpus"], message: "vendor none declares no GPUs; remove them or set the vendor" });
+    }
+    if (inv.vendor !== "none" && inv.gpus.length === 0) {
+        ctx.addIssue({ code: "custom", path: ["gpus"], message: `vendor ${inv.vendor} needs at least one GPU` });
+    }
+    const seen = new Set<number>();
+    inv.gpus.forEach((gpu, i) => {
+        if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
+        seen.add(gpu.index);
+        if (gpu.gfxTarget && inv.vendor !== "amd") ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
+        if (gpu.mig.length > 0 && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });
+        const migIndexes = new Set<number>();
+        gpu.mig.forEach((m, j) => {
+            if (migIndexes.has(m.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "mig", j, "index"], message: `duplicate MIG index ${m.index}` });
+            migIndexes.add(m.index);
+        });
+    });
+    if (inv.nvswitches > 0 && inv.vendor !== "nvidia") {
+        ctx.addIssue({ code: "custom", path: ["nvswitches"], message: "NVSwitches exist on NVIDIA boards only" });
+    }
+    if (inv.tegra && inv.vendor !== "nvidia") {
+        ctx.addIssue({ code: "custom", path: ["tegra"], message: "tegra is for NVIDIA integrated GPUs only" });
+    }
+});
+
+export type MigInstance = z.infer<typeof migInstanceSchema>;
+export type Gpu = z.infer<typeof gpuSchema>;
+export type GpuInventory = z.infer<typeof inventorySchema>;
+/** What the user may write (defaults not yet applied). */
+export type GpuInventoryInput = z.input<typeof inventorySchema>;

@@ -1,0 +1,163 @@
+/**
+ * The one place that turns a host's inventory and GPU selection into everything that
+ * depends on it: worker tags, the environment and device nodes the runc wrapper injects,
+ * the CDI device ids, and whether fabricmanager runs. Nothing downstream recomputes these.
+ */
+import { Gpu, GpuInventory } from "./inventory";
+
+export type GpuSelection = "all" | number[];
+export type FabricManagerMode = "auto" | "on" | "off";
+
+export interface PlanOptions {
+    selection: GpuSelection;
+    /** Inject GPUs by CDI id (nvidia.com/gpu=0) instead of plain indices. */
+    cdi: boolean;
+    fabricManager: { mode: FabricManagerMode; partitions: number[] };
+    /** Extra Concourse tags from the stack, appended after the computed ones. */
+    extraTags: string[];
+}
+
+export interface WorkerGpuPlan {
+    vendor: GpuInventory["vendor"];
+    /** The GPUs the worker gets, in index order. */
+    selected: Gpu[];
+    /** Concourse worker tags, computed tags first. */
+    tags: string[];
+    /** Variables the wrapper sets in every container, replacing what the image has. */
+    env: Record<string, string>;
+    /** Variables the wrapper removes from every container unless it sets them itself. */
+    unsetEnv: string[];
+    /** Host device nodes the wrapper adds to every container (AMD: kfd and render nodes). */
+    deviceNodes: string[];
+    /** Fully qualified CDI ids of the selected devices (nvidia.com/gpu=0, nvidia.com/gpu=0:1). */
+    cdiDevices: string[];
+    fabricManager: { enabled: boolean; partitions: number[] };
+}
+
+/** Variables through which a container could ask a GPU runtime for more than its selection. */
+export const GPU_CONTROL_VARIABLES = [
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "NVIDIA_IMEX_CHANNELS",
+    "NVIDIA_GDRCOPY",
+    "NVIDIA_GDS",
+    "NVIDIA_MOFED",
+    "NVIDIA_NVSWITCH",
+    "AMD_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+];
+
+/** gfx targets that ROCm runs only when told to treat them as a supported neighbour. */
+export const HSA_OVERRIDES: Readonly<Record<string, string>> = {
+    gfx1103: "11.0.0", // Phoenix iGPU (Radeon 780M)
+    gfx1035: "10.3.0", // Rembrandt iGPU (Radeon 680M)
+    gfx1036: "10.3.0", // Raphael iGPU
+    gfx1031: "10.3.0", // Navi 22 (RX 6700 XT)
+    gfx90c: "9.0.0",   // Renoir/Cezanne iGPU
+};
+
+export class PlanError extends Error {
+    constructor(public readonly path: string, message: string) {
+        super(`${path}: ${message}`);
+        this.name = "PlanError";
+    }
+}
+
+/** Lower-case tag-safe form of a model name: "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3". */
+export function modelSlug(model: string): string {
+    return model
+        .toLowerCase()
+        .replace(/^(nvidia|amd)\s+/, "")
+        .replace(/[^a-z0-9.]+/g, "-")
+        .replace(/^-+|-+$/g, "");
+}
+
+export function selectGpus(inventory: GpuInventory, selection: GpuSelection): Gpu[] {
+    const byIndex = [...inventory.gpus].sort((a, b) => a.index - b.index);
+    if (selection === "all") return byIndex;
+    const missing = selection.filter((i) => !byIndex.some((g) => g.index === i));
+    if (missing.length > 0) {
+        const known = byIndex.map((g) => g.index).join(", ") || "none";
+        throw new PlanError("selection", `GPU index ${missing.join(", ")} is not in the inventory (declared: ${known})`);
+    }
+    const wanted = new Set(selection);
+    return byIndex.filter((g) => wanted.has(g.index));
+}
+
+function fabricManagerEnabled(inventory: GpuInventory, mode: FabricManagerMode): boolean {
+    if (mode === "off") return false;
+    if (mode === "on" && inventory.nvswitches === 0) {
+        throw new PlanError("fabricManager.mode", "on needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)");
+    }
+    return inventory.nvswitches > 0;
+}
+
+function hsaOverride(selected: Gpu[]): string | undefined {
+    const versions = new Set(selected.map((g) => (g.gfxTarget ? HSA_OVERRIDES[g.gfxTarget] : undefined)));
+    if (versions.size > 1) {
+        const targets = selected.map((g) => `${g.index}=${g.gfxTarget ?? "?"}`).join(", ");
+        throw new PlanError("selection", `the selected AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (${targets}); select GPUs of one family per worker`);
+    }
+    return [...versions][0];
+}
+
+/** Device names as nvidia-ctk's CDI spec and NVIDIA_VISIBLE_DEVICES name them. */
+function nvidiaDeviceNames(selected: Gpu[]): string[] {
+    return selected.flatMap((g) => (g.mig.length > 0 ? [...g.mig].sort((a, b) => a.index - b.index).map((m) => `${g.index}:${m.index}`) : [`${g.index}`]));
+}
+
+function renderNode(gpu: Gpu): string {
+    return `/dev/dri/${gpu.renderNode ?? `renderD${128 + gpu.index}`}`;
+}
+
+function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean): string[] {
+    if (selected.length === 0) return [];
+    const tags = ["gpu", `gpu-type=${inventory.vendor}`, `gpu-count=${selected.length}`, `gpu-devices=${selected.map((g) => g.index).join(",")}`];
+    for (const slug of new Set(selected.map((g) => modelSlug(g.model)))) tags.push(`gpu-model=${slug}`);
+    tags.push(`gpu-memory-gib=${Math.min(...selected.map((g) => Math.round(g.memoryMiB / 1024)))}`);
+    const profiles = new Set(selected.flatMap((g) => g.mig.map((m) => m.profile)));
+    if (profiles.size > 0) tags.push("gpu-mig");
+    for (const profile of [...profiles].sort()) tags.push(`gpu-mig-profile=${profile}`);
+    for (const target of new Set(selected.flatMap((g) => (g.gfxTarget ? [g.gfxTarget] : [])))) tags.push(`gpu-gfx=${target}`);
+    if (fabric) for (const id of partitions) tags.push(`gpu-fabric-partition=${id}`);
+    return tags;
+}
+
+export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): WorkerGpuPlan {
+    const selected = selectGpus(inventory, options.selection);
+    const fabric = fabricManagerEnabled(inventory, options.fabricManager.mode);
+    if (!fabric && options.fabricManager.partitions.length > 0 && options.fabricManager.mode !== "off") {
+        throw new PlanError("fabricManager.partitions", "partitions need fabricmanager, which runs only on hosts with NVSwitches");
+    }
+    const env: Record<string, string> = {};
+    const deviceNodes: string[] = [];
+    let cdiDevices: string[] = [];
+    if (inventory.vendor === "nvidia" && selected.length > 0) {
+        const names = nvidiaDeviceNames(selected);
+        const kind = inventory.tegra ? "nvidia.com/igpu" : "nvidia.com/gpu";
+        cdiDevices = names.map((n) => `${kind}=${n}`);
+        env.NVIDIA_VISIBLE_DEVICES = (options.cdi ? cdiDevices : names).join(",");
+        env.NVIDIA_DRIVER_CAPABILITIES = "compute,utility";
+    } else if (inventory.vendor === "amd" && selected.length > 0) {
+        cdiDevices = selected.map((g) => `amd.com/gpu=${g.index}`);
+        env.AMD_VISIBLE_DEVICES = selected.map((g) => g.index).join(",");
+        const override = hsaOverride(selected);
+        if (override) env.HSA_OVERRIDE_GFX_VERSION = override;
+        deviceNodes.push("/dev/kfd", ...selected.map(renderNode));
+    } else {
+        // No GPU for this worker: make sure a task cannot ask a runtime for one.
+        env.NVIDIA_VISIBLE_DEVICES = "void";
+    }
+    return {
+        vendor: inventory.vendor,
+        selected,
+        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric), ...options.extraTags],
+        env,
+        unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
+        deviceNodes,
+        cdiDevices,
+        fabricManager: { enabled: fabric, partitions: fabric ? options.fabricManager.partitions : [] },
+    };
+}

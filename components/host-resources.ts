@@ -1,0 +1,113 @@
+/**
+ * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
+ * Every file is a Command whose stdin is the whole content, so `pulumi preview --diff`
+ * shows exactly what changes on the host; a binary is uploaded and keyed by its sha256.
+ */
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import * as crypto from "crypto";
+import * as fs from "fs";
+import { HostFile, HostStep, RenderedComponent, shellCommand } from "./host-steps";
+
+/** How to reach a host over SSH (what @pulumi/command's remote resources take). */
+export type HostConnection = command.types.input.remote.ConnectionArgs;
+
+export interface HostResourceOptions {
+    /** Parent component; children are named from its name. */
+    parent: pulumi.ComponentResource;
+    /** Prefix for child names, normally the component's name. */
+    prefix: string;
+    connection: pulumi.Input<HostConnection>;
+    /** Runs as root directly, or through `sudo -n` for another user. */
+    user: string;
+    /** Resources every child waits for (the previous component in the chain). */
+    dependsOn: pulumi.Input<pulumi.Resource>[];
+    /** Values of the files marked secret, by host path. */
+    secrets?: Record<string, pulumi.Input<string>>;
+}
+
+/** `/etc/concourse/worker.env` -> `etc-concourse-worker.env`: a readable child name. */
+export function pathSlug(path: string): string {
+    return path.replace(/^\/+/, "").replace(/[^A-Za-z0-9._-]+/g, "-");
+}
+
+export function sha256File(path: string): string {
+    return crypto.createHash("sha256").update(fs.readFileSync(path)).digest("hex");
+}
+
+function asRoot(user: string, cmd: string): string {
+    return user === "root" ? cmd : `sudo -n sh -c ${shellCommand([cmd])}`;
+}
+
+/** Writes stdin to `path` atomically with `mode`; the same command on create and update. */
+export function writeFileCommand(file: HostFile): string {
+    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
+    const tmp = `${file.path}.gpu-workers.tmp`;
+    return [
+        `mkdir -p ${shellCommand([dir])}`,
+        `cat > ${shellCommand([tmp])}`,
+        `chmod ${file.mode} ${shellCommand([tmp])}`,
+        `mv -f ${shellCommand([tmp])} ${shellCommand([file.path])}`,
+    ].join(" && ");
+}
+
+function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
+    const name = `${o.prefix}-file-${pathSlug(file.path)}`;
+    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
+    if (file.localPath) {
+        return new command.remote.CopyToRemote(name, {
+            connection: o.connection,
+            source: new pulumi.asset.FileAsset(file.localPath),
+            remotePath: file.path,
+            triggers: [sha256File(file.localPath)],
+        }, opts);
+    }
+    let stdin: pulumi.Input<string> = file.content;
+    if (file.secret) {
+        const value = o.secrets?.[file.path];
+        if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
+        stdin = pulumi.secret(value);
+    }
+    const write = asRoot(o.user, writeFileCommand(file));
+    return new command.remote.Command(name, {
+        connection: o.connection,
+        create: write,
+        update: write,
+        delete: asRoot(o.user, `rm -f ${shellCommand([file.path])}`),
+        stdin,
+        logging: "stdoutAndStderr",
+    }, opts);
+}
+
+function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): pulumi.Resource {
+    const deps = step.dependsOn.map((d) => {
+        const r = known.get(d);
+        if (!r) throw new Error(`${o.prefix}: step ${step.name} depends on ${d}, which this component does not create`);
+        return r;
+    });
+    return new command.remote.Command(`${o.prefix}-${step.name}`, {
+        connection: o.connection,
+        create: asRoot(o.user, step.create),
+        update: asRoot(o.user, step.create),
+        delete: step.remove ? asRoot(o.user, step.remove) : undefined,
+        logging: "stdoutAndStderr",
+    }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
+}
+
+/** Creates every file, then every step in order; returns them all (the last ones last). */
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): pulumi.Resource[] {
+    const known = new Map<string, pulumi.Resource>();
+    const created: pulumi.Resource[] = [];
+    for (const file of rendered.files) {
+        if (known.has(file.path)) continue; // the same script may serve two steps
+        const r = fileResource(file, o);
+        known.set(file.path, r);
+        created.push(r);
+    }
+    for (const step of rendered.steps) {
+        const r = stepResource(step, o, known);
+        known.set(step.name, r);
+        created.push(r);
+    }
+    return created;
+}

@@ -1,0 +1,50 @@
+/**
+ * The shape every renderer returns: files to place on a host and steps to run there.
+ * Pure data (no Pulumi): the components turn it into @pulumi/command resources, and the
+ * offline render writes it to disk with a manifest. Both read the same values.
+ */
+
+/** A file placed on a host. Its full content is a resource input, so the preview diff shows it. */
+export interface HostFile {
+    /** Absolute path on the host. */
+    path: string;
+    /** Octal mode, e.g. "0644". */
+    mode: string;
+    /** Text content; for a binary artifact, leave it empty and set `localPath`. */
+    content: string;
+    /** A binary built here and uploaded as is (its sha256 shows in the preview). */
+    localPath?: string;
+    /** The content is a secret: it shows as [secret] in previews, state and renders. */
+    secret?: boolean;
+}
+
+/** A command run on a host: `create` on first up or change, `remove` when the resource is deleted. */
+export interface HostStep {
+    /** Short name, unique on the host, e.g. "runc-wrapper-install". */
+    name: string;
+    /** Shell command run on create and on any change of its inputs. Must be idempotent. */
+    create: string;
+    /** Shell command that undoes `create`. Must be idempotent. */
+    remove?: string;
+    /** Names of the files (paths) and steps this one needs first. */
+    dependsOn: string[];
+}
+
+export interface RenderedComponent {
+    files: HostFile[];
+    steps: HostStep[];
+}
+
+/** Quotes a word for POSIX sh: everything between single quotes is literal. */
+export function shellQuote(word: string): string {
+    return /^[A-Za-z0-9_./:=,+@%-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Joins a command line from words, quoting each as needed. */
+export function shellCommand(words: string[]): string {
+    return words.map(shellQuote).join(" ");
+}
+
+/** Where the project keeps its own scripts and state on a host. */
+export const HOST_LIB_DIR = "/usr/local/lib/gpu-workers";
+export const HOST_ETC_DIR = "/etc/gpu-workers";

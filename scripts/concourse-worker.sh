@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Installs the Concourse binaries and runs the worker unit.
+#   concourse-worker.sh ensure --version V (--url URL --sha256 HEX | --archive PATH) --unit NAME --watch FILE...
+#   concourse-worker.sh remove --unit NAME
+# The archive is Concourse's release tarball (concourse/bin/concourse inside). The unit is
+# restarted only when one of the watched files (unit, env, keys, containerd config) changed.
+set -euo pipefail
+
+STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
+PREFIX=${GPU_WORKERS_CONCOURSE_PREFIX:-/usr/local}
+
+die() { echo "concourse-worker: $*" >&2; exit 1; }
+
+action=${1:-}; shift || true
+version=""; url=""; sha=""; archive=""; unit=""; watch=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --version) version=$2; shift 2 ;;
+    --url) url=$2; shift 2 ;;
+    --sha256) sha=$2; shift 2 ;;
+    --archive) archive=$2; shift 2 ;;
+    --unit) unit=$2; shift 2 ;;
+    --watch) watch+=("$2"); shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+[ -n "$unit" ] || die "--unit is required"
+
+install_binaries() {
+  local marker="$STATE_DIR/concourse.installed" want tmp
+  if [ -n "$url" ]; then
+    [ -n "$sha" ] || die "--url needs --sha256"
+    want="${version} ${sha}"
+  else
+    [ -n "$archive" ] || die "give --url URL --sha256 HEX or --archive PATH"
+    [ -r "$archive" ] || die "archive ${archive} is missing"
+    want="${version} $(sha256sum "$archive" | cut -d' ' -f1)"
+  fi
+  if [ "$(cat "$marker" 2>/dev/null || true)" = "$want" ] && [ -x "$PREFIX/concourse/bin/concourse" ]; then
+    return 0
+  fi
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  if [ -n "$url" ]; then
+    command -v curl >/dev/null 2>&1 || die "curl is needed to download ${url}"
+    curl -fsSL --retry 3 -o "$tmp/concourse.tgz" "$url" || die "could not download ${url}"
+    echo "${sha}  $tmp/concourse.tgz" | sha256sum -c --quiet - || die "${url} does not match sha256 ${sha}"
+    archive="$tmp/concourse.tgz"
+  fi
+  tar -xzf "$archive" -C "$tmp" || die "${archive} is not a gzip tarball"
+  [ -x "$tmp/concourse/bin/concourse" ] || die "${archive} has no concourse/bin/concourse"
+  rm -rf "$PREFIX/concourse.new"
+  mv "$tmp/concourse" "$PREFIX/concourse.new"
+  rm -rf "$PREFIX/concourse"
+  mv "$PREFIX/concourse.new" "$PREFIX/concourse"
+  mkdir -p "$STATE_DIR"
+  echo "$want" > "$marker"
+}
+
+ensure() {
+  install_binaries
+  local stamp="$STATE_DIR/${unit}.sha256" sum
+  sum=$(cat "${watch[@]}" /dev/null | sha256sum | cut -d' ' -f1)
+  systemctl daemon-reload
+  systemctl enable "$unit" >/dev/null 2>&1
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
+    systemctl restart "$unit"
+    echo "$sum" > "$stamp"
+  fi
+  echo "concourse-worker: ${unit} is running Concourse ${version}"
+}
+
+remove() {
+  systemctl disable --now "$unit" >/dev/null 2>&1 || true
+  rm -f "$STATE_DIR/${unit}.sha256"
+  if [ -f "$STATE_DIR/concourse.installed" ]; then
+    rm -rf "$PREFIX/concourse"
+    rm -f "$STATE_DIR/concourse.installed"
+  fi
+}
+
+case "$action" in
+  ensure) ensure ;;
+  remove) remove ;;
+  *) die "usage: concourse-worker.sh ensure|remove ..." ;;
+esac

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs NVIDIA fabricmanager on an NVSwitch system, at exactly the loaded driver's version.
+#   fabric-manager.sh ensure --config PATH [--partition ID]...
+#   fabric-manager.sh remove
+# It refuses to start without NVSwitches, restarts the service only when the config
+# changed, and activates the requested partitions (shared NVSwitch mode) through fmpm.
+set -euo pipefail
+
+STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
+ROOT=${GPU_WORKERS_ROOT:-}
+SERVICE=nvidia-fabricmanager
+
+die() { echo "fabric-manager: $*" >&2; exit 1; }
+
+action=${1:-}; shift || true
+config=""; partitions=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --partition) partitions+=("$2"); shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+
+nvswitch_count() {
+  local dir="$ROOT/proc/driver/nvidia-nvswitch/devices"
+  [ -d "$dir" ] || { echo 0; return; }
+  find "$dir" -mindepth 1 -maxdepth 1 | wc -l
+}
+
+driver_version() {
+  sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$ROOT/proc/driver/nvidia/version" 2>/dev/null | head -n 1
+}
+
+ensure_package() {
+  local version=$1 major=${1%%.*} pkg full current
+  for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
+    current=$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null || true)
+    case "$current" in "$version"|"$version"-*) return 0 ;; esac
+  done
+  for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
+    full=$(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' -v v="$version" '{gsub(/ /,"",$2)} $2 == v || index($2, v"-") == 1 {print $2; exit}')
+    if [ -n "$full" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "${pkg}=${full}"
+      mkdir -p "$STATE_DIR"
+      echo "$pkg" > "$STATE_DIR/fabricmanager-package"
+      return 0
+    fi
+  done
+  die "no nvidia-fabricmanager package matches the loaded driver ${version} exactly; fabricmanager must match the driver version"
+}
+
+ensure() {
+  [ -n "$config" ] || die "--config is required"
+  [ -r "$config" ] || die "config ${config} is missing"
+  local switches version stamp sum
+  switches=$(nvswitch_count)
+  [ "$switches" -gt 0 ] || die "no NVSwitch under /proc/driver/nvidia-nvswitch/devices: fabricmanager must not start without NVSwitches"
+  version=$(driver_version)
+  [ -n "$version" ] || die "the NVIDIA driver is not loaded (/proc/driver/nvidia/version is missing)"
+  ensure_package "$version"
+  mkdir -p "$STATE_DIR"
+  stamp="$STATE_DIR/fabricmanager.config.sha256"
+  sum=$(sha256sum "$config" | cut -d' ' -f1)
+  systemctl enable "$SERVICE" >/dev/null
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$SERVICE"; then
+    systemctl restart "$SERVICE"
+    echo "$sum" > "$stamp"
+  fi
+  local id
+  for id in "${partitions[@]}"; do
+    command -v fmpm >/dev/null 2>&1 || die "partition ${id} requested but fmpm (the fabric manager partition tool) is not installed"
+    if fmpm -l 2>/dev/null | grep -Eq "\"partitionId\"[^0-9]*${id}[^0-9].*\"isActive\"[^0-9]*1"; then continue; fi
+    fmpm -a "$id" || die "could not activate fabric partition ${id} (fmpm -a ${id} failed)"
+  done
+  echo "fabric-manager: running for ${switches} NVSwitches, driver ${version}"
+}
+
+remove() {
+  if systemctl list-unit-files "${SERVICE}.service" >/dev/null 2>&1; then
+    systemctl disable --now "$SERVICE" >/dev/null 2>&1 || true
+  fi
+  rm -f "$STATE_DIR/fabricmanager.config.sha256"
+  if [ -f "$STATE_DIR/fabricmanager-package" ]; then
+    local pkg
+    pkg=$(cat "$STATE_DIR/fabricmanager-package")
+    if dpkg -s "$pkg" >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$pkg"; fi
+    rm -f "$STATE_DIR/fabricmanager-package"
+  fi
+}
+
+case "$action" in
+  ensure) ensure ;;
+  remove) remove ;;
+  *) die "usage: fabric-manager.sh ensure --config PATH [--partition ID]... | remove" ;;
+esac

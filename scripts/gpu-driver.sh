@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Makes sure the GPU driver a worker needs is loaded, and with a pinned version installs it.
+#   gpu-driver.sh ensure --vendor nvidia|amd --version preinstalled|X.Y[.Z]
+#   gpu-driver.sh remove --vendor nvidia|amd --version preinstalled|X.Y[.Z]
+# "remove" only removes a package this script installed itself (recorded in STATE_DIR).
+set -euo pipefail
+
+STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
+ROOT=${GPU_WORKERS_ROOT:-}
+
+die() { echo "gpu-driver: $*" >&2; exit 1; }
+
+action=${1:-}; shift || true
+vendor=""; version=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --vendor) vendor=$2; shift 2 ;;
+    --version) version=$2; shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+case "$vendor" in nvidia|amd) ;; *) die "--vendor must be nvidia or amd (got '${vendor}')" ;; esac
+[ -n "$version" ] || die "--version is required (preinstalled or a version)"
+
+# The loaded driver's version, or nothing when no driver is loaded.
+running_version() {
+  if [ "$vendor" = nvidia ]; then
+    if [ -r "$ROOT/proc/driver/nvidia/version" ]; then
+      sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$ROOT/proc/driver/nvidia/version" | head -n 1
+    fi
+  else
+    if [ -r "$ROOT/opt/rocm/.info/version" ]; then
+      head -n 1 "$ROOT/opt/rocm/.info/version"
+    elif [ -d "$ROOT/sys/module/amdgpu" ]; then
+      echo loaded
+    fi
+  fi
+}
+
+driver_present() {
+  if [ "$vendor" = nvidia ]; then
+    [ -r "$ROOT/proc/driver/nvidia/version" ]
+  else
+    [ -e "$ROOT/dev/kfd" ] && [ -d "$ROOT/sys/module/amdgpu" ]
+  fi
+}
+
+# Prints "package=version" of the first apt package that offers the pinned version.
+apt_candidate() {
+  local major=${version%%.*} pkg full
+  local candidates
+  if [ "$vendor" = nvidia ]; then
+    candidates="nvidia-driver-${major}-server nvidia-driver-${major} cuda-drivers-${major}"
+  else
+    candidates="rocm amdgpu-install"
+  fi
+  for pkg in $candidates; do
+    full=$(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' -v v="$version" '{gsub(/ /,"",$2)} index($2, v) == 1 || index($2, v"-") > 0 {print $2; exit}')
+    if [ -n "$full" ]; then echo "${pkg}=${full}"; return 0; fi
+  done
+  return 1
+}
+
+ensure() {
+  local running
+  running=$(running_version)
+  if [ "$version" = preinstalled ]; then
+    driver_present || die "expected a preinstalled ${vendor} driver, but none is loaded ($( [ "$vendor" = nvidia ] && echo "/proc/driver/nvidia/version is missing" || echo "/dev/kfd or the amdgpu module is missing"))"
+    echo "gpu-driver: ${vendor} driver ${running:-loaded} is present"
+    return 0
+  fi
+  case "$running" in
+    "$version"|"$version".*) echo "gpu-driver: ${vendor} driver ${running} matches the pin ${version}"; return 0 ;;
+  esac
+  command -v apt-get >/dev/null 2>&1 || die "driver ${version} is pinned but ${running:-no driver} is loaded, and this host has no apt-get to install it"
+  local spec
+  spec=$(apt_candidate) || die "driver ${version} is pinned but ${running:-no driver} is loaded, and no apt package offers ${version}; add the vendor's repository or preinstall the driver"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$spec"
+  mkdir -p "$STATE_DIR"
+  echo "${spec%%=*}" > "$STATE_DIR/driver-package"
+  running=$(running_version)
+  case "$running" in
+    "$version"|"$version".*) echo "gpu-driver: installed ${spec}" ;;
+    *) die "installed ${spec}, but ${running:-no driver} is loaded: reboot the host, then run pulumi up again" ;;
+  esac
+}
+
+remove() {
+  [ -f "$STATE_DIR/driver-package" ] || { echo "gpu-driver: nothing installed by gpu-workers"; return 0; }
+  local pkg
+  pkg=$(cat "$STATE_DIR/driver-package")
+  if dpkg -s "$pkg" >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$pkg"
+  fi
+  rm -f "$STATE_DIR/driver-package"
+}
+
+case "$action" in
+  ensure) ensure ;;
+  remove) remove ;;
+  *) die "usage: gpu-driver.sh ensure|remove --vendor nvidia|amd --version preinstalled|X.Y.Z" ;;
+esac

@@ -1,0 +1,79 @@
+import * as assert from "assert";
+import { parseStackConfig, StackConfigError } from "../../stacks/config";
+import { A100_MIG, HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+
+function problemsOf(raw: Parameters<typeof parseStackConfig>[0]): string[] {
+    try {
+        parseStackConfig(raw);
+    } catch (e) {
+        if (e instanceof StackConfigError) return e.problems;
+        throw e;
+    }
+    assert.fail("expected the config to be rejected");
+}
+
+describe("stack config", () => {
+    it("applies built-in defaults, stack defaults and host overrides in that order", () => {
+        const raw = stackWith({ name: "gpu-a", inventory: HGX_H100_8X, extra: { datasets: { writableSuffixes: ["_scratch"] }, selection: [0, 1] } });
+        const [host] = parseStackConfig(raw);
+        assert.strictEqual(host.datasets.root, "/srv");
+        assert.deepStrictEqual(host.datasets.writableSuffixes, ["_scratch"]);
+        assert.deepStrictEqual(host.selection, [0, 1]);
+        assert.strictEqual(host.concourse.tsaHost, "ci.example.test");
+        assert.strictEqual(host.concourse.tsaPort, 2222);
+        assert.strictEqual(host.inventory.nvswitches, 4);
+        assert.strictEqual(host.inventory.gpus[0].integrated, false);
+    });
+
+    it("reports a bad GPU index with its full path", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU }, { name: "c", inventory: { vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }] } });
+        assert.deepStrictEqual(problemsOf(raw), ["hosts[2].gpus[0].index: expected a non-negative integer"]);
+    });
+
+    it("reports every problem at once", () => {
+        const raw = stackWith({ name: "Bad_Name", inventory: { vendor: "nvidia", gpus: [{ index: 0, model: "", memoryMiB: 1.5 }] }, extra: { colour: "red", datasets: { root: "srv" } } });
+        raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
+        const problems = problemsOf(raw);
+        assert.deepStrictEqual(problems.sort(), [
+            "defaults.toolkit.version: expected a version such as 1.2.3",
+            "hosts[0]: unknown key colour",
+            "hosts[0].datasets.root: expected an absolute path",
+            "hosts[0].gpus[0].memoryMiB: expected a non-negative integer",
+            "hosts[0].gpus[0].model: expected the GPU model name",
+            "hosts[0].name: expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a",
+        ].sort());
+    });
+
+    it("rejects unknown keys inside nested objects", () => {
+        const raw = stackWith({ name: "a", inventory: A100_MIG, extra: { concourse: { tsaPort: 2222, tsaHots: "typo" } } });
+        assert.deepStrictEqual(problemsOf(raw), ["hosts[0].concourse: unknown key tsaHots"]);
+    });
+
+    it("names a required setting missing everywhere", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU });
+        raw.defaults = {} as typeof raw.defaults;
+        const problems = problemsOf(raw);
+        assert.ok(problems.some((p) => p.startsWith("hosts[0].concourse.tsaHost: required") && p.endsWith("set it under defaults or on this host")), problems.join("\n"));
+    });
+
+    it("rejects two hosts with one name and two LXD hosts on one loopback port", () => {
+        const dup = stackWith({ name: "a", inventory: NO_GPU }, { name: "a", inventory: NO_GPU });
+        assert.deepStrictEqual(problemsOf(dup), ["hosts[1].name: a is already used by hosts[0]"]);
+        const lxd = (name: string) => ({ name, transport: { lxd: { instance: name, image: "debian-12", sshPort: 2201 } }, vendor: "none" });
+        const ports = { defaults: dup.defaults, hosts: [lxd("x"), lxd("y")] };
+        assert.deepStrictEqual(problemsOf(ports), ["hosts[1].transport.lxd.sshPort: 2201 is already used by hosts[0] on the same LXD server"]);
+    });
+
+    it("rejects a transport that is neither ssh nor lxd, and inventory contradictions", () => {
+        const raw = stackWith({ name: "a", inventory: { vendor: "amd", gpus: [{ index: 0, model: "MI210", memoryMiB: 65536, mig: [{ index: 0, profile: "1g.10gb", gi: 0, ci: 0 }] }], nvswitches: 2 } });
+        (raw.hosts[0] as Record<string, unknown>).transport = { winrm: {} };
+        const problems = problemsOf(raw);
+        assert.ok(problems.includes("hosts[0].transport: expected exactly one of ssh: {...} or lxd: {...}"), problems.join("\n"));
+        assert.ok(problems.includes("hosts[0].gpus[0].mig: MIG is for NVIDIA GPUs only"), problems.join("\n"));
+        assert.ok(problems.includes("hosts[0].nvswitches: NVSwitches exist on NVIDIA boards only"), problems.join("\n"));
+    });
+
+    it("wants a list of hosts", () => {
+        assert.deepStrictEqual(problemsOf({ defaults: {} }), ["hosts: expected a list of hosts (gpu-workers:hosts in the stack config)"]);
+    });
+});
