@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { inventorySchema } from "../components/gpu/inventory";
+import { PlanError, planWorkerGpus } from "../components/gpu/plan";
 import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, settingsSchema, transportSchema } from "./schema";
 
 export class StackConfigError extends Error {
@@ -117,6 +118,14 @@ function crossHostProblems(hosts: HostConfig[]): string[] {
         const first = ports.get(key);
         if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${h.transport.lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
         else ports.set(key, i);
+    });
+    hosts.forEach((h, i) => {
+        try {
+            planWorkerGpus(h.inventory, { selection: h.selection, cdi: h.toolkit.cdi, fabricManager: h.fabricManager, extraTags: h.concourse.tags });
+        } catch (e) {
+            if (!(e instanceof PlanError)) throw e;
+            problems.push(`hosts[${i}].${e.message}`);
+        }
     });
     return problems;
 }

@@ -61,6 +61,10 @@ export const lxdTransportSchema = z.strictObject({
     /** Address the loopback proxy listens on (default 127.0.0.1). */
     sshAddress: z.string().default("127.0.0.1"),
     user: z.string().min(1).default("root"),
+    /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
+    gpuCdi: z.boolean().default(false),
+    /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
+    shiftWritable: z.boolean().default(true),
 });
 
 export const transportSchema = z.union([

@@ -1,0 +1,64 @@
+/**
+ * npm run render -- --stack NAME --out DIR
+ * Writes every file each host would receive under DIR/<host>/<absolute path>, and
+ * DIR/<host>/manifest.json (ordered steps, files with mode and sha256, tags).
+ * Needs no Pulumi engine and no host; secrets appear as [secret].
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { parse } from "yaml";
+import { StackConfigError } from "../stacks/config";
+import { renderStack } from "../stacks/offline-render";
+
+function usage(message: string): never {
+    console.error(`render: ${message}\nusage: npm run render -- --stack NAME --out DIR [--project-dir DIR]`);
+    process.exit(2);
+}
+
+function parseArgs(argv: string[]): { stack: string; out: string; projectDir: string } {
+    const args: Record<string, string> = {};
+    for (let i = 0; i < argv.length; i += 2) {
+        const key = argv[i];
+        if (!["--stack", "--out", "--project-dir"].includes(key)) usage(`unknown argument ${key}`);
+        if (argv[i + 1] === undefined) usage(`${key} needs a value`);
+        args[key.slice(2)] = argv[i + 1];
+    }
+    if (!args.stack) usage("--stack is required");
+    if (!args.out) usage("--out is required");
+    return { stack: args.stack, out: args.out, projectDir: args["project-dir"] ?? process.cwd() };
+}
+
+/** Reads gpu-workers:defaults and gpu-workers:hosts from Pulumi.<stack>.yaml. */
+export function readStackFile(projectDir: string, stack: string): { defaults?: unknown; hosts?: unknown } {
+    const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
+    if (!fs.existsSync(file)) usage(`no stack file ${file}`);
+    const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
+    const config = (doc.config ?? {}) as Record<string, unknown>;
+    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"] };
+}
+
+function main(): void {
+    const { stack, out, projectDir } = parseArgs(process.argv.slice(2));
+    let hosts;
+    try {
+        hosts = renderStack(readStackFile(projectDir, stack));
+    } catch (e) {
+        if (e instanceof StackConfigError) { console.error(e.message); process.exit(1); }
+        console.error(`render: ${(e as Error).message}`);
+        process.exit(1);
+    }
+    for (const { manifest, contents } of hosts) {
+        const root = path.join(out, manifest.host);
+        fs.rmSync(root, { recursive: true, force: true });
+        for (const file of manifest.files) {
+            const target = path.join(root, file.path);
+            fs.mkdirSync(path.dirname(target), { recursive: true });
+            fs.writeFileSync(target, contents.get(file.path)!, { mode: parseInt(file.mode, 8) });
+        }
+        fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+        console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
+        if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
+    }
+}
+
+if (require.main === module) main();

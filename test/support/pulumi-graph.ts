@@ -1,0 +1,81 @@
+/**
+ * Runs a Pulumi program under mocks and records the resource graph as the engine would
+ * receive it: type, name, parent URN, explicit dependencies and inputs of every resource.
+ */
+import * as pulumi from "@pulumi/pulumi";
+
+export interface RecordedResource {
+    type: string;
+    name: string;
+    urn: string;
+    parent: string;
+    dependencies: string[];
+    inputs: Record<string, unknown>;
+}
+
+export class GraphRecorder {
+    readonly resources: RecordedResource[] = [];
+
+    byName(name: string): RecordedResource {
+        const r = this.resources.find((x) => x.name === name);
+        if (!r) throw new Error(`no resource named ${name}; have: ${this.resources.map((x) => x.name).join(", ")}`);
+        return r;
+    }
+
+    ofType(type: string): RecordedResource[] {
+        return this.resources.filter((r) => r.type === type);
+    }
+
+    /** True when `from` waits for `to`, directly or through other resources. */
+    dependsOn(from: RecordedResource, to: RecordedResource): boolean {
+        const seen = new Set<string>();
+        const walk = (urn: string): boolean => {
+            if (urn === to.urn) return true;
+            if (seen.has(urn)) return false;
+            seen.add(urn);
+            const r = this.resources.find((x) => x.urn === urn);
+            return !!r && r.dependencies.some(walk);
+        };
+        return from.dependencies.some(walk);
+    }
+}
+
+/** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */
+export function recordGraph(): GraphRecorder {
+    const recorder = new GraphRecorder();
+    pulumi.runtime.setMocks({
+        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "" } }),
+        call: (args) => args.inputs,
+    }, "gpu-workers", "test", false);
+    // The mock monitor hides parents and dependencies from newResource; read them off the request.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const monitor = require("@pulumi/pulumi/runtime/settings").getMonitor();
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req: any, callback: (err: unknown, res: any) => void) => {
+        register(req, (err: unknown, res: any) => {
+            if (!err) {
+                recorder.resources.push({
+                    type: req.getType(),
+                    name: req.getName(),
+                    urn: res.getUrn(),
+                    parent: req.getParent(),
+                    dependencies: req.getDependenciesList(),
+                    inputs: pulumi.runtime.deserializeProperties(req.getObject()),
+                });
+            }
+            callback(err, res);
+        });
+    };
+    return recorder;
+}
+
+/** Waits until no new resource has registered for a while (children register asynchronously). */
+export async function settle(recorder: GraphRecorder): Promise<void> {
+    let last = -1;
+    let quiet = 0;
+    while (quiet < 5) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        quiet = recorder.resources.length === last ? quiet + 1 : 0;
+        last = recorder.resources.length;
+    }
+}

@@ -1,0 +1,222 @@
+/**
+ * The LXD provider without a daemon: what it refuses before talking to LXD, how it diffs, how
+ * its client reads LXD's answers (from a small stand-in server on a unix socket), and that the
+ * provider object survives Pulumi's serialization and runs from another folder.
+ */
+import * as assert from "assert";
+import * as fs from "fs";
+import * as http from "http";
+import * as os from "os";
+import * as path from "path";
+import { execFileSync } from "child_process";
+import * as pulumi from "@pulumi/pulumi";
+import { LxdApiError, LxdClient } from "../../components/lxd/client";
+import * as ops from "../../components/lxd/instance-ops";
+import { lxdInstanceProvider, makeLxdInstanceProvider } from "../../components/lxd/instance-provider";
+import { LxdValidationError } from "../../components/lxd/validate";
+import type { LxdInstanceSpec } from "../../components/lxd/types";
+
+const REPO = path.resolve(__dirname, "../../..");
+
+/** A stand-in for LXD on a unix socket: answers from `routes`, records every request. */
+class FakeLxd {
+    readonly socket: string;
+    readonly seen: string[] = [];
+    private server?: http.Server;
+    constructor(private readonly routes: Record<string, (body: string) => [number, unknown]>) {
+        this.socket = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gw-fake-lxd-")), "unix.socket");
+    }
+    async start(): Promise<void> {
+        this.server = http.createServer((req, res) => {
+            const chunks: Buffer[] = [];
+            req.on("data", (c) => chunks.push(c));
+            req.on("end", () => {
+                const key = `${req.method} ${req.url}`;
+                this.seen.push(key);
+                const route = this.routes[key];
+                const [status, body] = route ? route(Buffer.concat(chunks).toString()) : [404, { type: "error", error_code: 404, error: "not found" }];
+                res.writeHead(status, { "Content-Type": "application/json", ETag: '"etag-1"' });
+                res.end(JSON.stringify(body));
+            });
+        });
+        await new Promise<void>((r) => this.server!.listen(this.socket, r));
+    }
+    async stop(): Promise<void> {
+        await new Promise<void>((r) => this.server?.close(() => r()));
+        fs.rmSync(path.dirname(this.socket), { recursive: true, force: true });
+    }
+}
+
+const lxdError = (code: number, error: string): [number, unknown] => [code, { type: "error", status: "", status_code: 0, error_code: code, error, metadata: null }];
+const asyncOp = (id: string): [number, unknown] => [202, { type: "async", status: "Operation created", status_code: 100, operation: `/1.0/operations/${id}`, metadata: { id } }];
+const opDone = (status_code: number, err = "", metadata: unknown = null): [number, unknown] =>
+    [200, { type: "sync", status: "Success", status_code: 200, metadata: { id: "x", status: status_code === 200 ? "Success" : "Failure", status_code, err, metadata } }];
+
+const good: LxdInstanceSpec = { server: { socket: "/nonexistent/unix.socket" }, name: "gpu-a", image: "gpu-workers/busybox" };
+const refusingFactory: ops.LxdApiFactory = () => { throw new Error("LXD must not be called"); };
+
+describe("LXD provider: refused before any call to LXD", () => {
+    it("an unknown device type", async () => {
+        await assert.rejects(ops.create({ ...good, devices: { gpu0: { type: "gpus" } } }, refusingFactory), (e: Error) => {
+            assert.ok(e instanceof LxdValidationError, String(e));
+            assert.match(e.message, /^lxd instance gpu-a: device gpu0: unknown device type "gpus"/);
+            return true;
+        });
+    });
+
+    it("a CDI id of the wrong shape, on create and on update", async () => {
+        const bad = { ...good, devices: { gpu0: { type: "gpu", id: "nvidia.com/gpu" } } };
+        const expected = 'lxd instance gpu-a: device gpu0: id "nvidia.com/gpu" is not a CDI id (expected vendor.com/class=name)';
+        await assert.rejects(ops.create(bad, refusingFactory), { message: expected });
+        await assert.rejects(ops.update("gpu-a", good, bad, refusingFactory), { message: expected });
+    });
+
+    it("the provider object itself sends nothing to the server", async () => {
+        const fake = new FakeLxd({});
+        await fake.start();
+        try {
+            await assert.rejects(lxdInstanceProvider.create!({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
+                /device gpu0: id "gpu=0" is not a CDI id/);
+            assert.deepStrictEqual(fake.seen, []);
+        } finally {
+            await fake.stop();
+        }
+    });
+
+    it("check reports failures by property, for preview", async () => {
+        const result = await lxdInstanceProvider.check!({}, { ...good, image: "", devices: { x: { type: "disk", source: "/srv" } } });
+        assert.deepStrictEqual(result.failures, [
+            { property: "image", reason: "lxd instance gpu-a: image is empty (expected an image alias or fingerprint on the server)" },
+            { property: "devices", reason: "lxd instance gpu-a: device x: needs path (where it appears inside the instance)" },
+        ]);
+        const ok = await lxdInstanceProvider.check!({}, { ...good, config: { "security.nesting": true as unknown as string } });
+        assert.deepStrictEqual(ok.failures, []);
+        assert.strictEqual(ok.inputs.config["security.nesting"], "true", "booleans become LXD's strings");
+        assert.deepStrictEqual(ok.inputs.profiles, ["default"]);
+    });
+});
+
+describe("LXD provider: diff", () => {
+    const olds = { ...good, type: "container", profiles: ["default"], config: { "security.nesting": "true" }, devices: { d: { type: "disk", source: "/a", path: "/a" } }, files: [], running: true, status: "Running" };
+    const news = { ...good, config: { "security.nesting": "true" }, devices: { d: { type: "disk", source: "/a", path: "/a" } } };
+
+    it("nothing changed: no changes", async () => {
+        assert.deepStrictEqual(await lxdInstanceProvider.diff!("gpu-a", olds, news), { changes: false, replaces: [], deleteBeforeReplace: false, stables: ["name"] });
+    });
+    it("config, devices, profiles: updated in place", async () => {
+        for (const change of [{ config: { "security.nesting": "false" } }, { devices: {} }, { profiles: ["default", "gpu"] }]) {
+            const d = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, ...change });
+            assert.strictEqual(d.changes, true);
+            assert.deepStrictEqual(d.replaces, [], JSON.stringify(change));
+        }
+    });
+    it("a device removed by hand (seen by refresh) is a change to put back", async () => {
+        const refreshed = { ...olds, devices: {} };
+        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", refreshed, news)).changes, true);
+    });
+    it("image, type, name: replaced; same name means delete first", async () => {
+        const image = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, image: "gpu-workers/debian-12" });
+        assert.deepStrictEqual(image.replaces, ["image"]);
+        assert.strictEqual(image.deleteBeforeReplace, true);
+        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, type: "virtual-machine" })).replaces, ["type"]);
+        const renamed = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, name: "gpu-b" });
+        assert.deepStrictEqual(renamed.replaces, ["name"]);
+        assert.strictEqual(renamed.deleteBeforeReplace, false);
+    });
+});
+
+describe("LXD client: LXD's answers", () => {
+    let fake: FakeLxd;
+    before(async () => {
+        fake = new FakeLxd({
+            "GET /1.0/instances/gone": () => lxdError(404, "Instance not found"),
+            "GET /1.0/instances/broken": () => lxdError(500, "Failed to load instance: database is locked"),
+            "POST /1.0/instances": () => asyncOp("op-create"),
+            "GET /1.0/operations/op-create/wait?timeout=30": () => opDone(400, "Failed creating instance record: Invalid device type bogus"),
+            "PUT /1.0/instances/gpu-a/state": () => asyncOp("op-start"),
+            "GET /1.0/operations/op-start/wait?timeout=30": () => opDone(200),
+            "POST /1.0/instances/gpu-a/exec": () => asyncOp("op-exec"),
+            "GET /1.0/operations/op-exec/wait?timeout=30": () => opDone(200, "", { return: 3, output: {} }),
+            "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a" } }],
+        });
+        await fake.start();
+    });
+    after(() => fake.stop());
+
+    it("a missing instance reads as undefined; other errors keep LXD's message", async () => {
+        const client = new LxdClient({ socket: fake.socket });
+        assert.strictEqual(await client.getInstance("gone"), undefined);
+        await assert.rejects(client.getInstance("broken"), (e: Error) => e instanceof LxdApiError && e.statusCode === 500 && e.message === "Failed to load instance: database is locked");
+    });
+
+    it("a failed background operation throws its err text", async () => {
+        await assert.rejects(new LxdClient({ socket: fake.socket }).createInstance({ name: "x" }), { message: "Failed creating instance record: Invalid device type bogus" });
+    });
+
+    it("a successful operation is awaited; exec returns the exit code", async () => {
+        const client = new LxdClient({ socket: fake.socket });
+        await client.setInstanceState("gpu-a", "start");
+        assert.deepStrictEqual(await client.exec("gpu-a", ["false"]), { exitCode: 3, stdout: "", stderr: "" });
+        assert.ok(fake.seen.includes("GET /1.0/operations/op-start/wait?timeout=30"));
+    });
+
+    it("the project goes on every request; the etag is returned", async () => {
+        const got = await new LxdClient({ socket: fake.socket, project: "team" }).getInstance("gpu-a");
+        assert.deepStrictEqual(got, { instance: { name: "gpu-a" }, etag: "etag-1" });
+    });
+
+    it("an unreachable daemon says where it looked", async () => {
+        await assert.rejects(new LxdClient({ socket: "/nonexistent/unix.socket" }).getInstance("x"), /cannot reach LXD at \/nonexistent\/unix.socket \(ENOENT\)/);
+    });
+
+    it("an ops error names the instance, the step and carries LXD's message", async () => {
+        await assert.rejects(ops.create({ ...good, server: { socket: fake.socket } }), {
+            message: "lxd: instance gpu-a: create failed: Failed creating instance record: Invalid device type bogus (image gpu-workers/busybox)",
+        });
+    });
+});
+
+describe("LXD provider: survives Pulumi's serialization", function () {
+    this.timeout(60_000);
+
+    /** Serializes the provider as Pulumi does, loads it in a new node process in another folder, runs check(). */
+    async function checkInChild(provider: pulumi.dynamic.ResourceProvider, cwd: string): Promise<any> {
+        const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-provider-"));
+        try {
+            fs.writeFileSync(path.join(dir, "provider.js"), sf.text);
+            const runner = `
+                const requireFromString = require(${JSON.stringify(require.resolve("require-from-string"))});
+                const text = require("fs").readFileSync(${JSON.stringify(path.join(dir, "provider.js"))}, "utf8");
+                const provider = requireFromString(text).handler();
+                provider.check({}, { server: {}, name: "gpu-a", image: "x", devices: { gpu0: { type: "gpu", id: "nvidia.com/gpu" } } })
+                    .then((r) => console.log(JSON.stringify(r.failures)), (e) => { console.error(e); process.exit(1); });`;
+            return JSON.parse(execFileSync(process.execPath, ["-e", runner], { cwd, encoding: "utf8" }));
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    }
+
+    const expected = [{ property: "devices", reason: 'lxd instance gpu-a: device gpu0: id "nvidia.com/gpu" is not a CDI id (expected vendor.com/class=name)' }];
+
+    it("captures only where its implementation is, not modules or clients", async () => {
+        const sf = await pulumi.runtime.serializeFunction(() => lxdInstanceProvider, { allowSecrets: false });
+        assert.ok(sf.text.length < 6000, `serialized provider is ${sf.text.length} bytes`);
+        assert.doesNotMatch(sf.text, /class LxdClient|http\.request|socketPath/);
+    });
+
+    it("runs from the program folder and from any other folder (compiled JavaScript)", async () => {
+        assert.deepStrictEqual(await checkInChild(lxdInstanceProvider, REPO), expected);
+        assert.deepStrictEqual(await checkInChild(lxdInstanceProvider, os.tmpdir()), expected);
+    });
+
+    it("runs when the program was TypeScript run by ts-node (no loader in the provider process)", async () => {
+        const tsProvider = makeLxdInstanceProvider(path.join(REPO, "components/lxd/instance-ops"), "components/lxd/instance-ops");
+        assert.deepStrictEqual(await checkInChild(tsProvider, os.tmpdir()), expected);
+    });
+
+    it("says where it looked when the implementation is gone", async () => {
+        const lost = makeLxdInstanceProvider("/nonexistent/instance-ops", "nowhere/instance-ops");
+        await assert.rejects(lost.check!({}, {}), /lxd provider: cannot find its implementation at .*nowhere\/instance-ops or \/nonexistent\/instance-ops/);
+    });
+});

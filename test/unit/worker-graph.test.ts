@@ -1,0 +1,124 @@
+/**
+ * The resource graph of whole workers under Pulumi mocks: types, names, parents and the
+ * dependsOn order of the chain, for each kind of host the project supports.
+ */
+import * as assert from "assert";
+import * as pulumi from "@pulumi/pulumi";
+import { GpuWorker } from "../../components/worker";
+import { parseStackConfig } from "../../stacks/config";
+import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
+import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
+import { GpuInventoryInput } from "../../components/gpu/inventory";
+
+const COMPONENT_TYPES = {
+    worker: "gpu-workers:worker:GpuWorker",
+    host: "gpu-workers:host:GpuHost",
+    driver: "gpu-workers:driver:GpuDriver",
+    toolkit: "gpu-workers:toolkit:ContainerToolkit",
+    containerd: "gpu-workers:containerd:ContainerdRuntime",
+    wrapper: "gpu-workers:wrapper:RuncWrapper",
+    fabric: "gpu-workers:fabric:FabricManager",
+    concourse: "gpu-workers:concourse:ConcourseWorker",
+};
+
+async function buildWorkers(...hosts: { name: string; inventory: GpuInventoryInput; extra?: Record<string, unknown> }[]): Promise<GraphRecorder> {
+    const recorder = recordGraph();
+    for (const host of parseStackConfig(stackWith(...hosts))) {
+        new GpuWorker(host.name, { host, secrets: { sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test") } });
+    }
+    await settle(recorder);
+    return recorder;
+}
+
+function componentsOf(g: GraphRecorder, host: string): Record<string, RecordedResource | undefined> {
+    const find = (type: string) => g.ofType(type).find((r) => r.name.startsWith(`${host}-`) || r.name === host);
+    return Object.fromEntries(Object.entries(COMPONENT_TYPES).map(([k, t]) => [k, find(t)]));
+}
+
+function childrenOf(g: GraphRecorder, parent: RecordedResource): RecordedResource[] {
+    return g.resources.filter((r) => r.parent === parent.urn);
+}
+
+/** Every child of `later` waits for every child of `earlier`. */
+function assertOrdered(g: GraphRecorder, earlier: RecordedResource, later: RecordedResource): void {
+    const first = childrenOf(g, earlier);
+    const second = childrenOf(g, later);
+    assert.ok(first.length > 0 && second.length > 0, `${earlier.name} and ${later.name} should have children`);
+    for (const b of second) for (const a of first) assert.ok(g.dependsOn(b, a), `${b.name} should wait for ${a.name}`);
+}
+
+describe("worker resource graph (Pulumi mocks)", function () {
+    this.timeout(30000);
+
+    it("no GPU: no driver, toolkit or fabricmanager; containerd -> wrapper -> concourse", async () => {
+        const g = await buildWorkers({ name: "cpu-a", inventory: NO_GPU });
+        const c = componentsOf(g, "cpu-a");
+        assert.ok(c.worker && c.host && c.containerd && c.wrapper && c.concourse);
+        assert.strictEqual(c.driver, undefined);
+        assert.strictEqual(c.toolkit, undefined);
+        assert.strictEqual(c.fabric, undefined);
+        for (const k of ["host", "containerd", "wrapper", "concourse"]) assert.strictEqual(c[k]!.parent, c.worker!.urn, `${k} is a child of the worker`);
+        assertOrdered(g, c.host!, c.containerd!);
+        assertOrdered(g, c.containerd!, c.wrapper!);
+        assertOrdered(g, c.wrapper!, c.concourse!);
+    });
+
+    it("RTX A500 laptop: the full NVIDIA chain in order, tags on the unit", async () => {
+        const g = await buildWorkers({ name: "laptop", inventory: RTX_A500_LAPTOP });
+        const c = componentsOf(g, "laptop");
+        assertOrdered(g, c.host!, c.driver!);
+        assertOrdered(g, c.driver!, c.toolkit!);
+        assertOrdered(g, c.toolkit!, c.containerd!);
+        assertOrdered(g, c.containerd!, c.wrapper!);
+        assertOrdered(g, c.wrapper!, c.concourse!);
+        assert.strictEqual(c.fabric, undefined);
+        const unit = g.byName("laptop-concourse-file-etc-systemd-system-concourse-worker.service");
+        assert.match(String(unit.inputs.stdin), /--tag=gpu-devices=0/);
+        assert.match(String(unit.inputs.stdin), /--tag=gpu-model=rtx-a500-laptop-gpu/);
+    });
+
+    it("8x H100 HGX with NVSwitches: fabricmanager after the driver, before the worker", async () => {
+        const g = await buildWorkers({ name: "hgx", inventory: HGX_H100_8X });
+        const c = componentsOf(g, "hgx");
+        assert.ok(c.fabric, "fabricmanager is created where NVSwitches are declared");
+        assert.strictEqual(c.fabric!.parent, c.worker!.urn);
+        assertOrdered(g, c.driver!, c.fabric!);
+        assertOrdered(g, c.fabric!, c.concourse!);
+        const cfg = g.byName("hgx-fabric-manager-file-usr-share-nvidia-nvswitch-fabricmanager.cfg");
+        assert.match(String(cfg.inputs.stdin), /^FABRIC_MODE=0$/m);
+    });
+
+    it("AMD Phoenix gfx1103: the wrapper config carries the HSA override and kfd", async () => {
+        const g = await buildWorkers({ name: "apu", inventory: AMD_PHOENIX });
+        const c = componentsOf(g, "apu");
+        assert.ok(c.driver && c.toolkit && c.wrapper);
+        const config = g.resources.find((r) => r.parent === c.wrapper!.urn && /runc-wrapper\.json$/.test(r.name));
+        assert.ok(config, "the wrapper config is a file resource of the wrapper");
+        const body = JSON.parse(String(config!.inputs.stdin));
+        assert.strictEqual(JSON.stringify(body).includes("HSA_OVERRIDE_GFX_VERSION"), true);
+        assert.ok(JSON.stringify(body).includes("/dev/kfd"));
+    });
+
+    it("A100 with MIG: the CDI step checks the MIG devices", async () => {
+        const g = await buildWorkers({ name: "mig", inventory: A100_MIG });
+        const cdi = g.byName("mig-toolkit-cdi-spec");
+        assert.match(String(cdi.inputs.create), /nvidia\.com\/gpu=0:0 nvidia\.com\/gpu=0:1 nvidia\.com\/gpu=0:2$/);
+    });
+
+    it("two hosts in one stack: no name collides, each chain stays on its host", async () => {
+        const g = await buildWorkers({ name: "gpu-a", inventory: RTX_A500_LAPTOP }, { name: "gpu-b", inventory: HGX_H100_8X });
+        const keys = g.resources.map((r) => `${r.type}::${r.name}`);
+        assert.strictEqual(new Set(keys).size, keys.length, "every type+name is unique");
+        const a = componentsOf(g, "gpu-a");
+        const b = componentsOf(g, "gpu-b");
+        assert.ok(!g.dependsOn(childrenOf(g, b.concourse!)[0], childrenOf(g, a.wrapper!)[0]), "hosts converge independently");
+        assert.ok(a.fabric === undefined && b.fabric !== undefined);
+    });
+
+    it("the worker key is generated and stays secret", async () => {
+        const g = await buildWorkers({ name: "k", inventory: NO_GPU });
+        assert.strictEqual(g.ofType("tls:index/privateKey:PrivateKey").filter((r) => r.name === "k-concourse-key").length, 1);
+        const keyFile = g.byName("k-concourse-file-etc-concourse-worker_key");
+        assert.strictEqual((keyFile.inputs.stdin as { [k: string]: unknown })?.[pulumi.runtime.specialSigKey] ?? "secret", "secret");
+    });
+});
