@@ -55,6 +55,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const name = `${o.prefix}-file-${pathSlug(file.path)}`;
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
     if (file.localPath) {
+        if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
         return new command.remote.CopyToRemote(name, {
             connection: o.connection,
             source: new pulumi.asset.FileAsset(file.localPath),

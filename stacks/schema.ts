@@ -3,6 +3,7 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
+import { warnOnlyFieldsSchema } from "../components/discovery/verify";
 import { inventorySchema } from "../components/gpu/inventory";
 
 const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
@@ -75,6 +76,11 @@ export const transportSchema = z.union([
 export const settingsSchema = z.strictObject({
     /** Which GPUs the worker gets: all, or a list of indices. */
     selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" }),
+    /** How the hardware found on `up` is compared with the declared inventory. */
+    verify: z.strictObject({
+        /** Inventory fields whose differences only warn (e.g. [memory, uuid]). */
+        warnOnly: warnOnlyFieldsSchema,
+    }),
     driver: z.strictObject({
         /** Pinned driver version (e.g. 550.54.15), or preinstalled to only check what is there. */
         version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
@@ -118,6 +124,7 @@ export const settingsSchema = z.strictObject({
 /** Built-in defaults; the stack's `defaults` and each host override them, field by field. */
 export const BUILTIN_DEFAULTS = {
     selection: "all",
+    verify: { warnOnly: [] },
     driver: { version: "preinstalled" },
     toolkit: { version: "1.17.8", cdi: true },
     datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },

@@ -52,6 +52,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             transport: transportArgs(host, args.secrets, settings.plan),
             inventory: host.inventory,
             driverVersion: host.driver.version,
+            warnOnly: host.verify.warnOnly,
         }, { parent: this });
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user };
 

@@ -35,8 +35,9 @@ function componentsOf(g: GraphRecorder, host: string): Record<string, RecordedRe
     return Object.fromEntries(Object.entries(COMPONENT_TYPES).map(([k, t]) => [k, find(t)]));
 }
 
+/** The children that act on the host (files and steps), not helpers such as generated keys. */
 function childrenOf(g: GraphRecorder, parent: RecordedResource): RecordedResource[] {
-    return g.resources.filter((r) => r.parent === parent.urn);
+    return g.resources.filter((r) => r.parent === parent.urn && r.type.startsWith("command:remote:"));
 }
 
 /** Every child of `later` waits for every child of `earlier`. */
@@ -72,6 +73,8 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assertOrdered(g, c.containerd!, c.wrapper!);
         assertOrdered(g, c.wrapper!, c.concourse!);
         assert.strictEqual(c.fabric, undefined);
+        assert.ok(g.dependsOn(g.byName("laptop-driver-gpu-driver"), g.byName("laptop-host-inventory")), "nothing touches the host before its inventory is verified");
+        assert.ok(g.dependsOn(g.byName("laptop-host-inventory"), g.byName("laptop-host-discover")));
         const unit = g.byName("laptop-concourse-file-etc-systemd-system-concourse-worker.service");
         assert.match(String(unit.inputs.stdin), /--tag=gpu-devices=0/);
         assert.match(String(unit.inputs.stdin), /--tag=gpu-model=rtx-a500-laptop-gpu/);
@@ -119,6 +122,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const g = await buildWorkers({ name: "k", inventory: NO_GPU });
         assert.strictEqual(g.ofType("tls:index/privateKey:PrivateKey").filter((r) => r.name === "k-concourse-key").length, 1);
         const keyFile = g.byName("k-concourse-file-etc-concourse-worker_key");
-        assert.strictEqual((keyFile.inputs.stdin as { [k: string]: unknown })?.[pulumi.runtime.specialSigKey] ?? "secret", "secret");
+        const stdin = keyFile.inputs.stdin as { [k: string]: unknown };
+        assert.strictEqual(stdin?.[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, "the key file's content is sent as a secret");
     });
 });
