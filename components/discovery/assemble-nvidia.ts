@@ -117,7 +117,13 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
     const cis = sources["nvidia-smi-mig-lci"] ? parseComputeInstances(sources["nvidia-smi-mig-lci"]) : [];
     const gis = sources["nvidia-smi-mig-lgi"] ? parseGpuInstances(sources["nvidia-smi-mig-lgi"]) : [];
 
-    const failure = errors["nvidia-smi-query"] ?? errors["nvidia-smi-L"] ?? errors["nvidia-smi"];
+    let failure: ToolFailure | undefined = errors["nvidia-smi-query"] ?? errors["nvidia-smi-L"] ?? errors["nvidia-smi"];
+    // Where only the query fails (JetPack 6's nvidia-smi supports few fields), -L still lists the GPUs.
+    const queryOnly = errors["nvidia-smi-query"] && !errors["nvidia-smi-L"] && list.gpus.length > 0 && !new RegExp(LOST.source).test(errors["nvidia-smi-query"].output);
+    if (queryOnly) {
+        warnings.push(`nvidia-smi --query-gpu failed (exit ${errors["nvidia-smi-query"].exit}: ${firstLine(errors["nvidia-smi-query"].output)}); GPUs taken from nvidia-smi -L`);
+        failure = undefined;
+    }
     if (failure) classifyFailure(failure, pciGpus, problems, warnings);
     for (const key of ["nvidia-smi-mig-lgi", "nvidia-smi-mig-lci"] as const) {
         if (errors[key]) warnings.push(`\`nvidia-smi mig ${key.endsWith("lgi") ? "-lgi" : "-lci"}\` failed (exit ${errors[key].exit}): ${firstLine(errors[key].output)}`);
@@ -170,7 +176,7 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
             if (g.uuid && GPU_UUID.test(g.uuid)) gpu.uuid = g.uuid;
             return gpu;
         });
-        warnings.push("nvidia-smi answered -L but not the query: memory and PCI addresses unknown");
+        warnings.push("nvidia-smi -L lists the GPUs, the query table did not: memory and PCI addresses unknown");
     } else if (pciGpus.length > 0) {
         // nvidia-smi numbers GPUs in PCI bus order; so does this.
         gpus = pciGpus.map((f, index) => ({ index, model: pciModelName(f, "nvidia"), memoryMiB: 0, pciBusId: f.busId, integrated: false, mig: [], modelSource: f.name ? "lspci" : "pci-id", memoryKnown: false }));

@@ -14,7 +14,7 @@ export const migInstanceSchema = z.strictObject({
     /** MIG device index within its GPU; CDI and NVIDIA_VISIBLE_DEVICES name it `<gpu>:<index>`. */
     index: nonNegativeInt,
     /** Profile name, e.g. `1g.10gb`, `3g.40gb`. */
-    profile: z.string().regex(/^[0-9]+g\.[0-9]+gb(\+me)?$/, { error: "expected a MIG profile such as 1g.10gb" }),
+    profile: z.string().regex(/^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+[a-z.]+)?$/, { error: "expected a MIG profile such as 1g.10gb or 1c.3g.20gb" }),
     /** GPU instance id. */
     gi: nonNegativeInt,
     /** Compute instance id within the GPU instance. */

@@ -52,7 +52,8 @@ export class GpuWorker extends pulumi.ComponentResource {
             transport: transportArgs(host, args.secrets, settings.plan),
             inventory: host.inventory,
             driverVersion: host.driver.version,
-            warnOnly: host.verify.warnOnly,
+            // A pinned driver that differs is the driver step's to fix, so it only warns here.
+            warnOnly: host.driver.version === "preinstalled" ? host.verify.warnOnly : [...new Set([...host.verify.warnOnly, "driver" as const])],
         }, { parent: this });
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user };
 

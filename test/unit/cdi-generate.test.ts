@@ -1,0 +1,228 @@
+/**
+ * scripts/generate-cdi.sh with fake nvidia-ctk, amd-ctk and nvidia-smi on PATH: the fakes
+ * record every call and write the captured specs in test/fixtures/discovery/cdi/. Asserted:
+ * the flags, regeneration only when the driver or GPU layout or the spec itself changed,
+ * and the message when a selected device is missing.
+ */
+import * as assert from "assert";
+import { execFileSync, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { PACKAGE_ROOT } from "../../components/host-scripts";
+import { validateCdiSpec } from "../../components/cdi/schema";
+import { ensureCommands } from "../support/tools";
+
+const SCRIPT = path.join(PACKAGE_ROOT, "scripts", "generate-cdi.sh");
+const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
+const SYSTEM_TOOLS = ["bash", "sh", "sed", "grep", "head", "tr", "cut", "mktemp", "rm", "mkdir", "mv", "chmod", "cp", "sha256sum", "dirname", "basename", "cat", "uname", "awk"];
+
+const FAKE_NVIDIA_CTK = `#!/bin/sh
+echo "nvidia-ctk $*" >> "$FAKE_LOG"
+case "$1 $2" in
+  "cdi generate")
+    out=""; class=gpu
+    for a in "$@"; do
+      case "$a" in --output=*) out=\${a#--output=} ;; --class=*) class=\${a#--class=} ;; esac
+    done
+    if [ -n "\${FAKE_FAIL:-}" ]; then echo "ERRO[0000] failed to generate CDI spec: fake failure" >&2; exit 1; fi
+    sed "s|^kind: nvidia.com/gpu$|kind: nvidia.com/$class|" "$FAKE_SPEC" > "$out"
+    echo "INFO[0000] Generated CDI spec with version 0.5.0" >&2 ;;
+  "cdi list")
+    # What the CDI registry would list: kind=name of every device in the spec folder.
+    for f in "$FAKE_CDI_DIR"/*.yaml; do
+      [ -f "$f" ] || continue
+      awk '/^kind: / { kind = $2 } /^  name: / { gsub(/"/, "", $2); names[n++] = $2 } END { for (i = 0; i < n; i++) print kind "=" names[i] }' "$f"
+    done
+    echo "INFO[0000] Found some CDI devices" >&2 ;;
+  *) echo "fake nvidia-ctk: unexpected $*" >&2; exit 97 ;;
+esac
+`;
+
+const FAKE_AMD_CTK = `#!/bin/sh
+echo "amd-ctk $*" >> "$FAKE_LOG"
+case "$1 $2" in
+  "cdi generate") out=\${3#--output=}; cp "$FAKE_SPEC" "$out" ;;
+  *) echo "fake amd-ctk: unexpected $*" >&2; exit 97 ;;
+esac
+`;
+
+const FAKE_NVIDIA_SMI = `#!/bin/sh
+case "$*" in
+  "--query-gpu=driver_version --format=csv,noheader") cat "$FAKE_DRIVER" ;;
+  "-L") cat "$FAKE_LIST" ;;
+  *) echo "fake nvidia-smi: unexpected $*" >&2; exit 97 ;;
+esac
+`;
+
+interface Run { status: number | null; stdout: string; stderr: string }
+
+describe("generate-cdi.sh", () => {
+    let work: string;
+    let bin: string;
+    let cdiDir: string;
+    let state: string;
+    let root: string;
+    let log: string;
+    let env: NodeJS.ProcessEnv;
+
+    beforeEach(() => {
+        work = fs.mkdtempSync(path.join(os.tmpdir(), "generate-cdi-"));
+        bin = path.join(work, "bin");
+        cdiDir = path.join(work, "etc-cdi");
+        state = path.join(work, "state");
+        root = path.join(work, "root");
+        log = path.join(work, "calls.log");
+        fs.mkdirSync(bin);
+        fs.mkdirSync(cdiDir);
+        fs.mkdirSync(root);
+        for (const tool of SYSTEM_TOOLS) {
+            fs.symlinkSync(execFileSync("sh", ["-c", `command -v "$1"`, "sh", tool], { encoding: "utf8" }).trim(), path.join(bin, tool));
+        }
+        fs.writeFileSync(path.join(bin, "nvidia-ctk"), FAKE_NVIDIA_CTK, { mode: 0o755 });
+        fs.writeFileSync(path.join(bin, "amd-ctk"), FAKE_AMD_CTK, { mode: 0o755 });
+        fs.writeFileSync(path.join(bin, "nvidia-smi"), FAKE_NVIDIA_SMI, { mode: 0o755 });
+        fs.writeFileSync(path.join(work, "driver"), "550.127.05\n");
+        fs.writeFileSync(path.join(work, "list"), "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-08b3c2e8-cb7b-ea3f-7711-a042c580b3e8)\n");
+        fs.writeFileSync(log, "");
+        env = {
+            PATH: bin, GPU_WORKERS_STATE_DIR: state, GPU_WORKERS_ROOT: root,
+            FAKE_LOG: log, FAKE_CDI_DIR: cdiDir, FAKE_SPEC: path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"),
+            FAKE_DRIVER: path.join(work, "driver"), FAKE_LIST: path.join(work, "list"),
+        };
+    });
+    afterEach(() => { fs.rmSync(work, { recursive: true, force: true }); });
+
+    const output = () => path.join(cdiDir, "nvidia.yaml");
+    function run(args: string[], extra: NodeJS.ProcessEnv = {}): Run {
+        const r = spawnSync(path.join(bin, "bash"), [SCRIPT, ...args], { env: { ...env, ...extra }, encoding: "utf8" });
+        return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    }
+    const ensureNvidia = (ids: string[] = ["nvidia.com/gpu=0"], more: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
+        run(["ensure", "--vendor", "nvidia", "--output", output(), ...more, "--driver-pin", "550.127.05", "--", ...ids], extra);
+    const calls = () => fs.readFileSync(log, "utf8").trim().split("\n").filter(Boolean).map((l) => l.replace(/--output=\S*\/cdi-new\.[A-Za-z0-9]+\//, "--output=<tmp>/"));
+    const resetCalls = () => fs.writeFileSync(log, "");
+
+    it("generates the spec with index names, installs it, records the driver, and checks the ids with `cdi list`", () => {
+        const r = ensureNvidia();
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.deepStrictEqual(calls(), ["nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index", "nvidia-ctk cdi list"]);
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), fs.readFileSync(path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"), "utf8"));
+        assert.strictEqual((fs.statSync(output()).mode & 0o777).toString(8), "644");
+        assert.match(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), /^output=.*nvidia\.yaml\nfingerprint=[0-9a-f]{64}\nspec=[0-9a-f]{64}\ndriver=550\.127\.05\n$/);
+        assert.match(r.stdout, /generating .*nvidia\.yaml: .*nvidia\.yaml is missing\n/);
+        assert.match(r.stdout, /1 selected device\(s\) resolve: nvidia\.com\/gpu=0\n$/);
+        assert.deepStrictEqual(fs.readdirSync(state).sort(), ["cdi-nvidia.state"], "no temporary folder left");
+        validateCdiSpec(fs.readFileSync(output(), "utf8"), output());
+    });
+
+    it("does not regenerate when nothing changed (idempotent), and regenerates when the driver changes", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        const before = fs.statSync(output());
+        resetCalls();
+        const again = ensureNvidia();
+        assert.strictEqual(again.status, 0, again.stderr);
+        assert.deepStrictEqual(calls(), ["nvidia-ctk cdi list"]);
+        assert.match(again.stdout, /nvidia\.yaml is current\n/);
+        const after = fs.statSync(output());
+        assert.deepStrictEqual([after.ino, after.mtimeMs], [before.ino, before.mtimeMs]);
+
+        fs.writeFileSync(path.join(work, "driver"), "550.144.03\n");
+        resetCalls();
+        const upgraded = run(["ensure", "--vendor", "nvidia", "--output", output(), "--driver-pin", "550", "--", "nvidia.com/gpu=0"]);
+        assert.strictEqual(upgraded.status, 0, upgraded.stderr);
+        assert.match(upgraded.stdout, /the driver or GPU layout changed/);
+        assert.strictEqual(calls()[0], "nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index");
+        assert.match(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), /driver=550\.144\.03/);
+    });
+
+    it("regenerates when the MIG layout changes, and when someone edited the spec", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        fs.appendFileSync(path.join(work, "list"), "  MIG 3g.40gb     Device  0: (UUID: MIG-d771d938-b556-4f9d-b742-2dd26b864023)\n");
+        resetCalls();
+        assert.match(ensureNvidia().stdout, /the driver or GPU layout changed/);
+        fs.writeFileSync(output(), "edited by hand\n");
+        resetCalls();
+        const r = ensureNvidia();
+        assert.match(r.stdout, /was changed since it was generated/);
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), fs.readFileSync(path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"), "utf8"));
+    });
+
+    it("fails naming every selected device that is not in the spec", () => {
+        const r = ensureNvidia(["nvidia.com/gpu=0", "nvidia.com/gpu=1", "nvidia.com/gpu=0:1"]);
+        assert.strictEqual(r.status, 1);
+        assert.strictEqual(r.stderr.split("\n").slice(-2)[0] + "\n", `generate-cdi: not in the CDI spec ${output()}: nvidia.com/gpu=1 nvidia.com/gpu=0:1 (runtimes can resolve: nvidia.com/gpu=0 nvidia.com/gpu=GPU-08b3c2e8-cb7b-ea3f-7711-a042c580b3e8 nvidia.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`);
+        const wrongVendor = ensureNvidia(["amd.com/gpu=0"]);
+        assert.match(wrongVendor.stderr, /'amd\.com\/gpu=0' is not a nvidia CDI id \(expected nvidia\.com\/CLASS=NAME\)/);
+    });
+
+    it("Tegra: csv mode and the igpu class, so ids are nvidia.com/igpu=N", () => {
+        const r = ensureNvidia(["nvidia.com/igpu=0"], ["--tegra"]);
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.deepStrictEqual(calls(), ["nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index --mode=csv --class=igpu", "nvidia-ctk cdi list"]);
+    });
+
+    it("refuses to generate for a driver other than the pinned one", () => {
+        const r = run(["ensure", "--vendor", "nvidia", "--output", output(), "--driver-pin", "560.35.03", "--", "nvidia.com/gpu=0"]);
+        assert.strictEqual(r.status, 1);
+        assert.strictEqual(r.stderr, "generate-cdi: the loaded NVIDIA driver is 550.127.05 but 560.35.03 is pinned; a spec generated now would mount the wrong libraries (reboot after the driver update?)\n");
+        assert.deepStrictEqual(calls(), []);
+    });
+
+    it("leaves nothing behind when nvidia-ctk fails", () => {
+        const r = ensureNvidia(["nvidia.com/gpu=0"], [], { FAKE_FAIL: "1" });
+        assert.strictEqual(r.status, 1);
+        assert.match(r.stderr, /ERRO\[0000\] failed to generate CDI spec: fake failure\ngenerate-cdi: nvidia-ctk cdi generate failed \(see above\)\n$/);
+        assert.ok(!fs.existsSync(output()));
+        assert.deepStrictEqual(fs.readdirSync(state), []);
+    });
+
+    it("AMD: amd-ctk generates amd.json; ids checked against the spec; new render nodes regenerate it", () => {
+        const amdOut = path.join(cdiDir, "amd.json");
+        fs.mkdirSync(path.join(root, "sys", "module", "amdgpu"), { recursive: true });
+        fs.writeFileSync(path.join(root, "sys", "module", "amdgpu", "version"), "6.10.5\n");
+        fs.mkdirSync(path.join(root, "dev", "dri"), { recursive: true });
+        fs.writeFileSync(path.join(root, "dev", "kfd"), "");
+        fs.writeFileSync(path.join(root, "dev", "dri", "renderD128"), "");
+        const amdEnv = { FAKE_SPEC: path.join(CDI_FIXTURES, "amd-ctk-2gpu.json") };
+        const ensureAmd = (ids: string[]) => run(["ensure", "--vendor", "amd", "--output", amdOut, "--driver-pin", "preinstalled", "--", ...ids], amdEnv);
+        const first = ensureAmd(["amd.com/gpu=0", "amd.com/gpu=1"]);
+        assert.strictEqual(first.status, 0, first.stderr);
+        assert.deepStrictEqual(calls(), ["amd-ctk cdi generate --output=<tmp>/amd.json"]);
+        resetCalls();
+        assert.match(ensureAmd(["amd.com/gpu=0"]).stdout, /amd\.json is current/);
+        assert.deepStrictEqual(calls(), []);
+        fs.writeFileSync(path.join(root, "dev", "dri", "renderD136"), "");
+        assert.match(ensureAmd(["amd.com/gpu=0"]).stdout, /the driver or GPU layout changed/);
+        const missing = ensureAmd(["amd.com/gpu=2"]);
+        assert.strictEqual(missing.status, 1);
+        assert.strictEqual(missing.stderr, `generate-cdi: not in the CDI spec ${amdOut}: amd.com/gpu=2 (runtimes can resolve: amd.com/gpu=0 amd.com/gpu=1 amd.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`);
+    });
+
+    it("remove deletes only a spec it generated", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        const removed = run(["remove", "--vendor", "nvidia", "--output", output()]);
+        assert.strictEqual(removed.status, 0, removed.stderr);
+        assert.ok(!fs.existsSync(output()));
+        assert.deepStrictEqual(fs.readdirSync(state), []);
+        fs.writeFileSync(output(), "someone else's spec\n");
+        const again = run(["remove", "--vendor", "nvidia", "--output", output()]);
+        assert.strictEqual(again.status, 0);
+        assert.match(again.stdout, /was not generated by gpu-workers; left alone/);
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), "someone else's spec\n");
+    });
+
+    it("rejects bad arguments clearly", () => {
+        assert.match(run(["ensure", "--vendor", "intel", "--output", output()]).stderr, /--vendor must be nvidia or amd \(got 'intel'\)/);
+        assert.match(run(["ensure", "--vendor", "nvidia", "--output", "nvidia.yaml"]).stderr, /--output must be an absolute path ending in \.yaml or \.json \(got 'nvidia\.yaml'\)/);
+        assert.match(run(["ensure", "--vendor", "nvidia", "--output", output(), "--bogus"]).stderr, /unknown argument: --bogus/);
+        assert.match(run(["frobnicate"]).stderr, /usage: generate-cdi\.sh ensure\|remove/);
+        fs.rmSync(path.join(bin, "nvidia-ctk"));
+        assert.match(ensureNvidia().stderr, /nvidia-ctk is not installed \(the container toolkit step installs it\)/);
+    });
+
+    it("is shellcheck clean (style level)", () => {
+        ensureCommands(["shellcheck"], ["shellcheck"]);
+        execFileSync("shellcheck", ["-S", "style", SCRIPT], { stdio: "pipe" });
+    });
+});

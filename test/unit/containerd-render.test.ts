@@ -1,0 +1,113 @@
+import * as assert from "assert";
+import { parse } from "smol-toml";
+import {
+    CONTAINERD_DROP_IN, CONTAINERD_IMPORT_GLOB, CONTAINERD_MAIN_CONFIG, CONTAINERD_SETTINGS_FILE, ensureImports,
+    renderConcourseContainerdConfig, renderContainerdDropIn, renderContainerdRuntimeComponent,
+} from "../../components/containerd/render";
+import { HOST_LIB_DIR } from "../../components/host-steps";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Any = any;
+const WRAPPER = "/usr/local/lib/gpu-workers/runc-wrapper";
+/** Parses TOML into plain objects (smol-toml's have no prototype). */
+const toml = (text: string): Any => JSON.parse(JSON.stringify(parse(text)));
+
+describe("containerd drop-in (render)", () => {
+    it("adds the runtime with the wrapper as BinaryName, keeps runc, no default when not asked", () => {
+        const text = renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER, makeDefault: false, enableCdi: false });
+        const doc = toml(text);
+        assert.strictEqual(doc.version, 2);
+        const cri = doc.plugins["io.containerd.grpc.v1.cri"];
+        assert.deepStrictEqual(cri.containerd.runtimes.gpu, { runtime_type: "io.containerd.runc.v2", options: { BinaryName: WRAPPER } });
+        assert.deepStrictEqual(cri.containerd.runtimes.runc, { runtime_type: "io.containerd.runc.v2", options: {} });
+        assert.strictEqual(cri.containerd.default_runtime_name, undefined);
+        assert.strictEqual(cri.enable_cdi, undefined);
+        assert.deepStrictEqual(Object.keys(doc), ["version", "plugins"]);
+        assert.ok(text.includes('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpu.options]\nBinaryName = "/usr/local/lib/gpu-workers/runc-wrapper"\n'));
+    });
+
+    it("default runtime and CDI when asked", () => {
+        const doc = toml(renderContainerdDropIn({ runtimeName: "nvidia-gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true }));
+        const cri = doc.plugins["io.containerd.grpc.v1.cri"];
+        assert.strictEqual(cri.containerd.default_runtime_name, "nvidia-gpu");
+        assert.strictEqual(cri.enable_cdi, true);
+        assert.deepStrictEqual(cri.cdi_spec_dirs, ["/etc/cdi", "/var/run/cdi"]);
+        const custom = toml(renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true, cdiSpecDirs: ["/opt/cdi"] }));
+        assert.deepStrictEqual(custom.plugins["io.containerd.grpc.v1.cri"].cdi_spec_dirs, ["/opt/cdi"]);
+    });
+
+    it("names with dots and quotes in paths come out as valid TOML", () => {
+        const odd = '/opt/a "b"/runc\\wrapper';
+        const doc = toml(renderContainerdDropIn({ runtimeName: "gpu.v2", binaryName: odd, makeDefault: true, enableCdi: false }));
+        assert.strictEqual(doc.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes["gpu.v2"].options.BinaryName, odd);
+    });
+
+    it("bad settings: clear errors", () => {
+        assert.throws(() => renderContainerdDropIn({ runtimeName: "GPU!", binaryName: WRAPPER, makeDefault: false, enableCdi: false }), /runtimeName/);
+        assert.throws(() => renderContainerdDropIn({ runtimeName: "runc", binaryName: WRAPPER, makeDefault: false, enableCdi: false }), /containerd's own default/);
+        assert.throws(() => renderContainerdDropIn({ runtimeName: "gpu", binaryName: "runc-wrapper", makeDefault: false, enableCdi: false }), /binaryName: expected an absolute path/);
+    });
+});
+
+describe("containerd main config imports (ensureImports)", () => {
+    const glob = CONTAINERD_IMPORT_GLOB;
+
+    it("no config: a minimal version 2 config that imports the drop-ins", () => {
+        const text = ensureImports("", glob);
+        assert.deepStrictEqual(toml(text), { version: 2, imports: [glob] });
+        assert.strictEqual(text, `version = 2\nimports = [ "${glob}" ]\n`);
+    });
+
+    it("adds the import as the first line and keeps every other line (comments too)", () => {
+        const existing = '# host settings\nversion = 2\n\n[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "/usr/lib/cni" # Debian\n';
+        const text = ensureImports(existing, glob);
+        assert.strictEqual(text, `imports = [ "${glob}" ]\n` + existing);
+        const doc = toml(text);
+        assert.deepStrictEqual(doc.imports, [glob]);
+        assert.strictEqual(doc.plugins["io.containerd.grpc.v1.cri"].cni.bin_dir, "/usr/lib/cni");
+    });
+
+    it("returns the text unchanged when the import is there (no restart)", () => {
+        const existing = `version = 2\nimports = ["/other/*.toml", "${glob}"]\n`;
+        assert.strictEqual(ensureImports(existing, glob), existing);
+        const once = ensureImports("version = 2\n", glob);
+        assert.strictEqual(ensureImports(once, glob), once);
+    });
+
+    it("refuses what it cannot extend safely", () => {
+        assert.throws(() => ensureImports('imports = ["/x/*.toml"]\nversion = 2\n', glob), /add "\/etc\/containerd\/conf.d\/\*.toml" to that list/);
+        assert.throws(() => ensureImports("[plugins.cri]\nx = 1\n", glob), /version = 2 \(got no version, i.e. version 1\)/);
+        assert.throws(() => ensureImports("version = 2\n[broken\n", glob), /not valid TOML/);
+    });
+});
+
+describe("Concourse's containerd config (render)", () => {
+    it("Concourse's own defaults: no CRI, overlayfs only", () => {
+        const doc = toml(renderConcourseContainerdConfig());
+        assert.deepStrictEqual(doc, {
+            version: 2,
+            oom_score: -999,
+            disabled_plugins: ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs"],
+        });
+    });
+});
+
+describe("ContainerdRuntime component (render)", () => {
+    const settings = { runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true };
+
+    it("uploads our settings and the script; the step applies and removes", () => {
+        const r = renderContainerdRuntimeComponent(settings);
+        assert.deepStrictEqual(r.files.map((f) => f.path), [CONTAINERD_SETTINGS_FILE, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
+        assert.strictEqual(r.files[0].content, renderContainerdDropIn(settings));
+        const [step] = r.steps;
+        assert.match(step.create, new RegExp(`apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&")}'$`));
+        assert.ok(step.remove!.includes(" remove --main "));
+        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE]);
+    });
+
+    it("a settings change changes the step's command (so it runs again), the same settings do not", () => {
+        const a = renderContainerdRuntimeComponent(settings).steps[0].create;
+        assert.strictEqual(renderContainerdRuntimeComponent({ ...settings }).steps[0].create, a);
+        assert.notStrictEqual(renderContainerdRuntimeComponent({ ...settings, makeDefault: false }).steps[0].create, a);
+    });
+});

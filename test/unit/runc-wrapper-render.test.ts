@@ -1,0 +1,96 @@
+import * as assert from "assert";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { inventorySchema } from "../../components/gpu/inventory";
+import { planWorkerGpus, PlanOptions } from "../../components/gpu/plan";
+import { HOST_LIB_DIR } from "../../components/host-steps";
+import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, wrapperConfigSchema } from "../../components/runc-wrapper/render";
+import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
+
+const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };
+const datasets = { root: "/srv", writableSuffixes: ["_writable", "_rw"] };
+
+describe("runc wrapper settings (render)", () => {
+    it("NVIDIA selection: the plan's env and unsetEnv, in a fixed key order", () => {
+        const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), { ...base, selection: [1, 3] });
+        const text = renderWrapperConfig({ plan, datasets, realRuntime: "/usr/bin/nvidia-container-runtime" });
+        assert.ok(text.endsWith("}\n"));
+        const config = JSON.parse(text);
+        assert.deepStrictEqual(Object.keys(config), ["realRuntime", "datasetRoot", "writableSuffixes", "env", "unsetEnv", "deviceNodes", "log"]);
+        assert.deepStrictEqual(config.env, { NVIDIA_DRIVER_CAPABILITIES: "compute,utility", NVIDIA_VISIBLE_DEVICES: "1,3" });
+        assert.deepStrictEqual(config.unsetEnv, plan.unsetEnv);
+        assert.ok(config.unsetEnv.includes("AMD_VISIBLE_DEVICES") && !config.unsetEnv.includes("NVIDIA_VISIBLE_DEVICES"));
+        assert.deepStrictEqual(config.deviceNodes, []);
+        assert.strictEqual(config.log, WRAPPER_LOG_PATH);
+        assert.strictEqual(config.realRuntime, "/usr/bin/nvidia-container-runtime");
+        wrapperConfigSchema.parse(config);
+    });
+
+    it("AMD: device nodes and the HSA override come from the plan", () => {
+        const plan = planWorkerGpus(inventorySchema.parse(AMD_PHOENIX), base);
+        const config = JSON.parse(renderWrapperConfig({ plan, datasets, realRuntime: RUNC_REAL_PATH, logPath: "/tmp/w.log" }));
+        assert.deepStrictEqual(config.deviceNodes, ["/dev/kfd", "/dev/dri/renderD128"]);
+        assert.strictEqual(config.env.HSA_OVERRIDE_GFX_VERSION, "11.0.0");
+        assert.strictEqual(config.env.AMD_VISIBLE_DEVICES, "0");
+        assert.strictEqual(config.log, "/tmp/w.log");
+    });
+
+    it("is deterministic: the same input gives the same bytes", () => {
+        const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), base);
+        const a = renderWrapperConfig({ plan, datasets, realRuntime: RUNC_REAL_PATH });
+        const b = renderWrapperConfig({ plan: { ...plan, env: Object.fromEntries(Object.entries(plan.env).reverse()) }, datasets, realRuntime: RUNC_REAL_PATH });
+        assert.strictEqual(a, b);
+        assert.deepStrictEqual(JSON.parse(a).env, { NVIDIA_VISIBLE_DEVICES: "void" });
+    });
+
+    it("bad input: every problem named with its key", () => {
+        const plan = { env: { "A=B": "1" }, unsetEnv: [], deviceNodes: ["dev/kfd"] };
+        assert.throws(() => renderWrapperConfig({ plan, datasets: { root: "srv", writableSuffixes: ["a/b"] }, realRuntime: "runc" }), (e: Error) =>
+            /realRuntime: expected an absolute path/.test(e.message) && /datasetRoot/.test(e.message) && /writableSuffixes\.0/.test(e.message) && /deviceNodes\.0/.test(e.message) && /env/.test(e.message));
+        assert.throws(() => renderWrapperConfig({ plan: { env: { X: "1" }, unsetEnv: ["X"], deviceNodes: [] }, datasets, realRuntime: "/r" }), /both set and unset: X/);
+    });
+});
+
+describe("RuncWrapper component (render)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wrapper-render-"));
+    const binary = path.join(dir, "runc-wrapper");
+    fs.writeFileSync(binary, "not really a binary");
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), { ...base, selection: [0] });
+
+    it("places settings, binary and script, and one step that installs and removes", () => {
+        const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary });
+        assert.deepStrictEqual(r.files.map((f) => [f.path, f.mode]), [
+            [WRAPPER_CONFIG_PATH, "0644"],
+            [WRAPPER_PATH, "0755"],
+            [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
+        ]);
+        assert.strictEqual(r.files[1].localPath, binary);
+        assert.strictEqual(r.files[1].content, "");
+        assert.ok(r.files[2].content.startsWith("#!/usr/bin/env bash"));
+        assert.strictEqual(r.steps.length, 1);
+        const [step] = r.steps;
+        assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 [0-9a-f]{64} --aside ${RUNC_REAL_PATH}$`));
+        assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
+        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH]);
+    });
+
+    it("a new wrapper build changes the install command (so the step runs again)", () => {
+        const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary }).steps[0].create;
+        const other = path.join(dir, "other");
+        fs.writeFileSync(other, "another build");
+        const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other }).steps[0].create;
+        assert.notStrictEqual(before.replace(binary, ""), afterBuild.replace(other, ""));
+    });
+
+    it("a custom runc path is passed to install and remove, quoted", () => {
+        const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary, runcPath: "/opt/my runc/runc" });
+        assert.ok(r.steps[0].create.includes("--runc '/opt/my runc/runc'"));
+        assert.ok(r.steps[0].remove!.includes("--runc '/opt/my runc/runc'"));
+    });
+
+    it("a missing build says how to make it", () => {
+        assert.throws(() => renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: path.join(dir, "none") }), /npm run build/);
+    });
+});
