@@ -7,7 +7,7 @@
 #                                                         points ALIAS at it, prints its fingerprint
 #
 # debian-12: Debian 12 made with debootstrap (minbase + systemd, openssh-server, sudo,
-#            ca-certificates, iproute2). Host keys are made at first boot, not baked in.
+#            ca-certificates, iproute2, runc, containerd). Host keys are made at first boot.
 #            Default alias gpu-workers/debian-12.
 # busybox:   a static busybox and nothing else, for fast tests. Default alias gpu-workers/busybox.
 #
@@ -18,7 +18,8 @@
 set -euo pipefail
 
 SUITE=bookworm
-DEBIAN_PACKAGES=systemd,systemd-sysv,openssh-server,sudo,ca-certificates,iproute2
+# runc and containerd: a worker host brings its container runtime, and the chain configures it.
+DEBIAN_PACKAGES=systemd,systemd-sysv,openssh-server,sudo,ca-certificates,iproute2,runc,containerd
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/lxd-images"
 script_hash=$(sha256sum "$0" | cut -c1-16)
 

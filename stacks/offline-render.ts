@@ -4,9 +4,10 @@
  */
 import * as crypto from "crypto";
 import * as fs from "fs";
-import { hostScriptFile } from "../components/host-scripts";
+import { readHostScript } from "../components/host-scripts";
+import { lxdSshProxyDevice } from "../components/lxd/devices";
 import { HostFile } from "../components/host-steps";
-import { renderChain, workerSettings } from "../components/worker/settings";
+import { lxdInstanceSettings, renderChain, workerSettings } from "../components/worker/settings";
 import { parseStackConfig, RawStackConfig } from "./config";
 import { HostConfig } from "./schema";
 
@@ -40,9 +41,19 @@ export function renderHost(host: HostConfig): RenderedHost {
     const contents = new Map<string, Buffer>();
     const files: ManifestFile[] = [];
     const steps: ManifestStep[] = [];
-    const discover = hostScriptFile("discover-gpus.sh");
-    steps.push({ name: `${host.name}-host-discover`, component: "GpuHost", dependsOn: "lxd" in host.transport ? [`${host.name}-host-instance`] : [], run: `bash -s < ${discover.path} (scripts/discover-gpus.sh sent on stdin)` });
+    const discover = sha256(Buffer.from(readHostScript("discover-gpus.sh")));
+    const access: string[] = [];
+    if ("lxd" in host.transport) {
+        const lxd = host.transport.lxd;
+        const { config, devices } = lxdInstanceSettings(host, lxd, settings.plan);
+        devices.sshd = lxdSshProxyDevice({ address: lxd.sshAddress, port: lxd.sshPort });
+        const instance = `${host.name}-host-instance`;
+        steps.push({ name: instance, component: "GpuHost", dependsOn: [], run: `LXD: create ${lxd.type} ${lxd.instance} from image ${lxd.image} with config ${JSON.stringify(config)} and devices ${JSON.stringify(devices)}, push the SSH keys, start it and wait for sshd` });
+        access.push(instance);
+    }
+    steps.push({ name: `${host.name}-host-discover`, component: "GpuHost", dependsOn: access, run: `bash -s (stdin: scripts/discover-gpus.sh, sha256 ${discover})` });
     steps.push({ name: `${host.name}-host-inventory`, component: "GpuHost", dependsOn: [`${host.name}-host-discover`], run: "compare the discovered inventory with the declared one (in the program)" });
+    const stepsOfLink = new Map<string, string[]>();
     for (const link of renderChain(host.name, settings)) {
         for (const file of link.rendered.files) {
             if (contents.has(file.path)) continue;
@@ -55,7 +66,8 @@ export function renderHost(host: HostConfig): RenderedHost {
                 ...(file.localPath ? { uploadedFrom: file.localPath } : {}),
             });
         }
-        const upstream = link.dependsOn.length > 0 ? link.dependsOn : [`${host.name}-host-inventory`];
+        const upstream = link.dependsOn.length > 0 ? link.dependsOn.flatMap((l) => stepsOfLink.get(l) ?? []) : [`${host.name}-host-inventory`];
+        stepsOfLink.set(link.name, link.rendered.steps.map((step) => `${link.name}-${step.name}`));
         for (const step of link.rendered.steps) {
             steps.push({
                 name: `${link.name}-${step.name}`, component: link.component,

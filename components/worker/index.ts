@@ -7,10 +7,9 @@ import { FabricManager } from "../fabric-manager";
 import { GpuDriver } from "../gpu-driver";
 import { GpuHost, GpuHostArgs } from "../gpu-host";
 import { HostAccessArgs } from "../host-component";
-import { lxdConfigForWorker, lxdDevicesForWorker } from "../lxd/devices";
 import { LxdServer } from "../lxd/types";
 import { RuncWrapper } from "../runc-wrapper";
-import { ChainLink, renderChain, workerSettings } from "./settings";
+import { ChainLink, lxdInstanceSettings, renderChain, workerSettings } from "./settings";
 
 export interface GpuWorkerSecrets {
     /** SSH private key for an ssh transport. */
@@ -105,8 +104,7 @@ function transportArgs(host: HostConfig, secrets: GpuWorkerSecrets, plan: Return
             image: lxd.image,
             type: lxd.type,
             profiles: lxd.profiles,
-            config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
-            devices: lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
+            ...lxdInstanceSettings(host, lxd, plan),
             sshAddress: lxd.sshAddress,
             sshPort: lxd.sshPort,
             user: lxd.user,

@@ -3,7 +3,9 @@
  * passes these to the component constructors, and the offline render to the same renderers,
  * so the preview and the render can never disagree.
  */
-import { HostConfig } from "../../stacks/schema";
+import { HostConfig, LxdTransport } from "../../stacks/schema";
+import { lxdConfigForWorker, lxdDevicesForWorker } from "../lxd/devices";
+import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../concourse-worker/render";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../containerd/render";
 import { ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../container-toolkit/render";
@@ -104,4 +106,12 @@ export function renderChain(hostName: string, s: WorkerSettings): ChainLink[] {
         add("ConcourseWorker", "concourse", renderConcourseWorker(s.concourse), [...previous, ...fabric]);
     }
     return links;
+}
+
+/** The GPU, dataset and config of a worker's LXD instance (GpuHost adds the sshd proxy). */
+export function lxdInstanceSettings(host: HostConfig, lxd: LxdTransport, plan: WorkerGpuPlan): { config: Record<string, string>; devices: LxdDevices } {
+    return {
+        config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
+        devices: lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
+    };
 }
