@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Concourse binaries and runs the worker unit.
 #   concourse-worker.sh ensure --version V (--url URL --sha256 HEX | --archive PATH) --unit NAME --watch FILE...
-#   concourse-worker.sh remove --unit NAME
+#                              [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX]
+#   concourse-worker.sh remove --unit NAME [--wrap-runc INSTALLER]
 # The archive is Concourse's release tarball (concourse/bin/concourse inside). The unit is
 # restarted only when one of the watched files (unit, env, keys, containerd config) changed.
+# Concourse's containerd runs the first runc on PATH, its own bin folder's, for containers
+# it creates without runtime options; no containerd setting reaches those, so with
+# --wrap-runc the wrapper goes in place of that runc (installed again after every unpack).
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
@@ -13,6 +17,7 @@ die() { echo "concourse-worker: $*" >&2; exit 1; }
 
 action=${1:-}; shift || true
 version=""; url=""; sha=""; archive=""; unit=""; watch=()
+wrap_installer=""; wrapper=""; wrapper_sha=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --version) version=$2; shift 2 ;;
@@ -21,10 +26,27 @@ while [ $# -gt 0 ]; do
     --archive) archive=$2; shift 2 ;;
     --unit) unit=$2; shift 2 ;;
     --watch) watch+=("$2"); shift 2 ;;
+    --wrap-runc) wrap_installer=$2; shift 2 ;;
+    --wrapper) wrapper=$2; shift 2 ;;
+    --wrapper-sha256) wrapper_sha=$2; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 [ -n "$unit" ] || die "--unit is required"
+CONCOURSE_RUNC="$PREFIX/concourse/bin/runc"
+CONCOURSE_RUNC_ASIDE="$STATE_DIR/concourse-runc.real"
+
+wrap_concourse_runc() {
+  [ -n "$wrap_installer" ] || return 0
+  if [ -z "$wrapper" ] || [ -z "$wrapper_sha" ]; then die "--wrap-runc needs --wrapper and --wrapper-sha256"; fi
+  [ -e "$CONCOURSE_RUNC" ] || die "${CONCOURSE_RUNC} is missing: the Concourse tarball should bring its runc"
+  "$wrap_installer" install --runc "$CONCOURSE_RUNC" --wrapper "$wrapper" --sha256 "$wrapper_sha" --aside "$CONCOURSE_RUNC_ASIDE"
+}
+
+unwrap_concourse_runc() {
+  if [ -z "$wrap_installer" ] || [ ! -x "$wrap_installer" ] || [ ! -e "$CONCOURSE_RUNC_ASIDE" ]; then return 0; fi
+  "$wrap_installer" remove --runc "$CONCOURSE_RUNC" --aside "$CONCOURSE_RUNC_ASIDE"
+}
 
 install_binaries() {
   local marker="$STATE_DIR/concourse.installed" want tmp
@@ -59,6 +81,7 @@ install_binaries() {
 
 ensure() {
   install_binaries
+  wrap_concourse_runc
   local stamp="$STATE_DIR/${unit}.sha256" sum
   sum=$(cat "${watch[@]}" /dev/null | sha256sum | cut -d' ' -f1)
   systemctl daemon-reload
@@ -73,6 +96,7 @@ ensure() {
 remove() {
   systemctl disable --now "$unit" >/dev/null 2>&1 || true
   rm -f "$STATE_DIR/${unit}.sha256"
+  unwrap_concourse_runc
   if [ -f "$STATE_DIR/concourse.installed" ]; then
     rm -rf "$PREFIX/concourse"
     rm -f "$STATE_DIR/concourse.installed"

@@ -14,8 +14,13 @@ export interface ConcourseWorkerSettings {
     workDir: string;
     /** Where the release tarball comes from. */
     binary: { url: string; sha256: string } | { path: string };
-    /** Config of the containerd that Concourse starts itself (its runc is the wrapper). */
+    /** Config of the containerd that Concourse starts itself. */
     containerdConfig: string;
+    /**
+     * Put the runc wrapper in place of Concourse's own runc: its containerd creates
+     * containers with no runtime options, so no containerd setting can reach them.
+     */
+    wrapRunc?: { installer: string; wrapper: string; sha256: string };
 }
 
 export const CONCOURSE_UNIT = "concourse-worker.service";
@@ -92,8 +97,11 @@ export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedCompo
         scriptStep({
             name: "concourse-worker",
             script: "concourse-worker.sh",
-            args: ["--version", s.version, ...source, "--unit", CONCOURSE_UNIT, ...watched.flatMap((w) => ["--watch", w])],
-            removeArgs: ["--unit", CONCOURSE_UNIT],
+            args: [
+                "--version", s.version, ...source, "--unit", CONCOURSE_UNIT, ...watched.flatMap((w) => ["--watch", w]),
+                ...(s.wrapRunc ? ["--wrap-runc", s.wrapRunc.installer, "--wrapper", s.wrapRunc.wrapper, "--wrapper-sha256", s.wrapRunc.sha256] : []),
+            ],
+            removeArgs: ["--unit", CONCOURSE_UNIT, ...(s.wrapRunc ? ["--wrap-runc", s.wrapRunc.installer] : [])],
             dependsOn: files.map((f) => f.path),
         }),
     );

@@ -85,7 +85,7 @@ export interface RuncWrapperSettings extends WrapperConfigInput {
 const binarySums = new Map<string, string>();
 
 /** sha256 of the built wrapper; the install step carries it, so a new build re-runs the step. */
-function wrapperSha256(file: string): string {
+export function wrapperSha256(file: string): string {
     let sum = binarySums.get(file);
     if (sum === undefined) {
         if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs scripts/build-wrapper.sh)`);

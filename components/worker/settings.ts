@@ -13,7 +13,8 @@ import { FabricManagerSettings, renderFabricManager } from "../fabric-manager/re
 import { GpuDriverSettings, renderGpuDriver } from "../gpu-driver/render";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { RenderedComponent } from "../host-steps";
-import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_PATH } from "../runc-wrapper/render";
+import { hostScriptPath } from "../host-scripts";
+import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../runc-wrapper/render";
 
 export interface WorkerSettings {
     plan: WorkerGpuPlan;
@@ -71,6 +72,7 @@ export function workerSettings(host: HostConfig): WorkerSettings {
             workDir: host.concourse.workDir,
             binary: host.concourse.binary,
             containerdConfig: renderConcourseContainerdConfig(),
+            wrapRunc: { installer: hostScriptPath("install-runc-wrapper.sh"), wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
         };
     } else {
         settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestScanDatasets(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "srv")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{root, outside, filepath.Join(root, "plain"), filepath.Join(root, "data_rw"), filepath.Join(root, "DATA_RW"), filepath.Join(root, "nested", "child"), filepath.Join(root, "space name $(x)\n")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "file.txt"), nil, 0o644))
+	must(os.Symlink("plain", filepath.Join(root, "link_rw")))
+	must(os.Symlink(outside, filepath.Join(root, "escape")))
+	must(os.Symlink("missing", filepath.Join(root, "dangling")))
+	must(os.Symlink(".", filepath.Join(root, "self_rw")))
+	must(os.Symlink("file.txt", filepath.Join(root, "filelink")))
+	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+
+	mounts, notes := scanDatasets(root, []string{"_rw", "_writable"})
+	want := []datasetMount{
+		{filepath.Join(root, "DATA_RW"), filepath.Join(root, "DATA_RW"), false},
+		{filepath.Join(root, "data_rw"), filepath.Join(root, "data_rw"), true},
+		{filepath.Join(root, "plain"), filepath.Join(root, "link_rw"), true},
+		{filepath.Join(root, "nested"), filepath.Join(root, "nested"), false},
+		{filepath.Join(root, "plain"), filepath.Join(root, "plain"), false},
+		{filepath.Join(root, "space name $(x)\n"), filepath.Join(root, "space name $(x)\n"), false},
+	}
+	// The temp dir may itself sit behind a symlink: compare resolved sources.
+	for i := range want {
+		if s, err := filepath.EvalSymlinks(want[i].Source); err == nil {
+			want[i].Source = s
+		}
+	}
+	for i := range mounts {
+		if s, err := filepath.EvalSymlinks(mounts[i].Source); err == nil {
+			mounts[i].Source = s
+		}
+	}
+	if !reflect.DeepEqual(mounts, want) {
+		t.Errorf("mounts =\n%+v\nwant\n%+v", mounts, want)
+	}
+	joined := strings.Join(notes, "\n")
+	for _, n := range []string{"escape", "dangling", "self_rw"} {
+		if !strings.Contains(joined, n) {
+			t.Errorf("no note for %s in %q", n, notes)
+		}
+	}
+	if strings.Contains(joined, "fifo") || strings.Contains(joined, "file.txt") {
+		t.Errorf("files are ignored silently, got %q", notes)
+	}
+}
+
+func TestScanDatasetsMissingOrEmptyRoot(t *testing.T) {
+	if m, n := scanDatasets(filepath.Join(t.TempDir(), "none"), nil); m != nil || n != nil {
+		t.Errorf("missing root gave %v %v", m, n)
+	}
+	if m, n := scanDatasets(t.TempDir(), nil); m != nil || n != nil {
+		t.Errorf("empty root gave %v %v", m, n)
+	}
+	if m, n := scanDatasets("", nil); m != nil || n != nil {
+		t.Errorf("no root gave %v %v", m, n)
+	}
+}

@@ -1,0 +1,3 @@
+module gpu-workers/wrapper
+
+go 1.19

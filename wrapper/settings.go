@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// configPath is fixed at build time (-ldflags "-X main.configPath=..."): nothing a
+// container, its image or its environment says can point the wrapper elsewhere.
+var configPath = "/etc/gpu-workers/runc-wrapper.json"
+
+const defaultLogPath = "/var/log/gpu-workers/runc-wrapper.log"
+
+// settings is the root-owned JSON file rendered by components/runc-wrapper/render.ts.
+type settings struct {
+	RealRuntime      string            `json:"realRuntime"`
+	DatasetRoot      string            `json:"datasetRoot"`
+	WritableSuffixes []string          `json:"writableSuffixes"`
+	Env              map[string]string `json:"env"`
+	UnsetEnv         []string          `json:"unsetEnv"`
+	DeviceNodes      []string          `json:"deviceNodes"`
+	Log              string            `json:"log"`
+}
+
+func loadSettings(path string) (*settings, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read settings %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := checkOwnership(f); err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read settings %s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s settings
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("invalid settings %s: %w", path, err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("invalid settings %s: %w", path, err)
+	}
+	if s.Log == "" {
+		s.Log = defaultLogPath
+	}
+	return &s, nil
+}
+
+// checkOwnership: whoever can write the settings chooses what runs as root, so when the
+// wrapper runs as root the file must belong to root and be writable by nobody else.
+func checkOwnership(f *os.File) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if st.Uid != 0 {
+		return fmt.Errorf("must be owned by root (owner uid %d)", st.Uid)
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("must not be writable by group or others (mode %04o)", info.Mode().Perm())
+	}
+	return nil
+}
+
+func (s *settings) validate() error {
+	if !filepath.IsAbs(s.RealRuntime) {
+		return fmt.Errorf("realRuntime must be an absolute path (got %q)", s.RealRuntime)
+	}
+	if s.DatasetRoot != "" && !filepath.IsAbs(s.DatasetRoot) {
+		return fmt.Errorf("datasetRoot must be an absolute path (got %q)", s.DatasetRoot)
+	}
+	for name := range s.Env {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("env: invalid variable name %q", name)
+		}
+	}
+	for _, name := range s.UnsetEnv {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("unsetEnv: invalid variable name %q", name)
+		}
+	}
+	for _, p := range s.DeviceNodes {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("deviceNodes: %q is not an absolute path", p)
+		}
+	}
+	for _, suffix := range s.WritableSuffixes {
+		if suffix == "" || strings.ContainsRune(suffix, '/') {
+			return fmt.Errorf("writableSuffixes: invalid suffix %q", suffix)
+		}
+	}
+	if s.Log != "" && !filepath.IsAbs(s.Log) {
+		return fmt.Errorf("log must be an absolute path (got %q)", s.Log)
+	}
+	return nil
+}
