@@ -12,6 +12,8 @@ export interface HostAccessArgs {
     connection: pulumi.Input<HostConnection>;
     /** Login user; commands run through `sudo -n` unless it is root. Default root. */
     user?: string;
+    /** HostDriftGuard's epoch: when a refresh finds drift, every command runs again on `up`. */
+    epoch?: pulumi.Input<number>;
 }
 
 function dependsOnList(opts: pulumi.ComponentResourceOptions | undefined): pulumi.Input<pulumi.Resource>[] {
@@ -39,6 +41,7 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
             user: args.user ?? "root",
             dependsOn: dependsOnList(this.componentOpts),
             secrets,
+            epoch: args.epoch,
         });
         this.files = pulumi.output(rendered.files.map((f) => ({ path: f.path, mode: f.mode })));
         this.steps = pulumi.output(rendered.steps.map((s) => s.name));

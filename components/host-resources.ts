@@ -24,6 +24,8 @@ export interface HostResourceOptions {
     dependsOn: pulumi.Input<pulumi.Resource>[];
     /** Values of the files marked secret, by host path. */
     secrets?: Record<string, pulumi.Input<string>>;
+    /** Raised by HostDriftGuard when a refresh finds drift: every command then runs again. */
+    epoch?: pulumi.Input<number>;
 }
 
 /** `/etc/concourse/worker.env` -> `etc-concourse-worker.env`: a readable child name. */
@@ -37,6 +39,13 @@ export function sha256File(path: string): string {
 
 function asRoot(user: string, cmd: string): string {
     return user === "root" ? cmd : `sudo -n sh -c ${shellCommand([cmd])}`;
+}
+
+/** The command as run on the host; after drift it names the epoch, so it differs and runs again. */
+function hostCommand(o: HostResourceOptions, cmd: string): pulumi.Input<string> {
+    const full = asRoot(o.user, cmd);
+    if (o.epoch === undefined) return full;
+    return pulumi.output(o.epoch).apply((e) => (e > 0 ? `: re-converge after drift ${e}; ${full}` : full));
 }
 
 /** Writes stdin to `path` atomically with `mode`; the same command on create and update. */
@@ -60,7 +69,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
             connection: o.connection,
             source: new pulumi.asset.FileAsset(file.localPath),
             remotePath: file.path,
-            triggers: [sha256File(file.localPath)],
+            triggers: [sha256File(file.localPath), ...(o.epoch === undefined ? [] : [o.epoch])],
         }, opts);
     }
     let stdin: pulumi.Input<string> = file.content;
@@ -69,7 +78,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
         if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
         stdin = pulumi.secret(value);
     }
-    const write = asRoot(o.user, writeFileCommand(file));
+    const write = hostCommand(o, writeFileCommand(file));
     return new command.remote.Command(name, {
         connection: o.connection,
         create: write,
@@ -88,8 +97,8 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
     });
     return new command.remote.Command(`${o.prefix}-${step.name}`, {
         connection: o.connection,
-        create: asRoot(o.user, step.create),
-        update: asRoot(o.user, step.create),
+        create: hostCommand(o, step.create),
+        update: hostCommand(o, step.create),
         delete: step.remove ? asRoot(o.user, step.remove) : undefined,
         logging: "stdoutAndStderr",
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });

@@ -28,6 +28,8 @@ export interface HostStep {
     remove?: string;
     /** Names of the files (paths) and steps this one needs first. */
     dependsOn: string[];
+    /** Exits 0 while what `create` did is still in place; a refresh runs it to notice drift. */
+    check?: string;
 }
 
 export interface RenderedComponent {

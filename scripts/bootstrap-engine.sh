@@ -145,7 +145,7 @@ fetch() {
   local out
   if ! out=$(cd "$work" && "$GO" mod download -json "$1@v$2" 2>&1); then
     log "cannot get $1@v$2 from the Go module proxy:" \
-        "$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$out" | head -n 1)"
+        "$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$out" | sed 's/\\[nt]/ /g' | head -n 1)"
     return 1
   fi
   mod_dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$out")

@@ -2,6 +2,7 @@
 # Puts the runc wrapper where runc is, and the real runc aside; or puts runc back.
 #   install-runc-wrapper.sh install [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]
 #   install-runc-wrapper.sh remove  [--runc PATH] [--aside PATH] [--state PATH]
+#   install-runc-wrapper.sh check   [--aside PATH] [--state PATH]   exit 0 while the wrapper is in place
 # --runc     the runtime path callers use (default: the state's, else `command -v runc`)
 # --wrapper  the wrapper binary to install (default /usr/local/lib/gpu-workers/runc-wrapper)
 # --sha256   its expected checksum (a half-uploaded binary is refused)
@@ -128,8 +129,19 @@ remove() {
   rm -f -- "$aside" "$state"
 }
 
+# Exit 0 when the runtime path still holds the wrapper and the real runc is aside (a refresh
+# uses it to notice the wrapper was removed by hand).
+check() {
+  [ -f "$state" ] || die "the wrapper is not installed (no $state)"
+  [ -f "$state_runc" ] || die "$state_runc is missing"
+  [ "$(sha "$state_runc")" = "$state_installed" ] || die "$state_runc no longer holds the wrapper"
+  [ -f "$aside" ] || die "the real runc $aside is missing"
+  say "$state_runc holds the wrapper; the real runc is at $aside"
+}
+
 case "$action" in
   install) install ;;
   remove) remove ;;
-  *) die "usage: install-runc-wrapper.sh install|remove [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]" ;;
+  check) check ;;
+  *) die "usage: install-runc-wrapper.sh install|remove|check [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]" ;;
 esac

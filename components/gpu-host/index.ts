@@ -1,6 +1,7 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as tls from "@pulumi/tls";
+import type { VerifyField } from "../discovery/verify";
 import { GpuInventory } from "../gpu/inventory";
 import { readHostScript } from "../host-scripts";
 import { HostConnection } from "../host-resources";
@@ -45,7 +46,7 @@ export interface GpuHostArgs {
     /** The driver pin, checked against the loaded driver ("preinstalled" skips that check). */
     driverVersion: string;
     /** Inventory fields whose differences warn instead of failing (e.g. ["memory"]). */
-    warnOnly?: string[];
+    warnOnly?: VerifyField[];
 }
 
 /**

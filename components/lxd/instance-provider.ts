@@ -1,48 +1,17 @@
 /**
- * The Pulumi dynamic provider for LXD instances.
- *
- * Pulumi serializes the provider object into the stack state and later runs it in a separate
- * process (cwd = the Pulumi program folder). Whatever its methods capture is serialized by
- * value, so they capture nothing but two strings: where the implementation module is, as an
- * absolute path and relative to the program folder. Each method `require()`s the module at
- * call time (relative path first, so a moved checkout still works; then the absolute one).
- * When the program runs from TypeScript sources (ts-node), the provider process has no TS
- * loader, so one is installed from the project's own `typescript` package.
+ * The Pulumi dynamic provider for LXD instances: the operations in instance-ops.ts, loaded
+ * when the provider runs (see components/dynamic/lazy-provider.ts for why).
  */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
+import { makeLazyProvider } from "../dynamic/lazy-provider";
 
 /** The implementation module, without extension (resolves to .js when compiled, .ts under ts-node). */
 const OPS_MODULE = path.join(__dirname, "instance-ops");
 
 /** Builds a provider whose methods load the operations module at `opsPath` when called. */
 export function makeLxdInstanceProvider(opsPath: string, opsFromProgram: string): pulumi.dynamic.ResourceProvider {
-    // Everything below runs in the provider process: plain strings are its only captures.
-    const load = (): any => {
-        const nodePath = require("path");
-        const fs = require("fs");
-        const candidates = [nodePath.resolve(process.cwd(), opsFromProgram), opsPath];
-        const found = candidates.find((c: string) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
-        if (!found) throw new Error(`lxd provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`);
-        if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
-            // TypeScript sources without a loader: transpile on require with the project's compiler.
-            const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] }));
-            require.extensions[".ts"] = (m: any, filename: string) => {
-                const source = fs.readFileSync(filename, "utf8");
-                const out = ts.transpileModule(source, { fileName: filename, compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
-                m._compile(out.outputText, filename);
-            };
-        }
-        return require(found);
-    };
-    return {
-        async check(olds: any, news: any) { return load().check(olds, news); },
-        async diff(id: string, olds: any, news: any) { return load().diff(id, olds, news); },
-        async create(inputs: any) { return load().create(inputs); },
-        async read(id: string, props: any) { return load().read(id, props); },
-        async update(id: string, olds: any, news: any) { return load().update(id, olds, news); },
-        async delete(id: string, props: any) { return load().remove(id, props); },
-    };
+    return makeLazyProvider(opsPath, opsFromProgram, "lxd");
 }
 
 /** The provider every LxdInstance uses. */

@@ -112,6 +112,7 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
             name: "runc-wrapper",
             create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", wrapperSha256(binary), "--aside", RUNC_REAL_PATH]),
             remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
+            check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
             dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH],
         }],
     };

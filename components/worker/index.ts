@@ -9,7 +9,8 @@ import { GpuHost, GpuHostArgs } from "../gpu-host";
 import { HostAccessArgs } from "../host-component";
 import { LxdServer } from "../lxd/types";
 import { RuncWrapper } from "../runc-wrapper";
-import { ChainLink, lxdInstanceSettings, renderChain, workerSettings } from "./settings";
+import { HostDriftGuard } from "../drift";
+import { chainDriftCheck, ChainLink, lxdInstanceSettings, renderChain, workerSettings } from "./settings";
 
 export interface GpuWorkerSecrets {
     /** SSH private key for an ssh transport. */
@@ -54,12 +55,17 @@ export class GpuWorker extends pulumi.ComponentResource {
             // A pinned driver that differs is the driver step's to fix, so it only warns here.
             warnOnly: host.driver.version === "preinstalled" ? host.verify.warnOnly : [...new Set([...host.verify.warnOnly, "driver" as const])],
         }, { parent: this });
-        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user };
+        const links = renderChain(name, settings);
+        const guard = new HostDriftGuard(`${name}-drift`, {
+            connection: gpuHost.connection.apply((c) => ({ host: c.host as string, port: (c.port as number | undefined) ?? 22, user: (c.user as string | undefined) ?? "root", privateKey: c.privateKey as string, hostKey: c.hostKey as string })),
+            check: chainDriftCheck(links),
+        }, { parent: this, dependsOn: [gpuHost] });
+        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
 
         const created = new Map<string, pulumi.Resource>();
         let concourse: ConcourseWorker | undefined;
-        for (const link of renderChain(name, settings)) {
-            const dependsOn = [gpuHost, ...link.dependsOn.map((d) => created.get(d)!)];
+        for (const link of links) {
+            const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
             const o = { parent: this, dependsOn };
             created.set(link.name, createLink(link, settings, access, args.secrets, o, (c) => (concourse = c)));
         }

@@ -12,7 +12,10 @@ import { ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit
 import { FabricManagerSettings, renderFabricManager } from "../fabric-manager/render";
 import { GpuDriverSettings, renderGpuDriver } from "../gpu-driver/render";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
+import { ExpectedFile, renderDriftCheck } from "../drift/check-script";
+import { sha256File } from "../host-resources";
 import { RenderedComponent } from "../host-steps";
+import * as crypto from "crypto";
 import { hostScriptPath } from "../host-scripts";
 import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../runc-wrapper/render";
 
@@ -116,4 +119,15 @@ export function lxdInstanceSettings(host: HostConfig, lxd: LxdTransport, plan: W
         config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
         devices: lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
     };
+}
+
+/** The drift check of a whole chain: every file it places, and every step's own check. */
+export function chainDriftCheck(links: ChainLink[]): string {
+    const files = new Map<string, ExpectedFile>();
+    for (const file of links.flatMap((l) => l.rendered.files)) {
+        const sha256 = file.secret ? null : file.localPath ? sha256File(file.localPath) : crypto.createHash("sha256").update(file.content).digest("hex");
+        files.set(file.path, { path: file.path, sha256 });
+    }
+    const checks = links.flatMap((l) => l.rendered.steps.flatMap((s) => (s.check ? [s.check] : [])));
+    return renderDriftCheck([...files.values()], checks);
 }

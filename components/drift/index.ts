@@ -1,0 +1,28 @@
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import { lazyProvider } from "../dynamic/lazy-provider";
+import type { SshTarget } from "./ssh-run";
+
+const provider = lazyProvider(path.join(__dirname, "host-drift-ops"), "host drift guard");
+
+export interface HostDriftGuardArgs {
+    connection: pulumi.Input<SshTarget>;
+    /** renderDriftCheck(...) of everything the chain places and checks. */
+    check: pulumi.Input<string>;
+}
+
+/**
+ * Notices on `pulumi refresh` that a host no longer holds what the chain placed (a file
+ * changed, the wrapper removed by hand) and raises `epoch`; the chain's commands carry the
+ * epoch, so the next `up` runs them again and the host converges back.
+ */
+export class HostDriftGuard extends pulumi.dynamic.Resource {
+    declare public readonly epoch: pulumi.Output<number>;
+    declare public readonly drift: pulumi.Output<string[]>;
+
+    constructor(name: string, args: HostDriftGuardArgs, opts?: pulumi.CustomResourceOptions) {
+        super(provider, name, { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined }, opts, "gpu-workers", "HostDriftGuard");
+    }
+}
+
+export { renderDriftCheck, ExpectedFile } from "./check-script";
