@@ -1,16 +1,17 @@
 /**
- * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
- * Every file is a Command whose stdin is the whole content, so `pulumi preview --diff`
- * shows exactly what changes on the host; a binary is uploaded and keyed by its sha256.
+ * Thin wiring: turns a RenderedComponent (pure data) into HostCommand resources.
+ * Every file is a command whose stdin is the whole content, so `pulumi preview --diff`
+ * shows exactly what changes on the host; a binary is streamed and keyed by its sha256.
  */
-import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import { HostFile, HostStep, RenderedComponent, shellCommand } from "./host-steps";
+import { HostCommand } from "./remote/host-command";
+import type { SshTarget } from "./remote/ssh";
 
-/** How to reach a host over SSH (what @pulumi/command's remote resources take). */
-export type HostConnection = command.types.input.remote.ConnectionArgs;
+/** How to reach a host over SSH: address, port, user, private key, pinned host key. */
+export type HostConnection = SshTarget;
 
 export interface HostResourceOptions {
     /** Parent component; children are named from its name. */
@@ -63,13 +64,13 @@ export function writeFileCommand(file: HostFile): string {
 function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const name = `${o.prefix}-file-${pathSlug(file.path)}`;
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
+    const write = hostCommand(o, writeFileCommand(file));
+    const remove = asRoot(o.user, `rm -f ${shellCommand([file.path])}`);
     if (file.localPath) {
         if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
-        return new command.remote.CopyToRemote(name, {
-            connection: o.connection,
-            source: new pulumi.asset.FileAsset(file.localPath),
-            remotePath: file.path,
-            triggers: [sha256File(file.localPath), ...(o.epoch === undefined ? [] : [o.epoch])],
+        return new HostCommand(name, {
+            connection: o.connection, create: write, update: write, delete: remove,
+            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath),
         }, opts);
     }
     let stdin: pulumi.Input<string> = file.content;
@@ -78,15 +79,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
         if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
         stdin = pulumi.secret(value);
     }
-    const write = hostCommand(o, writeFileCommand(file));
-    return new command.remote.Command(name, {
-        connection: o.connection,
-        create: write,
-        update: write,
-        delete: asRoot(o.user, `rm -f ${shellCommand([file.path])}`),
-        stdin,
-        logging: "stdoutAndStderr",
-    }, opts);
+    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin }, opts);
 }
 
 function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): pulumi.Resource {
@@ -95,12 +88,11 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         if (!r) throw new Error(`${o.prefix}: step ${step.name} depends on ${d}, which this component does not create`);
         return r;
     });
-    return new command.remote.Command(`${o.prefix}-${step.name}`, {
+    return new HostCommand(`${o.prefix}-${step.name}`, {
         connection: o.connection,
         create: hostCommand(o, step.create),
         update: hostCommand(o, step.create),
         delete: step.remove ? asRoot(o.user, step.remove) : undefined,
-        logging: "stdoutAndStderr",
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
 }
 

@@ -10,18 +10,18 @@
 #   pulumi                          the CLI/engine          (github.com/pulumi/pulumi/pkg/v3)
 #   pulumi-language-nodejs          Node.js language host
 #   pulumi-resource-pulumi-nodejs   launcher of Node.js dynamic providers (a shell script)
-#   pulumi-resource-command         provider plugins, when their Go modules can be had
-#   pulumi-resource-tls
 #
-# If `pulumi` and every plugin are already found (PATH, or PULUMI_HOME's plugins), it only
+# The program needs no other plugin: its host commands, key pairs, LXD instances and checks
+# are Node.js dynamic providers (the command and tls providers' Go modules are not served by
+# the module proxy, so they cannot be built here; see the README).
+#
+# If `pulumi` and those plugins are already found (PATH, or PULUMI_HOME's plugins), it only
 # says where they are. A complete cache entry is reused without running Go at all.
 #
 # Environment:
 #   GPU_WORKERS_ENGINE_CACHE            cache root; binaries go to <root>/<versions key>/bin
 #                                       (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/pulumi-engine)
 #   GPU_WORKERS_ENGINE_REBUILD=1        ignore what is installed or cached and build again
-#   GPU_WORKERS_ENGINE_REQUIRE_PLUGINS=1  fail (exit 1) when a provider plugin cannot be built,
-#                                       instead of warning
 #   GO                                  the go command to use (default: go on PATH)
 #
 # Callers then run pulumi with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true and
@@ -35,31 +35,25 @@ log() { printf '[bootstrap-engine] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # ---------------------------------------------------------------------------------------
-# Version pins. The engine and the plugins MUST match the npm packages in package.json
-# (@pulumi/pulumi, @pulumi/command, @pulumi/tls): they are read from package.json, so that
-# is the one place to change them. Exact versions only (no ^ or ~ ranges there).
-command -v node >/dev/null 2>&1 || die "node is needed to read the versions from package.json"
-read -r PULUMI_VERSION COMMAND_VERSION TLS_VERSION < <(
-  node -p 'const d = require(process.argv[1]).dependencies || {};
-           ["@pulumi/pulumi", "@pulumi/command", "@pulumi/tls"].map((n) => d[n] || "MISSING").join(" ")' \
-    "$root/package.json"
-)
-for v in "$PULUMI_VERSION" "$COMMAND_VERSION" "$TLS_VERSION"; do
-  [[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
-    die "package.json must pin @pulumi/pulumi, @pulumi/command and @pulumi/tls to exact versions (got '$v')"
-done
+# Version pin. The engine MUST match @pulumi/pulumi in package.json: it is read from there,
+# so that is the one place to change it. An exact version only (no ^ or ~ range).
+command -v node >/dev/null 2>&1 || die "node is needed to read the version from package.json"
+PULUMI_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/pulumi"] || "MISSING"' "$root/package.json")
+[[ $PULUMI_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  die "package.json must pin @pulumi/pulumi to an exact version (got '$PULUMI_VERSION')"
 # Where the Node.js language host comes from when its own module
 # (github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3) is not to be had at
 # PULUMI_VERSION: the last github.com/pulumi/pulumi/sdk/v3 release served here that still
-# carries it. It speaks the same gRPC protocol; only the runtime options that newer hosts
-# read from Pulumi.yaml are ignored (it type-checks nothing: programs are compiled JS).
+# carries it. It speaks the engine's gRPC protocol, but the newer engine does not hand it the
+# runtime options of Pulumi.yaml (typescript, nodeargs, ...): it runs with its defaults
+# (ts-node registered for .ts files, which a compiled .js program never loads).
 LANGHOST_FALLBACK_SDK_VERSION=3.68.0
 # Bump when the way the binaries are built changes, so that old cache entries are not used.
-RECIPE=1
+RECIPE=2
 # ---------------------------------------------------------------------------------------
 
 cache_root=${GPU_WORKERS_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/pulumi-engine}
-key="v${PULUMI_VERSION}-cmd${COMMAND_VERSION}-tls${TLS_VERSION}-r${RECIPE}"
+key="v${PULUMI_VERSION}-r${RECIPE}"
 entry="$cache_root/$key"
 bin="$entry/bin"
 pulumi_home=${PULUMI_HOME:-$HOME/.pulumi}
@@ -78,8 +72,7 @@ plugin_path() {
 if [[ -z ${GPU_WORKERS_ENGINE_REBUILD:-} ]] && existing=$(command -v pulumi 2>/dev/null); then
   missing=()
   where=("pulumi: $existing")
-  for spec in "language nodejs $PULUMI_VERSION" "resource pulumi-nodejs $PULUMI_VERSION" \
-              "resource command $COMMAND_VERSION" "resource tls $TLS_VERSION"; do
+  for spec in "language nodejs $PULUMI_VERSION" "resource pulumi-nodejs $PULUMI_VERSION"; do
     read -r kind name version <<<"$spec"
     found=$(plugin_path "$kind" "$name" "$version")
     if [[ -z $found && -x "$(dirname "$existing")/pulumi-$kind-$name" ]]; then
@@ -97,13 +90,6 @@ fi
 
 # 2. A complete cache entry: nothing to build.
 report_cached() {
-  local line
-  while IFS= read -r line; do
-    [[ $line == missing\ * ]] || continue
-    log "WARNING: no ${line#missing } in $bin (its Go module could not be had when it was built;" \
-        "GPU_WORKERS_ENGINE_REBUILD=1 tries again). Programs using it fail with 'no resource plugin'."
-    [[ -z ${GPU_WORKERS_ENGINE_REQUIRE_PLUGINS:-} ]] || die "GPU_WORKERS_ENGINE_REQUIRE_PLUGINS is set"
-  done <"$entry/complete"
   log "engine $key: $bin"
   printf '%s\n' "$bin"
 }
@@ -119,7 +105,7 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0
 # The checksum database has no entry for some Pulumi release modules (it answered 404 for
 # github.com/pulumi/pulumi/pkg/v3 v3.248.0); skip it for the modules fetched by name here.
 # Every other module is still checked against it, and all hashes go into the wrapper's go.sum.
-export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/pulumi/pulumi/pkg,github.com/pulumi/pulumi/sdk/nodejs/cmd,github.com/pulumi/pulumi-command,github.com/pulumi/pulumi-tls"
+export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/pulumi/pulumi/pkg,github.com/pulumi/pulumi/sdk/nodejs/cmd"
 
 mkdir -p "$entry"
 if command -v flock >/dev/null 2>&1; then
@@ -162,11 +148,9 @@ wrapper() {
 
 # use MODULE VERSION: fetch it, require it from the current wrapper and repeat the replace
 # directives of its go.mod that point at other modules (the ones a dependency's go.mod
-# cannot impose: e.g. a fork of terraform-plugin-sdk). Its local-path replaces are left in
-# `locals`, one "OLD PATH" a line, for the caller to satisfy or ignore.
+# cannot impose). Local-path replaces are logged and left out.
 use() {
   local replaces what old new
-  locals=""
   fetch "$1" "$2" || return 1
   "$GO" mod edit -require="$1@v$2"
   replaces=$("$GO" mod edit -json "$mod_gomod" | node -e '
@@ -178,21 +162,9 @@ use() {
   while read -r what old new; do
     case $what in
       R) "$GO" mod edit -replace="$old=$new" ;;
-      L) locals+="$old $new"$'\n' ;;
+      L) log "ignoring the local-path replace $old => $new of $1" ;;
     esac
   done <<<"$replaces"
-}
-
-# version_flag MODULE_DIR IMPORT_PATH VERSION: -X for IMPORT_PATH.Version when that variable
-# exists in the downloaded source (so that the plugin reports the right version).
-version_flag() {
-  local dir=$1 pkg=$2 rel
-  rel=${pkg#"$3"}
-  if grep -qs '^var Version ' "$dir$rel"/*.go; then
-    printf -- '-X %s.Version=%s' "$pkg" "$4"
-  else
-    log "no 'var Version' in $pkg; the binary will not report its version"
-  fi
 }
 
 build() { # build NAME LDFLAGS PACKAGE...
@@ -201,14 +173,6 @@ build() { # build NAME LDFLAGS PACKAGE...
   log "go build $* ..."
   "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/" "$@"
   log "$name built in $((SECONDS - start))s"
-}
-
-missing=()
-plugin_unavailable() {
-  missing+=("$1")
-  log "WARNING: $1 cannot be built: its Go module is not to be had here. Programs that use it fail" \
-      "with 'no resource plugin'."
-  [[ -z ${GPU_WORKERS_ENGINE_REQUIRE_PLUGINS:-} ]] || die "GPU_WORKERS_ENGINE_REQUIRE_PLUGINS is set"
 }
 
 # --- The CLI, and the Node.js language host when its own module exists at that version.
@@ -246,66 +210,9 @@ exec node "$script" "$@"
 EOF
 chmod +x "$stage/pulumi-resource-pulumi-nodejs"
 
-# --- Provider plugins: one wrapper module each, so each gets the dependency versions (and
-# replace lines) of its own go.mod.
-major_suffix() { # Go's /vN for majors >= 2
-  local major=${1%%.*}
-  if ((major >= 2)); then printf '/v%s' "$major"; fi
-}
-
-command_mod="github.com/pulumi/pulumi-command/provider$(major_suffix "$COMMAND_VERSION")"
-wrapper command
-if use "$command_mod" "$COMMAND_VERSION"; then
-  [[ -z $locals ]] || die "$command_mod replaces modules with local paths: $locals"
-  build pulumi-resource-command "$(version_flag "$mod_dir" "$command_mod/pkg/version" "$command_mod" "$COMMAND_VERSION")" \
-    "$command_mod/cmd/pulumi-resource-command"
-else
-  plugin_unavailable pulumi-resource-command
-fi
-
-tls_mod="github.com/pulumi/pulumi-tls/provider$(major_suffix "$TLS_VERSION")"
-wrapper tls
-if use "$tls_mod" "$TLS_VERSION"; then
-  while read -r old new; do
-    [[ -n $old ]] || continue
-    if [[ ${old%@*} == github.com/hashicorp/terraform-provider-tls/shim && $new == ./shim ]]; then
-      # A nested module of the provider's repository, so not in its module zip: the same
-      # few lines, against the terraform-provider-tls version the provider requires.
-      tf_tls=$("$GO" mod edit -json "$mod_gomod" | node -e '
-        const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
-        const r = (m.Require || []).find((x) => x.Path === "github.com/hashicorp/terraform-provider-tls");
-        console.log(r ? r.Version : "");')
-      [[ -n $tf_tls ]] || die "$tls_mod does not say which terraform-provider-tls it uses"
-      mkdir -p shim
-      printf 'module github.com/hashicorp/terraform-provider-tls/shim\n\ngo 1.22\n\nrequire github.com/hashicorp/terraform-provider-tls %s\n' \
-        "$tf_tls" >shim/go.mod
-      cat >shim/shim.go <<'EOF'
-package shim
-
-import (
-	"github.com/hashicorp/terraform-plugin-framework/provider"
-	tlsProvider "github.com/hashicorp/terraform-provider-tls/internal/provider"
-)
-
-func NewProvider() provider.Provider { return tlsProvider.New() }
-EOF
-      "$GO" mod edit -replace="$old=./shim"
-    else
-      die "$tls_mod replaces $old with the local path $new"
-    fi
-  done <<<"$locals"
-  build pulumi-resource-tls "$(version_flag "$mod_dir" "$tls_mod/pkg/version" "$tls_mod" "$TLS_VERSION")" \
-    "$tls_mod/cmd/pulumi-resource-tls"
-else
-  plugin_unavailable pulumi-resource-tls
-fi
-
 cd "$root" || die "cannot enter $root"
 rm -rf "$bin"
 mv "$stage" "$bin"
-{
-  printf 'built %s in %ss\n' "$key" "$SECONDS"
-  if ((${#missing[@]})); then printf 'missing %s\n' "${missing[@]}"; fi
-} >"$entry/complete"
+printf 'built %s in %ss\n' "$key" "$SECONDS" >"$entry/complete"
 log "done in ${SECONDS}s"
 report_cached

@@ -1,10 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
-import * as tls from "@pulumi/tls";
 import { HostAccessArgs, HostStepsComponent } from "../host-component";
+import { SshKeyPair } from "../keys";
 import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "./render";
 
 export interface ConcourseWorkerArgs extends HostAccessArgs, ConcourseWorkerSettings {
-    /** The worker's TSA private key (OpenSSH PEM). Generated with @pulumi/tls when absent. */
+    /** The worker's TSA private key (OpenSSH format). Generated (ED25519) when absent. */
     workerPrivateKey?: pulumi.Input<string>;
 }
 
@@ -17,7 +17,7 @@ export class ConcourseWorker extends HostStepsComponent {
     constructor(name: string, args: ConcourseWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:concourse:ConcourseWorker", name, opts);
         const key = args.workerPrivateKey === undefined
-            ? new tls.PrivateKey(`${name}-key`, { algorithm: "ED25519" }, { parent: this })
+            ? new SshKeyPair(`${name}-key`, { comment: `concourse-worker-${name}` }, { parent: this })
             : undefined;
         const privateKey = key ? key.privateKeyOpenssh : pulumi.secret(args.workerPrivateKey!);
         this.placeOnHost(renderConcourseWorker(args), args, { [CONCOURSE_PATHS.workerKey]: privateKey });

@@ -1,7 +1,7 @@
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../dynamic/lazy-provider";
-import type { SshTarget } from "./ssh-run";
+import type { SshTarget } from "../remote/ssh";
 
 const provider = lazyProvider(path.join(__dirname, "host-drift-ops"), "host drift guard");
 
@@ -21,7 +21,7 @@ export class HostDriftGuard extends pulumi.dynamic.Resource {
     declare public readonly drift: pulumi.Output<string[]>;
 
     constructor(name: string, args: HostDriftGuardArgs, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined }, opts, "gpu-workers", "HostDriftGuard");
+        super(provider, name, { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined }, { ...opts, additionalSecretOutputs: ["connection"] }, "gpu-workers", "HostDriftGuard");
     }
 }
 

@@ -1,9 +1,9 @@
-import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import * as tls from "@pulumi/tls";
 import type { VerifyField } from "../discovery/verify";
 import { GpuInventory } from "../gpu/inventory";
 import { readHostScript } from "../host-scripts";
+import { SshKeyPair } from "../keys";
+import { HostCommand } from "../remote/host-command";
 import { HostConnection } from "../host-resources";
 import { lxdSshProxyDevice } from "../lxd/devices";
 import { LxdInstance } from "../lxd/instance";
@@ -66,12 +66,12 @@ export class GpuHost extends pulumi.ComponentResource {
         if ("ssh" in args.transport) {
             const ssh = args.transport.ssh;
             this.user = ssh.user ?? "root";
-            this.connection = pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: this.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }));
+            this.connection = pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: this.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }) as pulumi.Output<HostConnection>);
         } else {
             const lxd = args.transport.lxd;
             this.user = lxd.user ?? "root";
-            const userKey = new tls.PrivateKey(`${name}-ssh-key`, { algorithm: "ED25519" }, { parent: this });
-            const hostKey = new tls.PrivateKey(`${name}-ssh-host-key`, { algorithm: "ED25519" }, { parent: this });
+            const userKey = new SshKeyPair(`${name}-ssh-key`, { comment: `gpu-workers@${name}` }, { parent: this });
+            const hostKey = new SshKeyPair(`${name}-ssh-host-key`, { comment: `${lxd.instance}-host` }, { parent: this });
             const instance = new LxdInstance(`${name}-instance`, {
                 server: lxd.server,
                 name: lxd.instance,
@@ -97,14 +97,14 @@ export class GpuHost extends pulumi.ComponentResource {
                 port: lxd.sshPort,
                 user: this.user,
                 privateKey: userKey.privateKeyOpenssh,
-                hostKey: hostKey.publicKeyOpenssh.apply((k) => k.trim()),
+                // The key type and body, as known_hosts takes it.
+                hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
             }));
         }
-        const discovery = new command.remote.Command(`${name}-discover`, {
+        const discovery = new HostCommand(`${name}-discover`, {
             connection: this.connection,
-            create: "bash -s",
+            create: this.user === "root" ? "bash -s" : "sudo -n bash -s",
             stdin: readHostScript("discover-gpus.sh"),
-            logging: "stderr",
         }, { parent: this, dependsOn: reachable });
         const check = new InventoryCheck(`${name}-inventory`, {
             host: name,

@@ -57,7 +57,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         }, { parent: this });
         const links = renderChain(name, settings);
         const guard = new HostDriftGuard(`${name}-drift`, {
-            connection: gpuHost.connection.apply((c) => ({ host: c.host as string, port: (c.port as number | undefined) ?? 22, user: (c.user as string | undefined) ?? "root", privateKey: c.privateKey as string, hostKey: c.hostKey as string })),
+            connection: gpuHost.connection,
             check: chainDriftCheck(links),
         }, { parent: this, dependsOn: [gpuHost] });
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };

@@ -37,7 +37,7 @@ function componentsOf(g: GraphRecorder, host: string): Record<string, RecordedRe
 
 /** The children that act on the host (files and steps), not helpers such as generated keys. */
 function childrenOf(g: GraphRecorder, parent: RecordedResource): RecordedResource[] {
-    return g.resources.filter((r) => r.parent === parent.urn && r.type.startsWith("command:remote:"));
+    return g.resources.filter((r) => r.parent === parent.urn && r.type === "pulumi-nodejs:dynamic/gpu-workers:HostCommand");
 }
 
 /** Every child of `later` waits for every child of `earlier`. */
@@ -120,7 +120,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
 
     it("the worker key is generated and stays secret", async () => {
         const g = await buildWorkers({ name: "k", inventory: NO_GPU });
-        assert.strictEqual(g.ofType("tls:index/privateKey:PrivateKey").filter((r) => r.name === "k-concourse-key").length, 1);
+        assert.strictEqual(g.ofType("pulumi-nodejs:dynamic/gpu-workers:SshKeyPair").filter((r) => r.name === "k-concourse-key").length, 1);
         const keyFile = g.byName("k-concourse-file-etc-concourse-worker_key");
         const stdin = keyFile.inputs.stdin as { [k: string]: unknown };
         assert.strictEqual(stdin?.[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, "the key file's content is sent as a secret");

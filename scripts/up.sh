@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# npm run up: converges the dev stack (Pulumi.dev.yaml) with one `pulumi up`. On a fresh
+# machine it first sets up what that needs: npm packages, the wrapper, the Pulumi engine, an
+# LXD daemon and the Debian 12 image (as root), or says what is missing.
+set -euo pipefail
+# shellcheck source=scripts/dev-env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
+cd "$root"
+
+[ -d node_modules/@pulumi/pulumi ] || npm ci --no-audit --no-fund
+ensure_dev_tools
+npm run -s build
+ensure_engine
+ensure_lxd
+ensure_image
+mkdir -p "$root/.pulumi-state"
+pulumi stack select dev 2>/dev/null || pulumi stack init dev --secrets-provider passphrase
+pulumi up --yes --stack dev "$@"
