@@ -6,7 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as crypto from "crypto";
 import * as fs from "fs";
-import { HostFile, HostStep, RenderedComponent, shellCommand } from "./host-steps";
+import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand } from "./host-steps";
 import { HostCommand } from "./remote/host-command";
 import type { SshTarget } from "./remote/ssh";
 
@@ -42,12 +42,6 @@ function asRoot(user: string, cmd: string): string {
     return user === "root" ? cmd : `sudo -n sh -c ${shellCommand([cmd])}`;
 }
 
-/** The command as run on the host; after drift it names the epoch, so it differs and runs again. */
-function hostCommand(o: HostResourceOptions, cmd: string): pulumi.Input<string> {
-    const full = asRoot(o.user, cmd);
-    if (o.epoch === undefined) return full;
-    return pulumi.output(o.epoch).apply((e) => (e > 0 ? `: re-converge after drift ${e}; ${full}` : full));
-}
 
 /** Writes stdin to `path` atomically with `mode`; the same command on create and update. */
 export function writeFileCommand(file: HostFile): string {
@@ -61,16 +55,23 @@ export function writeFileCommand(file: HostFile): string {
     ].join(" && ");
 }
 
+/** Removes the file, and its folder when that is one of ours and now empty. */
+export function removeFileCommand(file: HostFile): string {
+    const dir = file.path.replace(/\/[^/]+$/, "");
+    const ours = dir === HOST_LIB_DIR || dir === HOST_ETC_DIR;
+    return `rm -f ${shellCommand([file.path])}` + (ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : "");
+}
+
 function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const name = `${o.prefix}-file-${pathSlug(file.path)}`;
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
-    const write = hostCommand(o, writeFileCommand(file));
-    const remove = asRoot(o.user, `rm -f ${shellCommand([file.path])}`);
+    const write = asRoot(o.user, writeFileCommand(file));
+    const remove = asRoot(o.user, removeFileCommand(file));
     if (file.localPath) {
         if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
         return new HostCommand(name, {
             connection: o.connection, create: write, update: write, delete: remove,
-            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath),
+            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
         }, opts);
     }
     let stdin: pulumi.Input<string> = file.content;
@@ -79,7 +80,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
         if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
         stdin = pulumi.secret(value);
     }
-    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin }, opts);
+    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch }, opts);
 }
 
 function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): pulumi.Resource {
@@ -90,9 +91,10 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
     });
     return new HostCommand(`${o.prefix}-${step.name}`, {
         connection: o.connection,
-        create: hostCommand(o, step.create),
-        update: hostCommand(o, step.create),
+        create: asRoot(o.user, step.create),
+        update: asRoot(o.user, step.create),
         delete: step.remove ? asRoot(o.user, step.remove) : undefined,
+        reconverge: o.epoch,
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
 }
 

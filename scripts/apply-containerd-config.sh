@@ -236,6 +236,8 @@ remove() {
     fi
   fi
   rm -f -- "$added_import"
+  # The drop-in folder is ours by convention: leave no empty one behind.
+  rmdir -- "$(dirname "$drop_in")" 2>/dev/null || true
   if [ -z "$changed" ] && [ ! -f "$state" ]; then
     say "nothing to remove"
     return 0

@@ -49,7 +49,7 @@ unwrap_concourse_runc() {
 }
 
 install_binaries() {
-  local marker="$STATE_DIR/concourse.installed" want tmp
+  local marker="$STATE_DIR/concourse.installed" want
   if [ -n "$url" ]; then
     [ -n "$sha" ] || die "--url needs --sha256"
     want="${version} ${sha}"
@@ -61,18 +61,20 @@ install_binaries() {
   if [ "$(cat "$marker" 2>/dev/null || true)" = "$want" ] && [ -x "$PREFIX/concourse/bin/concourse" ]; then
     return 0
   fi
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
+  # A global and an EXIT trap: a RETURN trap outlives this function and fires again, with
+  # the local gone, when ensure returns; and it never runs when die exits.
+  unpack_dir=$(mktemp -d)
+  trap 'rm -rf "$unpack_dir"' EXIT
   if [ -n "$url" ]; then
     command -v curl >/dev/null 2>&1 || die "curl is needed to download ${url}"
-    curl -fsSL --retry 3 -o "$tmp/concourse.tgz" "$url" || die "could not download ${url}"
-    echo "${sha}  $tmp/concourse.tgz" | sha256sum -c --quiet - || die "${url} does not match sha256 ${sha}"
-    archive="$tmp/concourse.tgz"
+    curl -fsSL --retry 3 -o "$unpack_dir/concourse.tgz" "$url" || die "could not download ${url}"
+    echo "${sha}  $unpack_dir/concourse.tgz" | sha256sum -c --quiet - || die "${url} does not match sha256 ${sha}"
+    archive="$unpack_dir/concourse.tgz"
   fi
-  tar -xzf "$archive" -C "$tmp" || die "${archive} is not a gzip tarball"
-  [ -x "$tmp/concourse/bin/concourse" ] || die "${archive} has no concourse/bin/concourse"
+  tar -xzf "$archive" -C "$unpack_dir" || die "${archive} is not a gzip tarball"
+  [ -x "$unpack_dir/concourse/bin/concourse" ] || die "${archive} has no concourse/bin/concourse"
   rm -rf "$PREFIX/concourse.new"
-  mv "$tmp/concourse" "$PREFIX/concourse.new"
+  mv "$unpack_dir/concourse" "$PREFIX/concourse.new"
   rm -rf "$PREFIX/concourse"
   mv "$PREFIX/concourse.new" "$PREFIX/concourse"
   mkdir -p "$STATE_DIR"
@@ -83,7 +85,9 @@ ensure() {
   install_binaries
   wrap_concourse_runc
   local stamp="$STATE_DIR/${unit}.sha256" sum
-  sum=$(cat "${watch[@]}" /dev/null | sha256sum | cut -d' ' -f1)
+  # The install marker (version + archive checksum) counts too: a new release must restart
+  # the worker, which otherwise keeps running the old, deleted binary.
+  sum=$(cat "${watch[@]}" "$STATE_DIR/concourse.installed" | sha256sum | cut -d' ' -f1)
   systemctl daemon-reload
   systemctl enable "$unit" >/dev/null 2>&1
   if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then

@@ -26,8 +26,10 @@ case "$vendor" in
 esac
 [ -n "$version" ] || die "--version is required"
 
+# Nothing for a package that is absent or removed with its conffiles kept (dpkg still
+# reports a version for those, and "remove" leaves ours so).
 installed_version() {
-  dpkg-query -W -f '${Version}' "$package" 2>/dev/null || true
+  dpkg-query -W -f '${db:Status-Status} ${Version}' "$package" 2>/dev/null | sed -n 's/^installed //p' || true
 }
 
 ensure() {

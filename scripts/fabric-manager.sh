@@ -28,14 +28,30 @@ nvswitch_count() {
   find "$dir" -mindepth 1 -maxdepth 1 | wc -l
 }
 
+# "... x86_64 Kernel Module  550.54.15 ..." or "... Open Kernel Module for x86_64  560.35.03 ...";
+# nothing when no driver is loaded.
 driver_version() {
-  sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$ROOT/proc/driver/nvidia/version" 2>/dev/null | head -n 1
+  [ -r "$ROOT/proc/driver/nvidia/version" ] || return 0
+  sed -nE 's/.*Kernel Module( for [^ ]+)? +([0-9]+\.[0-9.]+).*/\2/p' "$ROOT/proc/driver/nvidia/version" | head -n 1
+}
+
+# Version of an installed package; nothing for one that is absent or removed with its
+# conffiles kept (dpkg still reports a version for those).
+installed_version() {
+  dpkg-query -W -f '${db:Status-Status} ${Version}' "$1" 2>/dev/null | sed -n 's/^installed //p' || true
+}
+
+# IDs of the active partitions. fmpm -l prints styled JSON, one key per line and the GPU
+# list inside each partition: drop the GPU lists, then one partition per line.
+active_partitions() {
+  fmpm -l | tr -d ' \t\r\n' | sed 's/"gpuInfo":\[[^]]*\]//g' | tr '}' '\n' |
+    sed -nE '/"isActive":1(,|$)/s/.*"partitionId":([0-9]+).*/\1/p'
 }
 
 ensure_package() {
   local version=$1 major=${1%%.*} pkg full current
   for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
-    current=$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null || true)
+    current=$(installed_version "$pkg")
     case "$current" in "$version"|"$version"-*) return 0 ;; esac
   done
   for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
@@ -67,10 +83,14 @@ ensure() {
     systemctl restart "$SERVICE"
     echo "$sum" > "$stamp"
   fi
-  local id
+  local id active=""
+  if [ "${#partitions[@]}" -gt 0 ]; then
+    command -v fmpm >/dev/null 2>&1 || die "partition ${partitions[0]} requested but fmpm (the fabric manager partition tool) is not installed"
+    active=$(active_partitions) || die "could not list the fabric partitions (fmpm -l failed)"
+  fi
   for id in "${partitions[@]}"; do
-    command -v fmpm >/dev/null 2>&1 || die "partition ${id} requested but fmpm (the fabric manager partition tool) is not installed"
-    if fmpm -l 2>/dev/null | grep -Eq "\"partitionId\"[^0-9]*${id}[^0-9].*\"isActive\"[^0-9]*1"; then continue; fi
+    # fabricmanager refuses to activate a partition twice.
+    if printf '%s\n' "$active" | grep -qx "$id"; then continue; fi
     fmpm -a "$id" || die "could not activate fabric partition ${id} (fmpm -a ${id} failed)"
   done
   echo "fabric-manager: running for ${switches} NVSwitches, driver ${version}"

@@ -51,7 +51,8 @@ nvidia_driver() {
     v=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2> /dev/null | head -n 1 | tr -d ' ') || v=""
   fi
   if [ -z "$v" ] && [ -r "$ROOT/proc/driver/nvidia/version" ]; then
-    v=$(sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$ROOT/proc/driver/nvidia/version" | head -n 1)
+    # "... x86_64 Kernel Module  550.54.15 ..." or "... Open Kernel Module for x86_64  560.35.03 ..."
+    v=$(sed -nE 's/.*Kernel Module( for [^ ]+)? +([0-9]+\.[0-9.]+).*/\2/p' "$ROOT/proc/driver/nvidia/version" | head -n 1)
   fi
   echo "$v"
 }

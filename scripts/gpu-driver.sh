@@ -26,7 +26,8 @@ case "$vendor" in nvidia|amd) ;; *) die "--vendor must be nvidia or amd (got '${
 running_version() {
   if [ "$vendor" = nvidia ]; then
     if [ -r "$ROOT/proc/driver/nvidia/version" ]; then
-      sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$ROOT/proc/driver/nvidia/version" | head -n 1
+      # "... x86_64 Kernel Module  550.54.15 ..." or "... Open Kernel Module for x86_64  560.35.03 ..."
+      sed -nE 's/.*Kernel Module( for [^ ]+)? +([0-9]+\.[0-9.]+).*/\2/p' "$ROOT/proc/driver/nvidia/version" | head -n 1
     fi
   else
     if [ -r "$ROOT/opt/rocm/.info/version" ]; then
@@ -55,7 +56,9 @@ apt_candidate() {
     candidates="rocm amdgpu-install"
   fi
   for pkg in $candidates; do
-    full=$(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' -v v="$version" '{gsub(/ /,"",$2)} index($2, v) == 1 || index($2, v"-") > 0 {print $2; exit}')
+    # The pin, or the pin followed by "." or "-", after an optional epoch: 550.54 takes
+    # 550.54.15-1, 550.54.1 does not.
+    full=$(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' -v v="$version" '{gsub(/ /,"",$2); s=$2; sub(/^[0-9]+:/,"",s)} s == v || index(s, v".") == 1 || index(s, v"-") == 1 {print $2; exit}')
     if [ -n "$full" ]; then echo "${pkg}=${full}"; return 0; fi
   done
   return 1

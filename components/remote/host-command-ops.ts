@@ -15,6 +15,8 @@ export interface HostCommandInputs {
     /** A local file whose bytes are the stdin (binaries); `stdinSha256` makes a new file a change. */
     stdinFile?: string;
     stdinSha256?: string;
+    /** Raised after drift: a new value runs `update` again. */
+    reconverge?: number;
     triggers?: unknown[];
 }
 
@@ -40,7 +42,7 @@ export async function create(inputs: HostCommandInputs) {
     return { id: `${inputs.connection.host}:${inputs.connection.port}:${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, outs: { ...inputs, ...out } };
 }
 
-const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = ["create", "update", "delete", "stdin", "stdinFile", "stdinSha256", "connection"];
+const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = ["create", "update", "delete", "stdin", "stdinFile", "stdinSha256", "reconverge", "connection"];
 
 export async function diff(_id: string, olds: HostCommandState, news: HostCommandInputs) {
     const differs = (k: keyof HostCommandInputs) => JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);

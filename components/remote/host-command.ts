@@ -18,6 +18,8 @@ export interface HostCommandArgs {
     /** A local file handed to the command on stdin instead, with its sha256. */
     stdinFile?: pulumi.Input<string>;
     stdinSha256?: pulumi.Input<string>;
+    /** HostDriftGuard's epoch: when a refresh found drift it goes up, and the command runs again. */
+    reconverge?: pulumi.Input<number>;
     /** A change here replaces the resource (delete, then create). */
     triggers?: pulumi.Input<unknown[]>;
 }

@@ -1,0 +1,206 @@
+/**
+ * End to end through the real Pulumi engine (Automation API): the program converges LXD
+ * instances on a private LXD daemon, reached over SSH, as users run it.
+ */
+import * as assert from "assert";
+import { execFileSync } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { Stack } from "@pulumi/pulumi/automation";
+import { generateOpensshKeyPair } from "../../components/keys/openssh";
+import { LXD_SSHD_DROP_IN, renderSshdDropIn } from "../../components/gpu-host/lxd-access";
+import { ensureEngine, makeProject, makeStack, PASSPHRASE, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+
+const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
+
+/** A stand-in Concourse release: a `concourse` that only waits, and the real runc beside it. */
+function fakeConcourseTarball(dir: string): string {
+    const bin = path.join(dir, "concourse", "bin");
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(path.join(bin, "concourse"), "#!/bin/sh\necho \"$@\" > /run/fake-concourse.args\nexec sleep infinity\n", { mode: 0o755 });
+    fs.copyFileSync(execFileSync("sh", ["-c", "command -v runc"], { encoding: "utf8" }).trim(), path.join(bin, "runc"));
+    fs.chmodSync(path.join(bin, "runc"), 0o755);
+    const tarball = path.join(dir, "concourse.tgz");
+    execFileSync("tar", ["-czf", tarball, "-C", dir, "concourse"]);
+    return tarball;
+}
+
+function changes(result: { summary: { resourceChanges?: Record<string, number> } }): Record<string, number> {
+    return Object.fromEntries(Object.entries(result.summary.resourceChanges ?? {}).filter(([, n]) => n > 0));
+}
+
+describe("end to end through the Pulumi engine", function () {
+    this.timeout(600_000);
+    const root = tempDir("gw-e2e-");
+    const lxd = new TestLxd(path.join(root, "lxd"));
+    let env: Record<string, string>;
+    let project: string;
+    let tarball: string;
+    const stacks: Stack[] = [];
+
+    before(() => {
+        env = ensureEngine(path.join(root, "state"));
+        lxd.start();
+        project = makeProject(path.join(root, "project"));
+        tarball = fakeConcourseTarball(path.join(root, "concourse"));
+    });
+
+    after(async () => {
+        for (const stack of stacks) {
+            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
+        }
+        lxd.stop();
+        fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    function lxdHost(name: string, port: number, extra: Record<string, unknown> = {}) {
+        return {
+            name,
+            transport: { lxd: { server: { socket: lxd.socket }, instance: `e2e-${name}`, image: "gpu-workers/debian-12", sshPort: port, shiftWritable: false } },
+            vendor: "none",
+            ...extra,
+        };
+    }
+
+    const defaults = () => ({ concourse: { tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball } } });
+
+    describe("an LXD host created by the stack", () => {
+        let stack: Stack;
+        let config: StackConfig;
+        const instance = "e2e-lx";
+
+        before(async () => {
+            config = { defaults: defaults(), hosts: [lxdHost("lx", 2311)] };
+            stack = await makeStack(project, "lx", env, config);
+            stacks.push(stack);
+        });
+
+        it("up on a fresh host converges the whole chain, as the outputs say", async () => {
+            const result = await stack.up();
+            const workers = result.outputs.workers.value as Record<string, { tags: string[]; workerPublicKey: string }>;
+            assert.deepStrictEqual(workers.lx.tags, ["e2e"]);
+            assert.match(workers.lx.workerPublicKey, /^ssh-ed25519 /);
+            const onHost = lxd.exec(instance, [
+                "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
+                "test -f /etc/containerd/conf.d/gpu-workers.toml && echo drop-in",
+                "systemctl is-active concourse-worker",
+                "cat /run/fake-concourse.args",
+            ].join("; "));
+            const [distinct, dropIn, active, args] = onHost.trim().split("\n");
+            assert.strictEqual(distinct, "1", "runc, Concourse's runc and the wrapper are one binary");
+            assert.strictEqual(dropIn, "drop-in");
+            assert.strictEqual(active, "active");
+            assert.strictEqual(args.trim(), "worker --tag=e2e");
+        });
+
+        it("a second up changes nothing and runs no host command", async () => {
+            const before = lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml");
+            const result = await stack.up();
+            assert.deepStrictEqual(Object.keys(changes(result)), ["same"]);
+            assert.strictEqual(lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml"), before);
+        });
+
+        it("a changed setting updates only what it touches, and the preview shows the new content", async () => {
+            config.defaults = { ...defaults(), datasets: { root: "/srv", writableSuffixes: ["_scratch"] } };
+            await setStackConfig(stack, config);
+            const preview = await stack.preview({ diff: true });
+            assert.match(preview.stdout, /_scratch/, "the diff shows the new wrapper config");
+            const result = await stack.up();
+            assert.deepStrictEqual(changes(result), { same: changes(result).same, update: 2 }, JSON.stringify(result.summary.resourceChanges));
+            assert.match(lxd.exec(instance, "cat /etc/gpu-workers/runc-wrapper.json"), /_scratch/);
+        });
+
+        it("drift: the wrapper removed by hand is restored by refresh and up", async () => {
+            lxd.exec(instance, "cp /usr/local/lib/gpu-workers/runc.real /usr/sbin/runc");
+            await stack.refresh();
+            await stack.up();
+            assert.strictEqual(lxd.exec(instance, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
+        });
+
+        it("the state holds no private key and no passphrase in plain text", async () => {
+            const state = execFileSync("sh", ["-c", `cat $(find ${JSON.stringify(path.join(root, "state"))} -name '*.json' -path '*stacks*')`], { encoding: "utf8" });
+            assert.ok(state.length > 1000, "the state was found");
+            assert.doesNotMatch(state, /BEGIN OPENSSH PRIVATE KEY/);
+            assert.ok(!state.includes(PASSPHRASE));
+        });
+
+        it("destroy removes the instance", async () => {
+            await stack.destroy();
+            assert.doesNotMatch(lxd.lxc("list", "--format", "csv", "-c", "n"), new RegExp(instance));
+        });
+    });
+
+    describe("a machine reached over SSH (bare metal)", () => {
+        const name = "e2e-bm";
+        const port = 2312;
+        const userKey = generateOpensshKeyPair("e2e");
+        const hostKey = generateOpensshKeyPair("e2e-host");
+        let stack: Stack;
+        let pristine: string;
+        const fingerprint = () => lxd.exec(name, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers 2>&1; true");
+
+        before(async () => {
+            lxd.lxc("init", "gpu-workers/debian-12", name);
+            const files = path.join(root, "bm");
+            fs.mkdirSync(files, { recursive: true });
+            const push = (content: string, target: string, mode: string) => {
+                const local = path.join(files, path.basename(target));
+                fs.writeFileSync(local, content);
+                lxd.lxc("file", "push", "--create-dirs", "--mode", mode, local, `${name}${target}`);
+            };
+            push(userKey.publicKeyOpenssh + "\n", "/root/.ssh/authorized_keys", "0600");
+            push(hostKey.privateKeyOpenssh, "/etc/ssh/ssh_host_ed25519_key", "0600");
+            push(renderSshdDropIn(), LXD_SSHD_DROP_IN, "0644");
+            lxd.lxc("config", "device", "add", name, "sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host");
+            lxd.lxc("start", name);
+            execFileSync("sh", ["-c", `for i in $(seq 60); do LXD_DIR=${lxd.dir} lxc exec ${name} -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`]);
+            pristine = fingerprint();
+            stack = await makeStack(project, "bm", env, {
+                defaults: defaults(),
+                hosts: [{ name: "bm", transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: "bm-ssh-key", hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } }, vendor: "none" }],
+                secrets: { "bm-ssh-key": userKey.privateKeyOpenssh },
+            });
+            stacks.push(stack);
+        });
+
+        after(() => {
+            try { lxd.lxc("delete", "--force", name); } catch { /* already gone */ }
+        });
+
+        it("a fault mid-way (runc gone when the wrapper step runs) fails the up; the next up converges", async () => {
+            lxd.exec(name, "mv /usr/sbin/runc /usr/sbin/runc.hidden");
+            await assert.rejects(stack.up(), /runc/);
+            assert.match(lxd.exec(name, "ls /etc/containerd/conf.d"), /gpu-workers\.toml/, "the steps before the fault ran");
+            lxd.exec(name, "mv /usr/sbin/runc.hidden /usr/sbin/runc");
+            await stack.up();
+            assert.strictEqual(lxd.exec(name, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
+        });
+
+        it("destroy leaves the host as it was before the first up", async () => {
+            await stack.destroy();
+            assert.strictEqual(fingerprint(), pristine);
+        });
+    });
+
+    it("preview with unreachable hosts lists every file and tag", async () => {
+        const hostKey = generateOpensshKeyPair("x").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
+        const stack = await makeStack(project, "offline", env, {
+            defaults: defaults(),
+            hosts: [{
+                name: "far", transport: { ssh: { host: "127.0.0.1", port: 1, privateKeySecret: "far-key", hostKey } },
+                vendor: "nvidia", nvswitches: 4,
+                gpus: [0, 1].map((index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559 })),
+            }],
+            secrets: { "far-key": generateOpensshKeyPair("far").privateKeyOpenssh },
+        });
+        const preview = await stack.preview({ diff: true });
+        assert.doesNotMatch(preview.stdout, /create\s*: \[unknown\]/, "every command is known before the host is reached");
+        for (const file of ["/etc/gpu-workers/runc-wrapper.json", "/etc/nvidia-container-runtime/config.toml", "/usr/share/nvidia/nvswitch/fabricmanager.cfg", "/etc/systemd/system/concourse-worker.service", "/etc/concourse/worker.env"]) {
+            assert.ok(preview.stdout.includes(file), `preview names ${file}`);
+        }
+        for (const tag of ["gpu-type=nvidia", "gpu-count=2", "gpu-devices=0,1", "gpu-model=h100-80gb-hbm3", "e2e"]) {
+            assert.ok(preview.stdout.includes(`"${tag}"`), `preview shows tag ${tag}`);
+        }
+        await stack.workspace.removeStack("offline");
+    });
+});

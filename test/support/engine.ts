@@ -1,0 +1,100 @@
+/**
+ * What end-to-end tests and benchmarks need to drive the real Pulumi engine: the engine on
+ * PATH (built by bootstrap-engine.sh when none is installed), a private LXD daemon with the
+ * Debian 12 image, and stacks of this program in a temp project with a file backend.
+ */
+import { execFileSync, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { PACKAGE_ROOT } from "../../components/host-scripts";
+import { ensureCommands } from "./tools";
+
+export const PASSPHRASE = "e2e-passphrase-not-in-state";
+
+/** Puts the engine on PATH; returns the environment every pulumi call gets. */
+export function ensureEngine(stateDir: string): Record<string, string> {
+    const bin = execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "bootstrap-engine.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop()!;
+    process.env.PATH = `${bin}:${process.env.PATH}`;
+    fs.mkdirSync(stateDir, { recursive: true });
+    return {
+        PULUMI_BACKEND_URL: `file://${stateDir}`,
+        PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
+        PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+        PULUMI_SKIP_UPDATE_CHECK: "true",
+        PULUMI_HOME: path.join(stateDir, ".pulumi-home"),
+    };
+}
+
+export class TestLxd {
+    readonly socket: string;
+    constructor(readonly dir: string) {
+        this.socket = path.join(dir, "unix.socket");
+    }
+
+    start(): void {
+        ensureCommands(["lxd", "lxc", "debootstrap"], ["lxd", "lxd-client", "debootstrap"]);
+        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-test-daemon.sh"), "start", this.dir], { stdio: ["ignore", "ignore", "inherit"] });
+        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-build-image.sh"), "import", "debian-12"], { env: { ...process.env, LXD_DIR: this.dir }, stdio: ["ignore", "ignore", "inherit"] });
+    }
+
+    stop(): void {
+        spawnSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore" });
+    }
+
+    lxc(...args: string[]): string {
+        return execFileSync("lxc", args, { env: { ...process.env, LXD_DIR: this.dir }, encoding: "utf8" });
+    }
+
+    /** Runs a shell command inside an instance; returns stdout. */
+    exec(instance: string, script: string): string {
+        return this.lxc("exec", instance, "--", "sh", "-c", script);
+    }
+}
+
+/** A project folder whose program is this checkout's compiled index.js. */
+export function makeProject(dir: string): string {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), [
+        "name: gpu-workers",
+        "runtime:",
+        "  name: nodejs",
+        "  options:",
+        "    typescript: false",
+        `main: ${path.join(PACKAGE_ROOT, "dist", "index.js")}`,
+        "",
+    ].join("\n"));
+    const modules = path.join(dir, "node_modules");
+    if (!fs.existsSync(modules)) fs.symlinkSync(path.join(PACKAGE_ROOT, "node_modules"), modules);
+    return dir;
+}
+
+export interface StackConfig {
+    defaults: unknown;
+    hosts: unknown[];
+    secrets?: Record<string, string>;
+}
+
+/** A stack of the program with this config (structured values are handed over as JSON). */
+export async function makeStack(projectDir: string, name: string, env: Record<string, string>, config: StackConfig): Promise<Stack> {
+    const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: projectDir }, { envVars: env });
+    await setStackConfig(stack, config);
+    return stack;
+}
+
+export async function setStackConfig(stack: Stack, config: StackConfig): Promise<void> {
+    await stack.setAllConfig({
+        "gpu-workers:defaults": { value: JSON.stringify(config.defaults) },
+        "gpu-workers:hosts": { value: JSON.stringify(config.hosts) },
+        ...Object.fromEntries(Object.entries(config.secrets ?? {}).map(([k, v]) => [`gpu-workers:${k}`, { value: v, secret: true }])),
+    });
+}
+
+export function tempDir(prefix: string): string {
+    // Short: LXD's socket paths must stay under 108 bytes. Traversable: an unprivileged
+    // container's root must reach the instance folders below it.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    fs.chmodSync(dir, 0o711);
+    return dir;
+}
