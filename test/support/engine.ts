@@ -44,7 +44,7 @@ export class TestLxd {
     }
 
     lxc(...args: string[]): string {
-        return execFileSync("lxc", args, { env: { ...process.env, LXD_DIR: this.dir }, encoding: "utf8" });
+        return execFileSync("lxc", args, { env: { ...process.env, LXD_DIR: this.dir }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     }
 
     /** Runs a shell command inside an instance; returns stdout. */
