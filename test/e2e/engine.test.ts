@@ -182,6 +182,19 @@ describe("end to end through the Pulumi engine", function () {
         });
     });
 
+    it("a bad stack config stops the program with every problem and its path, no stack trace", async () => {
+        const stack = await makeStack(project, "bad", env, {
+            defaults: defaults(),
+            hosts: [{ name: "bad", transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" } }, vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }], colour: "red" }],
+        });
+        const error = await stack.preview().then(() => undefined, (e: Error) => e);
+        assert.ok(error, "the preview fails");
+        assert.match(error!.message, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
+        assert.match(error!.message, /hosts\[0\]: unknown key colour/);
+        assert.doesNotMatch(error!.message, /at .*\.js:\d+/, "no stack trace");
+        await stack.workspace.removeStack("bad");
+    });
+
     it("preview with unreachable hosts lists every file and tag", async () => {
         const hostKey = generateOpensshKeyPair("x").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
         const stack = await makeStack(project, "offline", env, {
