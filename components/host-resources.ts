@@ -4,8 +4,8 @@
  * shows exactly what changes on the host; a binary is streamed and keyed by its sha256.
  */
 import * as pulumi from "@pulumi/pulumi";
-import * as crypto from "crypto";
 import * as fs from "fs";
+import { sha256File } from "./file-hash";
 import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand } from "./host-steps";
 import { HostCommand } from "./remote/host-command";
 import type { SshTarget } from "./remote/ssh";
@@ -34,9 +34,6 @@ export function pathSlug(path: string): string {
     return path.replace(/^\/+/, "").replace(/[^A-Za-z0-9._-]+/g, "-");
 }
 
-export function sha256File(path: string): string {
-    return crypto.createHash("sha256").update(fs.readFileSync(path)).digest("hex");
-}
 
 function asRoot(user: string, cmd: string): string {
     return user === "root" ? cmd : `sudo -n sh -c ${shellCommand([cmd])}`;

@@ -3,9 +3,8 @@
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { inventorySchema } from "../components/gpu/inventory";
 import { PlanError, planWorkerGpus } from "../components/gpu/plan";
-import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, settingsSchema, transportSchema } from "./schema";
+import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, settingsSchema } from "./schema";
 
 export class StackConfigError extends Error {
     constructor(public readonly problems: string[]) {
@@ -159,5 +158,3 @@ export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
     if (problems.length > 0) throw new StackConfigError(problems);
     return hosts;
 }
-
-export { transportSchema, inventorySchema };

@@ -2,8 +2,8 @@
  * The offline render: everything `pulumi up` would place on each host, computed from the
  * stack config alone (no engine, no host). Uses the same settings and renderers as GpuWorker.
  */
-import * as crypto from "crypto";
 import * as fs from "fs";
+import { sha256Text } from "../components/file-hash";
 import { readHostScript } from "../components/host-scripts";
 import { lxdSshProxyDevice } from "../components/lxd/devices";
 import { HostFile } from "../components/host-steps";
@@ -25,7 +25,6 @@ export interface HostManifest {
 }
 export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
 
-const sha256 = (data: Buffer) => crypto.createHash("sha256").update(data).digest("hex");
 
 function fileContent(file: HostFile): Buffer {
     if (file.secret) return Buffer.from(SECRET_PLACEHOLDER + "\n");
@@ -41,7 +40,7 @@ export function renderHost(host: HostConfig): RenderedHost {
     const contents = new Map<string, Buffer>();
     const files: ManifestFile[] = [];
     const steps: ManifestStep[] = [];
-    const discover = sha256(Buffer.from(readHostScript("discover-gpus.sh")));
+    const discover = sha256Text(readHostScript("discover-gpus.sh"));
     const access: string[] = [];
     if ("lxd" in host.transport) {
         const lxd = host.transport.lxd;
@@ -61,7 +60,7 @@ export function renderHost(host: HostConfig): RenderedHost {
             contents.set(file.path, data);
             files.push({
                 path: file.path, mode: file.mode, component: link.component,
-                sha256: file.secret ? SECRET_PLACEHOLDER : sha256(data),
+                sha256: file.secret ? SECRET_PLACEHOLDER : sha256Text(data),
                 ...(file.secret ? { secret: true as const } : {}),
                 ...(file.localPath ? { uploadedFrom: file.localPath } : {}),
             });

@@ -4,8 +4,8 @@
  * config needs, the config of the containerd Concourse starts itself, and the host step
  * that applies them. TOML is always built from data with smol-toml, never spliced.
  */
-import * as crypto from "crypto";
 import { parse, stringify, TomlPrimitive } from "smol-toml";
+import { sha256Text } from "../file-hash";
 import { hostScriptFile } from "../host-scripts";
 import { HOST_LIB_DIR, RenderedComponent, shellCommand } from "../host-steps";
 
@@ -120,9 +120,6 @@ export function ensureImports(existingToml: string, importGlob: string): string 
     return importLine + "\n" + existingToml;
 }
 
-function sha256(text: string): string {
-    return crypto.createHash("sha256").update(text).digest("hex");
-}
 
 /**
  * The ContainerdRuntime component: our settings uploaded, and a step that merges them
@@ -138,7 +135,7 @@ export function renderContainerdRuntimeComponent(s: ContainerdRuntimeSettings): 
         files: [{ path: CONTAINERD_SETTINGS_FILE, mode: "0644", content: ours }, script],
         steps: [{
             name: "containerd-runtime",
-            create: shellCommand([script.path, "apply", "--ours", CONTAINERD_SETTINGS_FILE, "--sha256", sha256(ours), ...paths]),
+            create: shellCommand([script.path, "apply", "--ours", CONTAINERD_SETTINGS_FILE, "--sha256", sha256Text(ours), ...paths]),
             remove: shellCommand([script.path, "remove", ...paths]),
             dependsOn: [script.path, CONTAINERD_SETTINGS_FILE],
         }],

@@ -3,7 +3,7 @@
  * wrapper (wrapper/, a static Go binary) reads only this root-owned file, at a path fixed
  * when it is built; the values come from the worker's GPU plan and the stack's datasets.
  */
-import * as crypto from "crypto";
+import { sha256File } from "../file-hash";
 import * as fs from "fs";
 import * as path from "path";
 import { z } from "zod";
@@ -82,17 +82,11 @@ export interface RuncWrapperSettings extends WrapperConfigInput {
     wrapperBinary?: string;
 }
 
-const binarySums = new Map<string, string>();
 
 /** sha256 of the built wrapper; the install step carries it, so a new build re-runs the step. */
 export function wrapperSha256(file: string): string {
-    let sum = binarySums.get(file);
-    if (sum === undefined) {
-        if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs scripts/build-wrapper.sh)`);
-        sum = crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
-        binarySums.set(file, sum);
-    }
-    return sum;
+    if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs scripts/build-wrapper.sh)`);
+    return sha256File(file);
 }
 
 /**

@@ -10,7 +10,7 @@ import { HostAccessArgs } from "../host-component";
 import { LxdServer } from "../lxd/types";
 import { RuncWrapper } from "../runc-wrapper";
 import { HostDriftGuard } from "../drift";
-import { chainDriftCheck, ChainLink, lxdInstanceSettings, renderChain, workerSettings } from "./settings";
+import { chainDriftCheck, ChainLink, lxdInstanceSettings, renderChain, workerSettings, WorkerSettings } from "./settings";
 
 export interface GpuWorkerSecrets {
     /** SSH private key for an ssh transport. */
@@ -63,12 +63,11 @@ export class GpuWorker extends pulumi.ComponentResource {
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
 
         const created = new Map<string, pulumi.Resource>();
-        let concourse: ConcourseWorker | undefined;
         for (const link of links) {
             const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
-            const o = { parent: this, dependsOn };
-            created.set(link.name, createLink(link, settings, access, args.secrets, o, (c) => (concourse = c)));
+            created.set(link.name, createLink(link, settings, access, args.secrets, { parent: this, dependsOn }));
         }
+        const concourse = [...created.values()].find((r): r is ConcourseWorker => r instanceof ConcourseWorker);
         this.tags = pulumi.output(settings.plan.tags);
         this.connection = gpuHost.connection;
         this.workerPublicKey = concourse?.workerPublicKey;
@@ -78,22 +77,18 @@ export class GpuWorker extends pulumi.ComponentResource {
     }
 }
 
-function createLink(link: ChainLink, s: ReturnType<typeof workerSettings>, access: HostAccessArgs, secrets: GpuWorkerSecrets, o: pulumi.ComponentResourceOptions, onConcourse: (c: ConcourseWorker) => void): pulumi.Resource {
+function createLink(link: ChainLink, s: WorkerSettings, access: HostAccessArgs, secrets: GpuWorkerSecrets, o: pulumi.ComponentResourceOptions): pulumi.Resource {
     switch (link.component) {
         case "GpuDriver": return new GpuDriver(link.name, { ...access, ...s.driver! }, o);
         case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
         case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
         case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
         case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
-        case "ConcourseWorker": {
-            const worker = new ConcourseWorker(link.name, { ...access, ...s.concourse!, workerPrivateKey: secrets.workerPrivateKey }, o);
-            onConcourse(worker);
-            return worker;
-        }
+        case "ConcourseWorker": return new ConcourseWorker(link.name, { ...access, ...s.concourse!, workerPrivateKey: secrets.workerPrivateKey }, o);
     }
 }
 
-function transportArgs(host: HostConfig, secrets: GpuWorkerSecrets, plan: ReturnType<typeof workerSettings>["plan"]): GpuHostArgs["transport"] {
+function transportArgs(host: HostConfig, secrets: GpuWorkerSecrets, plan: WorkerSettings["plan"]): GpuHostArgs["transport"] {
     const t = host.transport;
     if ("ssh" in t) {
         if (secrets.sshPrivateKey === undefined) throw new Error(`host ${host.name}: the ssh transport needs its private key (config key ${t.ssh.privateKeySecret})`);

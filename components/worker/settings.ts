@@ -13,10 +13,9 @@ import { FabricManagerSettings, renderFabricManager } from "../fabric-manager/re
 import { GpuDriverSettings, renderGpuDriver } from "../gpu-driver/render";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { ExpectedFile, renderDriftCheck } from "../drift/check-script";
-import { sha256File } from "../host-resources";
-import { RenderedComponent } from "../host-steps";
-import * as crypto from "crypto";
+import { sha256File, sha256Text } from "../file-hash";
 import { hostScriptPath } from "../host-scripts";
+import { RenderedComponent } from "../host-steps";
 import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../runc-wrapper/render";
 
 export interface WorkerSettings {
@@ -125,7 +124,7 @@ export function lxdInstanceSettings(host: HostConfig, lxd: LxdTransport, plan: W
 export function chainDriftCheck(links: ChainLink[]): string {
     const files = new Map<string, ExpectedFile>();
     for (const file of links.flatMap((l) => l.rendered.files)) {
-        const sha256 = file.secret ? null : file.localPath ? sha256File(file.localPath) : crypto.createHash("sha256").update(file.content).digest("hex");
+        const sha256 = file.secret ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);
         files.set(file.path, { path: file.path, sha256 });
     }
     const checks = links.flatMap((l) => l.rendered.steps.flatMap((s) => (s.check ? [s.check] : [])));
