@@ -8,7 +8,6 @@ import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/keys/openssh";
-import { LXD_SSHD_DROP_IN, renderSshdDropIn } from "../../components/gpu-host/lxd-access";
 import { ensureEngine, makeProject, makeStack, PASSPHRASE, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
@@ -133,33 +132,14 @@ describe("end to end through the Pulumi engine", function () {
     describe("a machine reached over SSH (bare metal)", () => {
         const name = "e2e-bm";
         const port = 2312;
-        const userKey = generateOpensshKeyPair("e2e");
-        const hostKey = generateOpensshKeyPair("e2e-host");
         let stack: Stack;
         let pristine: string;
         const fingerprint = () => lxd.exec(name, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers 2>&1; true");
 
         before(async () => {
-            lxd.lxc("init", "gpu-workers/debian-12", name);
-            const files = path.join(root, "bm");
-            fs.mkdirSync(files, { recursive: true });
-            const push = (content: string, target: string, mode: string) => {
-                const local = path.join(files, path.basename(target));
-                fs.writeFileSync(local, content);
-                lxd.lxc("file", "push", "--create-dirs", "--mode", mode, local, `${name}${target}`);
-            };
-            push(userKey.publicKeyOpenssh + "\n", "/root/.ssh/authorized_keys", "0600");
-            push(hostKey.privateKeyOpenssh, "/etc/ssh/ssh_host_ed25519_key", "0600");
-            push(renderSshdDropIn(), LXD_SSHD_DROP_IN, "0644");
-            lxd.lxc("config", "device", "add", name, "sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host");
-            lxd.lxc("start", name);
-            execFileSync("sh", ["-c", `for i in $(seq 60); do LXD_DIR=${lxd.dir} lxc exec ${name} -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`]);
+            const { host, secrets } = lxd.sshHost(name, port, "bm", root);
             pristine = fingerprint();
-            stack = await makeStack(project, "bm", env, {
-                defaults: defaults(),
-                hosts: [{ name: "bm", transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: "bm-ssh-key", hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } }, vendor: "none" }],
-                secrets: { "bm-ssh-key": userKey.privateKeyOpenssh },
-            });
+            stack = await makeStack(project, "bm", env, { defaults: defaults(), hosts: [host], secrets });
             stacks.push(stack);
         });
 

@@ -8,7 +8,9 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { LXD_SSHD_DROP_IN, renderSshdDropIn } from "../../components/gpu-host/lxd-access";
 import { PACKAGE_ROOT } from "../../components/host-scripts";
+import { generateOpensshKeyPair } from "../../components/keys/openssh";
 import { ensureCommands } from "./tools";
 
 export const PASSPHRASE = "e2e-passphrase-not-in-state";
@@ -45,6 +47,35 @@ export class TestLxd {
 
     lxc(...args: string[]): string {
         return execFileSync("lxc", args, { env: { ...process.env, LXD_DIR: this.dir }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    }
+
+    /**
+     * A machine to reach over SSH, as bare metal would be: an instance made here with `lxc`,
+     * our key authorized, a host key we know, sshd on 127.0.0.1:port through a proxy device.
+     * Returns the stack's host entry (ssh transport) and the secret it names.
+     */
+    sshHost(instance: string, port: number, hostName: string, workDir: string): { host: Record<string, unknown>; secrets: Record<string, string> } {
+        const userKey = generateOpensshKeyPair(hostName);
+        const hostKey = generateOpensshKeyPair(`${hostName}-host`);
+        this.lxc("init", "gpu-workers/debian-12", instance);
+        const files = path.join(workDir, instance);
+        fs.mkdirSync(files, { recursive: true });
+        const push = (content: string, target: string, mode: string) => {
+            const local = path.join(files, path.basename(target));
+            fs.writeFileSync(local, content);
+            this.lxc("file", "push", "--create-dirs", "--mode", mode, local, `${instance}${target}`);
+        };
+        push(userKey.publicKeyOpenssh + "\n", "/root/.ssh/authorized_keys", "0600");
+        push(hostKey.privateKeyOpenssh, "/etc/ssh/ssh_host_ed25519_key", "0600");
+        push(renderSshdDropIn(), LXD_SSHD_DROP_IN, "0644");
+        this.lxc("config", "device", "add", instance, "sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host");
+        this.lxc("start", instance);
+        execFileSync("sh", ["-c", `for i in $(seq 60); do lxc exec "$1" -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`, "sh", instance], { env: { ...process.env, LXD_DIR: this.dir }, stdio: "ignore" });
+        const secret = `${hostName}-ssh-key`;
+        return {
+            host: { name: hostName, transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: secret, hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } }, vendor: "none" },
+            secrets: { [secret]: userKey.privateKeyOpenssh },
+        };
     }
 
     /** Runs a shell command inside an instance; returns stdout. */
