@@ -60,7 +60,7 @@ debian_mirror() {
             return
         fi
     done
-    echo "http://deb.debian.org/debian"
+    die "no apt source for $SUITE found in /etc/apt; set DEBIAN_MIRROR to a Debian mirror's URL"
 }
 
 arch() {

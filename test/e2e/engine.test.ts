@@ -135,6 +135,7 @@ describe("end to end through the Pulumi engine", function () {
         let stack: Stack;
         let pristine: string;
         const fingerprint = () => lxd.exec(name, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers 2>&1; true");
+        const wrapperState = () => lxd.exec(name, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped; true").trim();
 
         before(async () => {
             const { host, secrets } = lxd.sshHost(name, port, "bm", root);
@@ -153,10 +154,30 @@ describe("end to end through the Pulumi engine", function () {
             assert.match(lxd.exec(name, "ls /etc/containerd/conf.d"), /gpu-workers\.toml/, "the steps before the fault ran");
             lxd.exec(name, "mv /usr/sbin/runc.hidden /usr/sbin/runc");
             await stack.up();
-            assert.strictEqual(lxd.exec(name, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
+            assert.strictEqual(wrapperState(), "wrapped");
         });
 
         it("destroy leaves the host as it was before the first up", async () => {
+            await stack.destroy();
+            assert.strictEqual(fingerprint(), pristine);
+        });
+
+        it("an up interrupted mid-way (Ctrl-C) stops before the wrapper; the next up converges, and destroy is clean again", async () => {
+            // The automation API sends SIGINT on abort: pulumi lets the steps in flight finish, starts no more.
+            const interrupt = new AbortController();
+            let output = "";
+            const interrupted = stack.up({
+                signal: interrupt.signal,
+                onOutput: (out) => {
+                    output += out;
+                    if (!interrupt.signal.aborted && /bm-containerd\S*\s+creating/.test(output)) interrupt.abort();
+                },
+            });
+            await assert.rejects(interrupted, Error, "the interrupted up reports failure");
+            assert.ok(interrupt.signal.aborted, "the up was interrupted while the containerd step ran");
+            assert.notStrictEqual(wrapperState(), "wrapped", "the wrapper step, after containerd, never started");
+            await stack.up();
+            assert.strictEqual(wrapperState(), "wrapped");
             await stack.destroy();
             assert.strictEqual(fingerprint(), pristine);
         });

@@ -1,0 +1,17 @@
+/**
+ * Mocha's spec reporter, plus one plain closing line ("N passed, N failed, N skipped") that
+ * CI and people reading a log can find without knowing mocha's own wording.
+ */
+import Mocha from "mocha";
+
+class SummaryReporter extends Mocha.reporters.Spec {
+    constructor(runner: Mocha.Runner, options?: Mocha.MochaOptions) {
+        super(runner, options);
+        runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
+            const s = this.stats;
+            console.log(`tests: ${s.passes} passed, ${s.failures} failed, ${s.pending} skipped`);
+        });
+    }
+}
+
+export = SummaryReporter;
