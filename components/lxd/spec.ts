@@ -3,16 +3,9 @@
  * numbers in config and device maps written as the strings LXD stores (so that what we
  * store compares equal to what LXD reads back). Pure.
  */
-import type { LxdDevices, LxdFile, LxdInstanceSpec, LxdInstanceType } from "./types";
+import type { LxdDevices, LxdInstanceSpec, NormalizedSpec } from "./types";
 
-export type NormalizedSpec = LxdInstanceSpec & {
-    type: LxdInstanceType;
-    profiles: string[];
-    config: Record<string, string>;
-    devices: LxdDevices;
-    files: LxdFile[];
-    running: boolean;
-};
+export type { NormalizedSpec };
 
 function stringValues(map: unknown): unknown {
     if (typeof map !== "object" || map === null || Array.isArray(map)) return map;

@@ -61,14 +61,18 @@ export interface LxdInstanceSpec {
     running?: boolean;
 }
 
-/** What the provider stores for an instance: the spec as LXD really has it, plus its state. */
-export interface LxdInstanceState extends LxdInstanceSpec {
+/** A spec with every default applied and every config and device value a string, as LXD stores them. */
+export interface NormalizedSpec extends LxdInstanceSpec {
     type: LxdInstanceType;
     profiles: string[];
     config: Record<string, string>;
     devices: LxdDevices;
     files: LxdFile[];
     running: boolean;
+}
+
+/** What the provider stores for an instance: the spec as LXD really has it, plus its state. */
+export interface LxdInstanceState extends NormalizedSpec {
     /** LXD's status word: Running, Stopped, ... */
     status: string;
     /** Fingerprint of the image the instance was created from (volatile.base_image). */
