@@ -41,7 +41,7 @@ function median(xs: number[]): number {
 
 function main(): void {
     ensureWrapperTools();
-    const iterations = arg("--iterations", 60);
+    const iterations = arg("--iterations", 100);
     const work = fs.mkdtempSync(path.join(os.tmpdir(), "gw-bench-"));
     const shm = fs.existsSync("/dev/shm") ? fs.mkdtempSync("/dev/shm/gw-bench-") : fs.mkdtempSync(path.join(work, "bundles-"));
     const runcRoot = path.join(shm, "runc-root");
