@@ -6,7 +6,7 @@ import "strings"
 var globalValueFlags = map[string]bool{"log": true, "log-format": true, "root": true, "criu": true, "rootless": true}
 
 // Flags of `create`/`run` that take a value; the bundle is one of them.
-var createValueFlags = map[string]bool{"bundle": true, "b": true, "console-socket": true, "pid-file": true, "preserve-fds": true}
+var createValueFlags = map[string]bool{"bundle": true, "b": true, "console-socket": true, "pidfd-socket": true, "pid-file": true, "preserve-fds": true, "console": true}
 
 // invocation is what the wrapper needs to know about one call of the runtime.
 type invocation struct {

@@ -12,6 +12,7 @@ func TestParseArgs(t *testing.T) {
 		{"systemd cgroup flag", []string{"--systemd-cgroup", "--root=/r", "create", "-b", "/b", "id"}, invocation{"create", "/b"}},
 		{"bundle with equals", []string{"create", "--bundle=/x y", "id"}, invocation{"create", "/x y"}},
 		{"single dash bundle", []string{"run", "-bundle", "/b", "-d", "id"}, invocation{"run", "/b"}},
+		{"pidfd socket before the bundle", []string{"create", "--pidfd-socket", "/s", "--bundle", "/b", "id"}, invocation{"create", "/b"}},
 		{"no bundle means cwd", []string{"create", "--pid-file", "p", "id"}, invocation{"create", ""}},
 		{"value that looks like a flag", []string{"create", "--console-socket", "--bundle", "id"}, invocation{"create", ""}},
 		{"flags after the id are not flags", []string{"create", "id", "--bundle", "/evil"}, invocation{"create", ""}},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // datasetMount is one bind mount of a folder under the dataset root.
@@ -17,24 +18,31 @@ type datasetMount struct {
 }
 
 // scanDatasets lists the direct subfolders of root as mounts at the same path. A name
-// is used as it is (no shell, no parsing), so any byte sequence is fine. Symlinks are
-// followed only when they end at a folder inside root. notes gets one line per entry
-// that was left out for a reason worth logging.
-func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount, notes []string) {
+// is used as it is (no shell, no parsing), so any UTF-8 name is fine; a name that is not
+// UTF-8 cannot be written into the JSON spec (it would turn into U+FFFD and name a folder
+// that does not exist), so it is skipped. Symlinks are followed only when they end at a
+// folder inside root. notes gets one line per entry that was left out for a reason worth
+// logging. A missing root means no datasets; a root that exists but cannot be listed is an
+// error, so that no container starts silently without its datasets.
+func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount, notes []string, err error) {
 	if root == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			notes = append(notes, fmt.Sprintf("dataset root %s cannot be listed, no datasets mounted: %v", root, err))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
 		}
-		return nil, notes
+		return nil, nil, fmt.Errorf("dataset root %s cannot be listed: %v", root, err)
 	}
 	var realRoot string // resolved lazily: only symlinks need it
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(root, name)
+		if !utf8.ValidString(name) {
+			notes = append(notes, fmt.Sprintf("dataset %q skipped: its name is not UTF-8, which the spec's JSON cannot carry", path))
+			continue
+		}
 		m := datasetMount{Source: path, Destination: path, Writable: isWritable(name, writableSuffixes)}
 		switch t := e.Type(); {
 		case t.IsDir():
@@ -55,6 +63,10 @@ func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount
 				notes = append(notes, fmt.Sprintf("dataset %q skipped: symlink leads outside %s (to %s)", path, root, target))
 				continue
 			}
+			if !utf8.ValidString(target) {
+				notes = append(notes, fmt.Sprintf("dataset %q skipped: its target %q is not UTF-8, which the spec's JSON cannot carry", path, target))
+				continue
+			}
 			info, err := os.Stat(target)
 			if err != nil || !info.IsDir() {
 				continue // a link to a file: files are not datasets
@@ -64,7 +76,7 @@ func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount
 		}
 		// Files, fifos, sockets and device nodes are not datasets.
 	}
-	return mounts, notes
+	return mounts, notes, nil
 }
 
 // isWritable: the name ends with one of the suffixes, compared byte for byte ("_RW" is not "_rw").

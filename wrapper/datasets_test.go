@@ -30,10 +30,14 @@ func TestScanDatasets(t *testing.T) {
 	must(os.Symlink(".", filepath.Join(root, "self_rw")))
 	must(os.Symlink("file.txt", filepath.Join(root, "filelink")))
 	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	must(os.Mkdir(filepath.Join(root, "caf\xe9_rw"), 0o755)) // Latin-1, not UTF-8
+	must(os.Mkdir(filepath.Join(root, "café_rw"), 0o755))
 
-	mounts, notes := scanDatasets(root, []string{"_rw", "_writable"})
+	mounts, notes, err := scanDatasets(root, []string{"_rw", "_writable"})
+	must(err)
 	want := []datasetMount{
 		{filepath.Join(root, "DATA_RW"), filepath.Join(root, "DATA_RW"), false},
+		{filepath.Join(root, "café_rw"), filepath.Join(root, "café_rw"), true},
 		{filepath.Join(root, "data_rw"), filepath.Join(root, "data_rw"), true},
 		{filepath.Join(root, "plain"), filepath.Join(root, "link_rw"), true},
 		{filepath.Join(root, "nested"), filepath.Join(root, "nested"), false},
@@ -55,7 +59,7 @@ func TestScanDatasets(t *testing.T) {
 		t.Errorf("mounts =\n%+v\nwant\n%+v", mounts, want)
 	}
 	joined := strings.Join(notes, "\n")
-	for _, n := range []string{"escape", "dangling", "self_rw"} {
+	for _, n := range []string{"escape", "dangling", "self_rw", "not UTF-8"} {
 		if !strings.Contains(joined, n) {
 			t.Errorf("no note for %s in %q", n, notes)
 		}
@@ -66,13 +70,21 @@ func TestScanDatasets(t *testing.T) {
 }
 
 func TestScanDatasetsMissingOrEmptyRoot(t *testing.T) {
-	if m, n := scanDatasets(filepath.Join(t.TempDir(), "none"), nil); m != nil || n != nil {
-		t.Errorf("missing root gave %v %v", m, n)
+	for name, root := range map[string]string{"missing": filepath.Join(t.TempDir(), "none"), "empty": t.TempDir(), "no": ""} {
+		if m, n, err := scanDatasets(root, nil); m != nil || n != nil || err != nil {
+			t.Errorf("%s root gave %v %v %v", name, m, n, err)
+		}
 	}
-	if m, n := scanDatasets(t.TempDir(), nil); m != nil || n != nil {
-		t.Errorf("empty root gave %v %v", m, n)
+}
+
+func TestScanDatasetsUnlistableRoot(t *testing.T) {
+	// A root that exists but cannot be listed must fail the create, not start a container without its datasets.
+	root := filepath.Join(t.TempDir(), "srv")
+	if err := os.WriteFile(root, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if m, n := scanDatasets("", nil); m != nil || n != nil {
-		t.Errorf("no root gave %v %v", m, n)
+	m, _, err := scanDatasets(root, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot be listed") || m != nil {
+		t.Errorf("a root that is a file gave %v, %v", m, err)
 	}
 }

@@ -107,7 +107,10 @@ func prepareBundle(bundle string, s *settings) (notes []string, err error) {
 		}
 		e.Devices = append(e.Devices, d)
 	}
-	e.Mounts, notes = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
+	e.Mounts, notes, err = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
+	if err != nil {
+		return notes, err
+	}
 	out, err := editSpec(data, e)
 	if err != nil {
 		return notes, fmt.Errorf("cannot edit %s: %v", path, err)

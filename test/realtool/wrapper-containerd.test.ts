@@ -136,6 +136,7 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
 
     describe("hostile and odd dataset folder names", () => {
         const pwned = ["gw-pwned-a", "gw-pwned-b", "gw-pwned-c"];
+        const LATIN1_PREFIX = "latin1-caf";
         // name -> expected mode inside the container, or null for "not mounted".
         const corpus: [string, "ro" | "rw" | null][] = [
             ["plain", "ro"],
@@ -188,6 +189,8 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             fs.writeFileSync(path.join(root, "file.txt"), "not a dataset");
             fs.symlinkSync("file.txt", path.join(root, "file-link"));
             sh("mkfifo", [path.join(root, "fifo")]);
+            // Not UTF-8 (Latin-1 "é"): JSON cannot carry it, so it is skipped with a log line.
+            fs.mkdirSync(Buffer.concat([Buffer.from(`${root}/${LATIN1_PREFIX}`), Buffer.from([0xe9]), Buffer.from("_rw")]));
         }
 
         /** What the container sees below root: mode by name (from a write probe) and mountinfo. */
@@ -203,7 +206,7 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             return { probed, mounts: mountsBelow(mountinfo, root) };
         }
 
-        it(`${corpus.length} names and layouts in one root: exactly the expected mounts, nothing injected`, () => {
+        it(`${corpus.length + 1} names and layouts in one root: exactly the expected mounts, nothing injected`, () => {
             assert.ok(corpus.length >= 25);
             const root = path.join(dir, "odd", "srv");
             layout(root, path.join(dir, "odd", "outside"));
@@ -215,7 +218,7 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             const fromMountinfo = new Map([...mounts].map(([p, m]) => [p.slice(root.length + 1), m.mode as string]));
             assert.deepStrictEqual(new Map([...fromMountinfo].sort()), new Map([...expected].sort()), "mountinfo lists the same mounts with the same modes (nested/child is not a mount of its own)");
             const log = fs.readFileSync(path.join(dir, "wrapper.log"), "utf8").slice(logBefore);
-            for (const skipped of ["escape_rw", "dangling", "self_rw"]) assert.ok(log.includes(`${root}/${skipped}`), `log names ${skipped}:\n${log}`);
+            for (const skipped of ["escape_rw", "dangling", "self_rw", LATIN1_PREFIX]) assert.ok(log.includes(`${root}/${skipped}`), `log names ${skipped}:\n${log}`);
             assert.ok(!log.includes("fifo") && !log.includes("file.txt"), "files are ignored without noise");
             // No shell ever saw a name: the command substitutions did not run anywhere.
             const places = [process.cwd(), "/", "/tmp", dir, root, path.join(dir, "state")];

@@ -20,10 +20,10 @@ describe("runc wrapper failures (real runc)", function () {
     const realRunc = () => sh("sh", ["-c", "command -v runc"]).trim();
     const runcRoot = () => path.join(dir, "runc-root");
 
-    function settings(over: { realRuntime?: string; deviceNodes?: string[] } = {}): void {
+    function settings(over: { realRuntime?: string; deviceNodes?: string[]; datasetRoot?: string } = {}): void {
         writeSettings(settingsPath, renderWrapperConfig({
             plan: { env: { NVIDIA_VISIBLE_DEVICES: "0" }, unsetEnv: ["AMD_VISIBLE_DEVICES"], deviceNodes: over.deviceNodes ?? [] },
-            datasets: { root: path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
+            datasets: { root: over.datasetRoot ?? path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
             realRuntime: over.realRuntime ?? realRunc(),
             logPath: log,
         }));
@@ -69,7 +69,7 @@ describe("runc wrapper failures (real runc)", function () {
     });
 
     after(() => {
-        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1"]) cleanup(id);
+        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1", "root1"]) cleanup(id);
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -104,6 +104,17 @@ describe("runc wrapper failures (real runc)", function () {
         const before = bundleSums(bundle);
         const r = create(bundle, "dev1");
         assertOneLine(r.stderr, /^gpu-workers runc wrapper: create: device node \/dev\/gpu-workers-no-such-device: .*no such file or directory$/);
+        assert.strictEqual(bundleSums(bundle), before);
+    });
+
+    it("a dataset root that exists but cannot be listed: create fails naming it, rather than start without datasets", () => {
+        const notADir = path.join(dir, "datasets-file");
+        fs.writeFileSync(notADir, "");
+        settings({ datasetRoot: notADir });
+        const bundle = makeBundle(path.join(dir, "root"), rootfs, ["true"]);
+        const before = bundleSums(bundle);
+        const r = create(bundle, "root1");
+        assertOneLine(r.stderr, new RegExp(`^gpu-workers runc wrapper: create: dataset root ${notADir} cannot be listed: .*not a directory$`));
         assert.strictEqual(bundleSums(bundle), before);
     });
 
