@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { PlanError, planWorkerGpus } from "../components/gpu/plan";
-import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, settingsSchema } from "./schema";
+import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema } from "./schema";
 
 export class StackConfigError extends Error {
     constructor(public readonly problems: string[]) {
@@ -54,26 +54,70 @@ export function deepMerge(base: unknown, override: unknown): unknown {
     return out;
 }
 
+/** One layer of settings (the stack's defaults or one host's own) after checking it. */
+interface Layer {
+    /** The layer's settings minus the fields that failed, so its valid fields still apply. */
+    settings: Record<string, unknown>;
+    /** Paths already reported (`concourse.tsaHost`); "" when the whole layer is unusable. */
+    reported: string[];
+    problems: string[];
+}
+
+/** A copy of `value` without the field at `path`. */
+function without(value: Record<string, unknown>, [head, ...rest]: PropertyKey[]): Record<string, unknown> {
+    const out = { ...value };
+    const inner = out[String(head)];
+    if (rest.length > 0 && isPlainObject(inner)) out[String(head)] = without(inner, rest);
+    else delete out[String(head)];
+    return out;
+}
+
 /** Checks the settings a layer (defaults or one host) gives, without requiring the rest. */
-function checkPartialSettings(layer: Record<string, unknown>, prefix: string): string[] {
-    const problems: string[] = [];
+function checkLayer(layer: Record<string, unknown>, prefix: string): Layer {
+    const out: Layer = { settings: pickSettings(layer), reported: [], problems: [] };
     for (const key of SETTINGS_KEYS) {
         if (layer[key] === undefined) continue;
         const field = settingsSchema.shape[key];
         const schema = field instanceof z.ZodObject ? field.partial() : field;
         const result = (schema as z.ZodType).safeParse(layer[key], { reportInput: true });
-        if (!result.success) problems.push(...issuesOf(result.error, formatPath(prefix, [key])));
+        if (result.success) continue;
+        out.problems.push(...issuesOf(result.error, formatPath(prefix, [key])));
+        for (const issue of result.error.issues) {
+            // Lists are replaced, not merged, so a bad item drops the whole list.
+            const cut = issue.path.findIndex((part) => typeof part === "number");
+            const path = [key, ...(cut < 0 ? issue.path : issue.path.slice(0, cut))];
+            const bad = issue.code === "unrecognized_keys" && cut < 0 ? issue.keys.map((k) => [...path, k]) : [path];
+            for (const b of bad) {
+                out.settings = without(out.settings, b);
+                out.reported.push(formatPath("", b));
+            }
+        }
     }
-    return problems;
+    return out;
+}
+
+/** Whether `path` is at or under a path already reported ("" covers everything). */
+function covered(path: string, reported: string[]): boolean {
+    return reported.some((r) => r === "" || path === r || path.startsWith(`${r}.`) || path.startsWith(`${r}[`));
 }
 
 function pickSettings(layer: Record<string, unknown>): Record<string, unknown> {
     return Object.fromEntries(SETTINGS_KEYS.filter((k) => layer[k] !== undefined).map((k) => [k, layer[k]]));
 }
 
-function parseHost(raw: unknown, i: number, defaults: Record<string, unknown>): { host?: HostConfig; problems: string[] } {
+interface ParsedHost {
+    /** Name, transport and inventory, when they parsed. */
+    entry?: Pick<HostConfig, "name" | "transport" | "inventory">;
+    /** Settings with defaults applied and the reported bad fields left out, when the rest parsed. */
+    settings?: Settings;
+    /** Setting paths reported in the defaults or on this host. */
+    reported: string[];
+    problems: string[];
+}
+
+function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const prefix = `hosts[${i}]`;
-    if (!isPlainObject(raw)) return { problems: [`${prefix}: expected an object with name, transport and the GPU inventory`] };
+    if (!isPlainObject(raw)) return { reported: [], problems: [`${prefix}: expected an object with name, transport and the GPU inventory`] };
     const problems: string[] = [];
     const unknown = Object.keys(raw).filter((k) => !HOST_KEYS.has(k));
     if (unknown.length > 0) problems.push(`${prefix}: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
@@ -91,39 +135,56 @@ function parseHost(raw: unknown, i: number, defaults: Record<string, unknown>): 
         }));
     }
 
-    const layerProblems = checkPartialSettings(raw, prefix);
-    problems.push(...layerProblems);
-    const merged = deepMerge(deepMerge(BUILTIN_DEFAULTS, defaults), pickSettings(raw));
+    const own = checkLayer(raw, prefix);
+    problems.push(...own.problems);
+    const reported = [...defaults.reported, ...own.reported];
+    const merged = deepMerge(deepMerge(BUILTIN_DEFAULTS, defaults.settings), own.settings);
     const settings = settingsSchema.safeParse(merged, { reportInput: true });
-    if (!settings.success && layerProblems.length === 0) {
-        problems.push(...settings.error.issues.map((issue) => `${formatPath(prefix, issue.path)}: ${describe(issue)}${issue.input === undefined ? " — set it under defaults or on this host" : ""}`));
+    if (!settings.success) {
+        for (const issue of settings.error.issues) {
+            const path = formatPath("", issue.path);
+            // A field dropped for being bad is already reported; don't also call it missing.
+            if (covered(path, reported)) continue;
+            problems.push(`${prefix}.${path}: ${describe(issue)}${issue.input === undefined ? " — set it under defaults or on this host" : ""}`);
+        }
     }
-    if (problems.length > 0 || !entry.success || !settings.success) return { problems };
-    return { host: { ...settings.data, name: entry.data.name, transport: entry.data.transport, inventory: entry.data.inventory }, problems };
+    return {
+        entry: entry.success ? { name: entry.data.name, transport: entry.data.transport, inventory: entry.data.inventory } : undefined,
+        settings: settings.success ? settings.data : undefined,
+        reported,
+        problems,
+    };
 }
 
-function crossHostProblems(hosts: HostConfig[]): string[] {
+/** Checks across hosts, and each host's GPU plan, on whatever parsed (a host with other problems included). */
+function crossHostProblems(hosts: ParsedHost[]): string[] {
     const problems: string[] = [];
     const seen = new Map<string, number>();
-    hosts.forEach((h, i) => {
-        const first = seen.get(h.name);
-        if (first !== undefined) problems.push(`hosts[${i}].name: ${h.name} is already used by hosts[${first}]`);
-        else seen.set(h.name, i);
+    hosts.forEach(({ entry }, i) => {
+        if (!entry) return;
+        const first = seen.get(entry.name);
+        if (first !== undefined) problems.push(`hosts[${i}].name: ${entry.name} is already used by hosts[${first}]`);
+        else seen.set(entry.name, i);
     });
     const ports = new Map<string, number>();
-    hosts.forEach((h, i) => {
-        if (!("lxd" in h.transport)) return;
-        const key = `${h.transport.lxd.server.socket ?? h.transport.lxd.server.url ?? "local"} ${h.transport.lxd.sshAddress}:${h.transport.lxd.sshPort}`;
+    hosts.forEach(({ entry }, i) => {
+        if (!entry || !("lxd" in entry.transport)) return;
+        const { lxd } = entry.transport;
+        const key = `${lxd.server.socket ?? lxd.server.url ?? "local"} ${lxd.sshAddress}:${lxd.sshPort}`;
         const first = ports.get(key);
-        if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${h.transport.lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
+        if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
         else ports.set(key, i);
     });
-    hosts.forEach((h, i) => {
+    hosts.forEach(({ entry, settings: s, reported }, i) => {
+        if (!entry || !s) return;
         try {
-            planWorkerGpus(h.inventory, { selection: h.selection, cdi: h.toolkit.cdi, fabricManager: h.fabricManager, extraTags: h.concourse.tags });
+            planWorkerGpus(entry.inventory, { selection: s.selection, cdi: s.toolkit.cdi, fabricManager: s.fabricManager, extraTags: s.concourse.tags });
         } catch (e) {
             if (!(e instanceof PlanError)) throw e;
-            problems.push(`hosts[${i}].${e.message}`);
+            // A dropped bad field stands in for the built-in default here (fabricManager.mode "of" became
+            // auto), so a plan error about that setting would be a follow-on, not the user's mistake.
+            const setting = e.path.split(".")[0];
+            if (!reported.some((r) => r === "" || r.split(/[.[]/)[0] === setting)) problems.push(`hosts[${i}].${e.message}`);
         }
     });
     return problems;
@@ -132,29 +193,26 @@ function crossHostProblems(hosts: HostConfig[]): string[] {
 /** Validates the whole stack config; throws StackConfigError listing every problem. */
 export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
     const problems: string[] = [];
-    let defaults: Record<string, unknown> = {};
+    let defaults: Layer = { settings: {}, reported: [], problems: [] };
     if (raw.defaults !== undefined) {
         if (!isPlainObject(raw.defaults)) {
-            problems.push("defaults: expected an object of settings shared by all hosts");
+            // Hosts can't tell what they were meant to inherit, so don't call their settings missing.
+            defaults = { settings: {}, reported: [""], problems: ["defaults: expected an object of settings shared by all hosts"] };
         } else {
             const unknown = Object.keys(raw.defaults).filter((k) => !(SETTINGS_KEYS as string[]).includes(k));
             if (unknown.length > 0) problems.push(`defaults: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (defaults take only ${SETTINGS_KEYS.join(", ")})`);
-            const layer = checkPartialSettings(raw.defaults, "defaults");
-            problems.push(...layer);
-            if (layer.length === 0) defaults = pickSettings(raw.defaults);
+            defaults = checkLayer(raw.defaults, "defaults");
         }
+        problems.push(...defaults.problems);
     }
     if (!Array.isArray(raw.hosts)) {
         problems.push("hosts: expected a list of hosts (gpu-workers:hosts in the stack config)");
         throw new StackConfigError(problems);
     }
-    const hosts: HostConfig[] = [];
-    raw.hosts.forEach((entry, i) => {
-        const parsed = parseHost(entry, i, defaults);
-        problems.push(...parsed.problems);
-        if (parsed.host) hosts.push(parsed.host);
-    });
-    if (problems.length === 0) problems.push(...crossHostProblems(hosts));
+    const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
+    for (const host of hosts) problems.push(...host.problems);
+    problems.push(...crossHostProblems(hosts));
     if (problems.length > 0) throw new StackConfigError(problems);
-    return hosts;
+    // No problems means every host parsed whole.
+    return hosts.flatMap(({ entry, settings }) => (entry && settings ? [{ ...settings, ...entry }] : []));
 }

@@ -51,7 +51,8 @@ export const lxdTransportSchema = z.strictObject({
     instance: hostName,
     /** Image alias or fingerprint on the LXD server. */
     image: z.string().min(1, { error: "expected an image alias or fingerprint" }),
-    type: z.enum(["container", "virtual-machine"]).default("container"),
+    // A worker's SSH keys go in before the first start, which a VM (no agent yet) cannot take.
+    type: z.literal("container", { error: "expected container (a virtual machine cannot take the worker's SSH keys before its first start)" }).default("container"),
     profiles: z.array(z.string().min(1)).default(["default"]),
     /** Extra instance config keys (security.nesting is always set for containers). */
     config: z.record(z.string(), z.string()).default({}),
@@ -61,17 +62,21 @@ export const lxdTransportSchema = z.strictObject({
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
     sshAddress: z.string().default("127.0.0.1"),
-    user: z.string().min(1).default("root"),
+    // The key placed in the instance is root's: another user could not read it to log in.
+    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default("root"),
     /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
     gpuCdi: z.boolean().default(false),
     /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
     shiftWritable: z.boolean().default(true),
 });
 
-export const transportSchema = z.union([
-    z.strictObject({ ssh: sshTransportSchema }),
-    z.strictObject({ lxd: lxdTransportSchema }),
-], { error: "expected exactly one of ssh: {...} or lxd: {...}" });
+const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
+
+// Both keys are parsed as optional fields rather than as a union, so that a mistake inside
+// one of them is reported at its own path (transport.lxd.sshPort), not as "neither matched".
+export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
+    .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
+    .transform((t): { ssh: SshTransport } | { lxd: LxdTransport } => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
 export const settingsSchema = z.strictObject({
     /** Which GPUs the worker gets: all, or a list of indices. */

@@ -64,6 +64,14 @@ describe("stack config", () => {
         assert.deepStrictEqual(problemsOf(ports), ["hosts[1].transport.lxd.sshPort: 2201 is already used by hosts[0] on the same LXD server"]);
     });
 
+    it("an LXD worker host is a container reached as root: a VM or another user is refused, saying why", () => {
+        const vm = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", user: "ubuntu" } }, vendor: "none" };
+        assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [vm] }).sort(), [
+            "hosts[0].transport.lxd.type: expected container (a virtual machine cannot take the worker's SSH keys before its first start)",
+            "hosts[0].transport.lxd.user: expected root (the SSH key placed in the instance is root's)",
+        ]);
+    });
+
     it("rejects a transport that is neither ssh nor lxd, and inventory contradictions", () => {
         const raw = stackWith({ name: "a", inventory: { vendor: "amd", gpus: [{ index: 0, model: "MI210", memoryMiB: 65536, mig: [{ index: 0, profile: "1g.10gb", gi: 0, ci: 0 }] }], nvswitches: 2 } });
         (raw.hosts[0] as Record<string, unknown>).transport = { winrm: {} };
@@ -71,6 +79,46 @@ describe("stack config", () => {
         assert.ok(problems.includes("hosts[0].transport: expected exactly one of ssh: {...} or lxd: {...}"), problems.join("\n"));
         assert.ok(problems.includes("hosts[0].gpus[0].mig: MIG is for NVIDIA GPUs only"), problems.join("\n"));
         assert.ok(problems.includes("hosts[0].nvswitches: NVSwitches exist on NVIDIA boards only"), problems.join("\n"));
+    });
+
+    it("reports a bad default and still applies the valid defaults, without follow-on errors", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU, extra: { concourse: { tsaHost: "ci-b.example.test" } } });
+        // tsaPublicKey (valid) must still reach both hosts; the bad tsaHost and the typo'd mode (whose
+        // built-in stand-in, auto, would reject the partitions) must not make hosts look misconfigured.
+        raw.defaults = { ...raw.defaults, concourse: { ...raw.defaults.concourse, tsaHost: "" }, toolkit: { version: "latest" }, fabricManager: { mode: "of", partitions: [1] } } as typeof raw.defaults;
+        assert.deepStrictEqual(problemsOf(raw).sort(), [
+            "defaults.concourse.tsaHost: expected the TSA host name",
+            "defaults.fabricManager.mode: expected auto, on or off",
+            "defaults.toolkit.version: expected a version such as 1.2.3",
+        ]);
+    });
+
+    it("reports a host's bad settings together with the settings it is missing", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { datasets: { root: "srv" }, concourse: { tsaHost: "ci.example.test" } } });
+        raw.defaults = {} as typeof raw.defaults;
+        assert.deepStrictEqual(problemsOf(raw), [
+            "hosts[0].datasets.root: expected an absolute path",
+            "hosts[0].concourse.tsaPublicKey: required (expected string, received undefined) — set it under defaults or on this host",
+        ]);
+    });
+
+    it("runs the cross-host and GPU plan checks alongside every other problem", () => {
+        const lxd = (name: string) => ({ name, transport: { lxd: { instance: name, image: "debian-12", sshPort: 2201 } }, vendor: "none" });
+        const raw = stackWith(
+            { name: "a", inventory: NO_GPU },
+            { name: "a", inventory: HGX_H100_8X, extra: { selection: [9] } },
+            { name: "c", inventory: NO_GPU, extra: { datasets: { root: "srv" }, fabricManager: { mode: "on" } } },
+        );
+        raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
+        const problems = problemsOf({ defaults: raw.defaults, hosts: [...raw.hosts, lxd("x"), lxd("y")] });
+        assert.deepStrictEqual(problems.sort(), [
+            "defaults.toolkit.version: expected a version such as 1.2.3",
+            "hosts[1].name: a is already used by hosts[0]",
+            "hosts[1].selection: GPU index 9 is not in the inventory (declared: 0, 1, 2, 3, 4, 5, 6, 7)",
+            "hosts[2].datasets.root: expected an absolute path",
+            "hosts[2].fabricManager.mode: on needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)",
+            "hosts[4].transport.lxd.sshPort: 2201 is already used by hosts[3] on the same LXD server",
+        ].sort());
     });
 
     it("wants a list of hosts", () => {
