@@ -1,9 +1,10 @@
 /**
- * npm run discover -- --ssh user@host [--port N] [--identity FILE] | --local | --from FILE [--raw]
+ * npm run discover -- --ssh user@host [--port N] [--identity FILE] | --local | --from FILE [--raw | --json]
  *
  * Runs scripts/discover-gpus.sh on a host (over ssh, as `bash -s` with the script on stdin;
  * or here), or reads a saved discovery document, and prints the inventory block to paste
- * under that host in the stack config. --raw prints the discovery document itself (keep it:
+ * under that host in the stack config (--json: the same block as one JSON document, for
+ * tools; warnings and problems then go to stderr only). --raw prints the discovery document itself (keep it:
  * `--from` reads it back, and it is what a bug report about discovery needs).
  */
 import { spawnSync } from "child_process";
@@ -13,19 +14,21 @@ import { DiscoveryDocumentError, readDiscoveryDocument } from "../components/dis
 import { interpretDiscovery } from "../components/discovery/parse";
 import { renderInventoryYaml } from "../components/discovery/yaml-block";
 
-export const USAGE = `usage: npm run discover -- (--ssh user@host [--port N] [--identity FILE] | --local | --from FILE|-) [--raw]
+export const USAGE = `usage: npm run discover -- (--ssh user@host [--port N] [--identity FILE] | --local | --from FILE|-) [--raw | --json]
   --ssh user@host  run the discovery script on that host over ssh (bash -s; no files are copied)
   --port N         ssh port (default 22)
   --identity FILE  ssh private key
   --local          run the discovery script on this machine
   --from FILE      read a discovery document saved with --raw ("-" for stdin)
-  --raw            print the discovery document instead of the inventory block`;
+  --raw            print the discovery document instead of the inventory block
+  --json           print the inventory block as one JSON document (warnings to stderr)`;
 
 export class UsageError extends Error {}
 
 export interface DiscoverArgs {
     mode: { ssh: string; port?: number; identity?: string } | { local: true } | { from: string };
     raw: boolean;
+    json: boolean;
 }
 
 export function parseArgs(argv: string[]): DiscoverArgs {
@@ -35,6 +38,7 @@ export function parseArgs(argv: string[]): DiscoverArgs {
     let from: string | undefined;
     let local = false;
     let raw = false;
+    let json = false;
     const value = (i: number, flag: string): string => {
         const v = argv[i + 1];
         if (v === undefined || (v.startsWith("--") && v !== "-")) throw new UsageError(`${flag} needs a value`);
@@ -54,6 +58,7 @@ export function parseArgs(argv: string[]): DiscoverArgs {
             case "--from": from = value(i, arg); i++; break;
             case "--local": local = true; break;
             case "--raw": raw = true; break;
+            case "--json": json = true; break;
             case "-h": case "--help": throw new UsageError("");
             default: throw new UsageError(`unknown argument "${arg}"`);
         }
@@ -61,13 +66,14 @@ export function parseArgs(argv: string[]): DiscoverArgs {
     const modes = [ssh !== undefined, local, from !== undefined].filter(Boolean).length;
     if (modes !== 1) throw new UsageError(modes === 0 ? "say where to discover: --ssh, --local or --from" : "give only one of --ssh, --local and --from");
     if ((port !== undefined || identity !== undefined) && ssh === undefined) throw new UsageError("--port and --identity go with --ssh");
+    if (raw && json) throw new UsageError("give only one of --raw and --json");
     if (ssh !== undefined) {
         if (!/^[A-Za-z0-9._-]+@[A-Za-z0-9._:[\]-]+$/.test(ssh) && !/^[A-Za-z0-9._:[\]-]+$/.test(ssh)) throw new UsageError(`--ssh expects user@host or host, got "${ssh}"`);
         if (identity !== undefined && !fs.existsSync(identity)) throw new UsageError(`--identity ${identity}: no such file`);
-        return { mode: { ssh, port, identity }, raw };
+        return { mode: { ssh, port, identity }, raw, json };
     }
-    if (local) return { mode: { local: true }, raw };
-    return { mode: { from: from! }, raw };
+    if (local) return { mode: { local: true }, raw, json };
+    return { mode: { from: from! }, raw, json };
 }
 
 /** Runs the discovery script and returns its stdout; throws with the command's own words on failure. */
@@ -124,6 +130,12 @@ export function main(argv: string[], io: Output = { out: (t) => process.stdout.w
             return 0;
         }
         const result = interpretDiscovery(doc);
+        if (args.json) {
+            io.out(JSON.stringify(result.inventory, null, 2) + "\n");
+            for (const w of result.warnings) io.err(`discover: warning: ${w}\n`);
+            for (const p of result.problems) io.err(`discover: PROBLEM: ${p}\n`);
+            return 0;
+        }
         io.out(renderInventoryYaml(result, origin));
         for (const p of result.problems) io.err(`discover: PROBLEM: ${p}\n`);
         return 0;

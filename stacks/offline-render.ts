@@ -7,7 +7,7 @@ import { sha256Text } from "../components/file-hash";
 import { readHostScript } from "../components/host-scripts";
 import { lxdSshProxyDevice } from "../components/lxd/devices";
 import { HostFile } from "../components/host-steps";
-import { lxdInstanceSettings, renderChain, workerSettings } from "../components/worker/settings";
+import { ChainLink, lxdInstanceSettings, renderChain, workerSettings } from "../components/worker/settings";
 import { parseStackConfig, RawStackConfig } from "./config";
 import { HostConfig } from "./schema";
 
@@ -26,8 +26,8 @@ export interface HostManifest {
 export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
 
 
-function fileContent(file: HostFile): Buffer {
-    if (file.secret) return Buffer.from(SECRET_PLACEHOLDER + "\n");
+/** The bytes the host receives, as rendered here (a secret's are only compared, never written out). */
+function hostBytes(file: HostFile): Buffer {
     if (file.localPath) {
         if (!fs.existsSync(file.localPath)) throw new Error(`${file.path}: the local file ${file.localPath} to upload does not exist`);
         return fs.readFileSync(file.localPath);
@@ -35,10 +35,40 @@ function fileContent(file: HostFile): Buffer {
     return Buffer.from(file.content);
 }
 
+/**
+ * Every file the chain places, once per path. Two components placing one path with the same
+ * bytes place one file; with different bytes the host would keep whichever ran last, so that
+ * is refused rather than one of them silently dropped.
+ */
+export function placeFiles(hostName: string, links: ChainLink[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
+    const files: ManifestFile[] = [];
+    const contents = new Map<string, Buffer>();
+    const placed = new Map<string, { component: string; bytes: Buffer }>();
+    for (const link of links) {
+        for (const file of link.rendered.files) {
+            const bytes = hostBytes(file);
+            const earlier = placed.get(file.path);
+            if (earlier) {
+                if (!earlier.bytes.equals(bytes)) {
+                    throw new Error(`host ${hostName}: ${file.path} is placed by both ${earlier.component} and ${link.component} with different contents`);
+                }
+                continue;
+            }
+            placed.set(file.path, { component: link.component, bytes });
+            contents.set(file.path, file.secret ? Buffer.from(SECRET_PLACEHOLDER + "\n") : bytes);
+            files.push({
+                path: file.path, mode: file.mode, component: link.component,
+                sha256: file.secret ? SECRET_PLACEHOLDER : sha256Text(bytes),
+                ...(file.secret ? { secret: true as const } : {}),
+                ...(file.localPath ? { uploadedFrom: file.localPath } : {}),
+            });
+        }
+    }
+    return { files, contents };
+}
+
 export function renderHost(host: HostConfig): RenderedHost {
     const settings = workerSettings(host);
-    const contents = new Map<string, Buffer>();
-    const files: ManifestFile[] = [];
     const steps: ManifestStep[] = [];
     const discover = sha256Text(readHostScript("discover-gpus.sh"));
     const access: string[] = [];
@@ -52,19 +82,10 @@ export function renderHost(host: HostConfig): RenderedHost {
     }
     steps.push({ name: `${host.name}-host-discover`, component: "GpuHost", dependsOn: access, run: `bash -s (stdin: scripts/discover-gpus.sh, sha256 ${discover})` });
     steps.push({ name: `${host.name}-host-inventory`, component: "GpuHost", dependsOn: [`${host.name}-host-discover`], run: "compare the discovered inventory with the declared one (in the program)" });
+    const chain = renderChain(host.name, settings);
+    const { files, contents } = placeFiles(host.name, chain);
     const stepsOfLink = new Map<string, string[]>();
-    for (const link of renderChain(host.name, settings)) {
-        for (const file of link.rendered.files) {
-            if (contents.has(file.path)) continue;
-            const data = fileContent(file);
-            contents.set(file.path, data);
-            files.push({
-                path: file.path, mode: file.mode, component: link.component,
-                sha256: file.secret ? SECRET_PLACEHOLDER : sha256Text(data),
-                ...(file.secret ? { secret: true as const } : {}),
-                ...(file.localPath ? { uploadedFrom: file.localPath } : {}),
-            });
-        }
+    for (const link of chain) {
         const upstream = link.dependsOn.length > 0 ? link.dependsOn.flatMap((l) => stepsOfLink.get(l) ?? []) : [`${host.name}-host-inventory`];
         stepsOfLink.set(link.name, link.rendered.steps.map((step) => `${link.name}-${step.name}`));
         for (const step of link.rendered.steps) {

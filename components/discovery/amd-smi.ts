@@ -1,8 +1,9 @@
 /**
  * Marketing names from AMD's tools, when they are installed: `amd-smi static --asic --bus --vram`
- * prints per GPU a "BDF:" and a "MARKET_NAME:" line; `rocm-smi --showproductname --showbus`
- * prints "GPU[0]		: Card Series: ..." and "GPU[0]		: PCI Bus: 0000:03:00.0". Both are read
- * loosely (their layouts change between ROCm releases): only name and PCI address are taken.
+ * prints per GPU a "GPU: N" block, "MARKET_NAME:" in its ASIC section before "BDF:" in its
+ * BUS section; `rocm-smi --showproductname --showbus` prints "GPU[0]		: Card Series: ..."
+ * and "GPU[0]		: PCI Bus: 0000:03:00.0". Both are read loosely (their layouts change between
+ * ROCm releases): only name and PCI address are taken.
  */
 import { normalizeBusId } from "./pci";
 
@@ -12,14 +13,14 @@ export interface AmdToolGpu {
 }
 
 export function parseAmdSmiStatic(text: string): AmdToolGpu[] {
+    // Each "GPU: N" block is read whole: MARKET_NAME (ASIC section) comes before BDF (BUS
+    // section), so a name is paired with its address only once the block has ended.
     const out: AmdToolGpu[] = [];
-    let bus: string | undefined;
-    for (const line of text.split(/\r?\n/)) {
-        if (/^GPU:\s*\d+/.test(line.trim())) bus = undefined;
-        const bdf = /^\s*BDF:\s*(\S+)/.exec(line);
-        if (bdf) bus = normalizeBusId(bdf[1]);
-        const name = /^\s*MARKET_NAME:\s*(.+?)\s*$/.exec(line);
-        if (name && name[1] !== "N/A") out.push({ busId: bus, name: name[1] });
+    for (const block of text.split(/^\s*GPU:\s*\d+.*$/m)) {
+        const name = /^[ \t]*MARKET_NAME:[ \t]*(.+?)\s*$/m.exec(block);
+        if (!name || name[1] === "N/A") continue;
+        const bdf = /^[ \t]*BDF:[ \t]*(\S+)/m.exec(block);
+        out.push({ busId: bdf ? normalizeBusId(bdf[1]) : undefined, name: name[1] });
     }
     return out;
 }

@@ -5,7 +5,7 @@
  * ROCR_VISIBLE_DEVICES and AMD_VISIBLE_DEVICES number them.
  */
 import { DiscoverySources, ToolFailure } from "./document";
-import { parseAmdSmiStatic, parseRocmSmi } from "./amd-smi";
+import { AmdToolGpu, parseAmdSmiStatic, parseRocmSmi } from "./amd-smi";
 import { APU_GFX_TARGETS, parseKfdNodes } from "./kfd";
 import { isGpuFunction, pciFunctions, pciModelName } from "./lspci";
 import { FoundGpu, FoundVendor, ModelSource } from "./result";
@@ -14,6 +14,16 @@ export interface AmdFacts {
     found: FoundVendor;
     problems: string[];
     warnings: string[];
+}
+
+/**
+ * The tool's entry for a KFD GPU, by PCI address. By position only where the tool gave no
+ * addresses at all and lists as many GPUs as the KFD: with addresses, a miss is a real miss.
+ */
+function toolGpuFor(tool: AmdToolGpu[], busId: string | undefined, index: number, kfdCount: number): AmdToolGpu | undefined {
+    const byAddress = tool.find((g) => g.busId && g.busId === busId);
+    if (byAddress || tool.some((g) => g.busId)) return byAddress;
+    return tool.length === kfdCount ? tool[index] : undefined;
 }
 
 export function assembleAmd(sources: DiscoverySources, errors: Record<string, ToolFailure>): AmdFacts {
@@ -33,8 +43,8 @@ export function assembleAmd(sources: DiscoverySources, errors: Record<string, To
             const pci = pciGpus.find((f) => f.busId === node.busId);
             let model: string | undefined;
             let modelSource: ModelSource = "kfd";
-            const fromAmdSmi = amdSmi.find((g) => g.busId && g.busId === node.busId) ?? (amdSmi.length === kfd.length ? amdSmi[index] : undefined);
-            const fromRocmSmi = rocmSmi.find((g) => g.busId && g.busId === node.busId) ?? (rocmSmi.length === kfd.length ? rocmSmi[index] : undefined);
+            const fromAmdSmi = toolGpuFor(amdSmi, node.busId, index, kfd.length);
+            const fromRocmSmi = toolGpuFor(rocmSmi, node.busId, index, kfd.length);
             if (fromAmdSmi) { model = fromAmdSmi.name; modelSource = "amd-smi"; }
             else if (fromRocmSmi) { model = fromRocmSmi.name; modelSource = "rocm-smi"; }
             else if (pci) { model = pciModelName(pci, "amd"); modelSource = pci.name ? "lspci" : "pci-id"; }

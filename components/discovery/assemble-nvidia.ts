@@ -4,7 +4,7 @@
  * the Tegra release file (Jetson, no nvidia-smi). Failures of nvidia-smi are sorted into
  * faults of the hardware or driver (problems) and states the driver step will fix (warnings).
  */
-import { MigInstance } from "../gpu/inventory";
+import { MIG_PROFILE_PATTERN, MigInstance } from "../gpu/inventory";
 import { DiscoverySources, ToolFailure } from "./document";
 import { isGpuFunction, isNvSwitch, PciFunction, pciFunctions, pciModelName } from "./lspci";
 import { ComputeInstance, parseComputeInstances, parseGpuInstances } from "./nvidia-mig";
@@ -27,7 +27,6 @@ export interface NvidiaFacts {
 const LOST = /Unable to determine the device handle for GPU\s*(?:\d+:\s*)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):?\s*([^\n]*)/g;
 const MIG_UUID = /^MIG-[0-9a-fA-F-]+$/;
 const GPU_UUID = /^GPU-[0-9a-fA-F-]+$/;
-const MIG_PROFILE = /^[0-9]+g\.[0-9]+gb(\+me)?$/;
 
 /** Text of a tool's answer, whether it succeeded or failed. */
 function outputOf(sources: DiscoverySources, errors: Record<string, ToolFailure>, key: keyof DiscoverySources & string): string | undefined {
@@ -89,8 +88,9 @@ function migFor(gpu: number, listed: NvidiaListedGpu | undefined, table: NvidiaM
             gi = gi ?? 0;
             ci = ci ?? 0;
         }
-        if (!MIG_PROFILE.test(m.profile)) {
-            warnings.push(`GPU ${gpu} MIG device ${m.index}: profile "${m.profile}" is a compute-instance split of a GPU instance; the stack accepts whole-GPU-instance profiles such as 3g.40gb`);
+        // The inventory schema's own pattern, so discovery warns exactly where the stack would refuse.
+        if (!MIG_PROFILE_PATTERN.test(m.profile)) {
+            warnings.push(`GPU ${gpu} MIG device ${m.index}: profile "${m.profile}" is not a MIG profile the stack accepts (such as 3g.40gb, 1c.3g.20gb or 1g.10gb+me)`);
         }
         const mig: MigInstance = { index: m.index, profile: m.profile, gi, ci };
         if (m.uuid && MIG_UUID.test(m.uuid)) mig.uuid = m.uuid;

@@ -9,12 +9,14 @@ const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
     .int({ error: "expected a non-negative integer" })
     .nonnegative({ error: "expected a non-negative integer" });
 
+export const MIG_PROFILE_PATTERN = /^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+[a-z.]+)?$/;
+
 /** One MIG device on a GPU, as `nvidia-smi -L` lists it ("MIG 3g.40gb Device 0"). */
 export const migInstanceSchema = z.strictObject({
     /** MIG device index within its GPU; CDI and NVIDIA_VISIBLE_DEVICES name it `<gpu>:<index>`. */
     index: nonNegativeInt,
     /** Profile name, e.g. `1g.10gb`, `3g.40gb`. */
-    profile: z.string().regex(/^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+[a-z.]+)?$/, { error: "expected a MIG profile such as 1g.10gb or 1c.3g.20gb" }),
+    profile: z.string().regex(MIG_PROFILE_PATTERN, { error: "expected a MIG profile such as 1g.10gb or 1c.3g.20gb" }),
     /** GPU instance id. */
     gi: nonNegativeInt,
     /** Compute instance id within the GPU instance. */

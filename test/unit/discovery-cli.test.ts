@@ -44,6 +44,19 @@ describe("npm run discover", () => {
         }
     });
 
+    it("--json prints the same inventory block as one JSON document; warnings go to stderr", () => {
+        for (const name of ["hgx-h100-8x", "amd-phoenix-780m", "h100-no-driver-sysfs"]) {
+            const file = saved(name);
+            const r = cli(["--from", file, "--json"]);
+            assert.strictEqual(r.status, 0, r.stderr);
+            const block = JSON.parse(r.stdout);
+            assert.deepStrictEqual(block, parseDiscoveryDocument(fs.readFileSync(file, "utf8")).inventory, name);
+            assert.deepStrictEqual(parseStackConfig(stackWith({ name: "gpu-a", inventory: block }))[0].inventory, block, `${name} passes the stack schema as it is`);
+        }
+        assert.match(cli(["--from", saved("h100-no-driver-sysfs"), "--json"]).stderr, /^discover: warning: no NVIDIA driver loaded/m);
+        assert.match(cli(["--from", saved("hgx-h100-8x"), "--json", "--raw"]).stderr, /give only one of --raw and --json/);
+    });
+
     it("puts what discovery could not read in comments next to the values", () => {
         const r = cli(["--from", saved("h100-no-driver-sysfs")]);
         assert.match(r.stdout, /^# warning: no NVIDIA driver loaded: inventory from PCI only, memory unknown$/m);

@@ -10,6 +10,7 @@ import { parseNvidiaSmiQuery } from "../../components/discovery/nvidia-smi-query
 import { parseNvidiaProcVersion, parseNvidiaSmiSummary } from "../../components/discovery/nvidia-smi-summary";
 import { busIdFromKfdLocation, normalizeBusId } from "../../components/discovery/pci";
 import { parseTegraRelease } from "../../components/discovery/tegra";
+import { migInstanceSchema } from "../../components/gpu/inventory";
 
 describe("discovery parsers", () => {
     describe("nvidia-smi summary header", () => {
@@ -135,9 +136,68 @@ describe("discovery parsers", () => {
 
     describe("AMD tools (reconstructed layouts)", () => {
         it("takes market names and PCI addresses from amd-smi static and rocm-smi", () => {
-            assert.deepStrictEqual(parseAmdSmiStatic("GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n    BUS:\n        BDF: 0000:03:00.0\n"), [{ busId: undefined, name: "AMD Instinct MI210" }]);
+            assert.deepStrictEqual(parseAmdSmiStatic("GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n    BUS:\n        BDF: 0000:03:00.0\n"), [{ busId: "0000:03:00.0", name: "AMD Instinct MI210" }]);
+            assert.deepStrictEqual(parseAmdSmiStatic("GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n"), [{ busId: undefined, name: "AMD Instinct MI210" }]);
             assert.deepStrictEqual(parseAmdSmiStatic("GPU: 0\n    BUS:\n        BDF: 0000:03:00.0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n"), [{ busId: "0000:03:00.0", name: "AMD Instinct MI210" }]);
             assert.deepStrictEqual(parseRocmSmi("GPU[0]\t\t: Card Series: \t\tAMD Instinct MI210\nGPU[0]\t\t: PCI Bus: 0000:03:00.0\n"), [{ name: "AMD Instinct MI210", busId: "0000:03:00.0" }]);
+        });
+    });
+
+    describe("AMD: amd-smi static in its real layout (ASIC with MARKET_NAME before BUS with BDF)", () => {
+        const gpuBlock = (n: number, name: string, device: string, bdf: string) => [
+            `GPU: ${n}`,
+            "    ASIC:",
+            `        MARKET_NAME: ${name}`,
+            "        VENDOR_ID: 0x1002",
+            "        VENDOR_NAME: Advanced Micro Devices Inc. [AMD/ATI]",
+            `        DEVICE_ID: 0x${device}`,
+            "        OAM_ID: N/A",
+            "    BUS:",
+            `        BDF: ${bdf}`,
+            "        MAX_PCIE_WIDTH: 16",
+            "        SLOT_TYPE: PCIE",
+            "    VRAM:",
+            "        TYPE: HBM",
+            "        SIZE: 65520 MB",
+            "",
+        ].join("\n");
+        const kfdNode = (node: string, gfxVersion: number, location: number, minor: number) => ({
+            node,
+            properties: `simd_count 416\nvendor_id 4098\ngfx_target_version ${gfxVersion}\nlocation_id ${location}\ndomain 0\ndrm_render_minor ${minor}\n`,
+            "mem-banks": ["size_in_bytes 68702699520\n"],
+        });
+
+        it("gives each GPU's name its own bus id", () => {
+            const text = gpuBlock(0, "AMD Instinct MI210", "740f", "0000:03:00.0") + "\n" + gpuBlock(1, "AMD Instinct MI100", "738c", "0000:83:00.0");
+            assert.deepStrictEqual(parseAmdSmiStatic(text), [
+                { busId: "0000:03:00.0", name: "AMD Instinct MI210" },
+                { busId: "0000:83:00.0", name: "AMD Instinct MI100" },
+            ]);
+        });
+
+        it("assemble-amd names KFD GPUs by PCI address when lspci and amd-smi list more GPUs than the KFD", () => {
+            // Three AMD GPUs on the bus and in amd-smi; the KFD has two (not the WX 3200, which ROCm does not support).
+            const r = parseDiscoveryDocument({
+                schema: "gpu-workers/discovery/v1",
+                errors: {},
+                sources: {
+                    lspci: [
+                        "0000:03:00.0 Display controller [0380]: Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran/MI200 [Instinct MI210] [1002:740f] (rev 02)",
+                        "0000:43:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Lexa XT [Radeon PRO WX 3200] [1002:6981]",
+                        "0000:83:00.0 Display controller [0380]: Advanced Micro Devices, Inc. [AMD/ATI] Arcturus GL-XL [Instinct MI100] [1002:738c] (rev 01)",
+                        "",
+                    ].join("\n"),
+                    "kfd-nodes": [{ node: "0", properties: "simd_count 0\n", "mem-banks": [] }, kfdNode("1", 90010, 0x300, 128), kfdNode("2", 90008, 0x8300, 136)],
+                    "dev-kfd": true,
+                    "render-nodes": ["renderD128", "renderD136"],
+                    "amd-smi": gpuBlock(0, "AMD Instinct MI210", "740f", "0000:03:00.0") + gpuBlock(1, "AMD Radeon Pro WX 3200", "6981", "0000:43:00.0") + gpuBlock(2, "AMD Instinct MI100", "738c", "0000:83:00.0"),
+                },
+            });
+            assert.deepStrictEqual(r.found.amd!.gpus.map((g) => [g.index, g.pciBusId, g.model, g.modelSource]), [
+                [0, "0000:03:00.0", "AMD Instinct MI210", "amd-smi"],
+                [1, "0000:83:00.0", "AMD Instinct MI100", "amd-smi"],
+            ]);
+            assert.ok(r.warnings.some((w) => w.startsWith("PCI lists AMD GPU 0000:43:00.0")), r.warnings.join("\n"));
         });
     });
 
@@ -182,6 +242,32 @@ describe("discovery parsers", () => {
             }));
             assert.deepStrictEqual(r.inventory.gpus[0].mig, [{ index: 0, profile: "3g.20gb", gi: 1, ci: 0 }]);
             assert.ok(r.warnings.some((w) => w.includes("pre-R470 form")), r.warnings.join("\n"));
+        });
+        it("MIG profiles the inventory accepts (compute-instance splits, +me) pass without a warning; others are warned about", () => {
+            const r = parseDiscoveryDocument(doc({}, {
+                "nvidia-smi-query": "0, GPU-4101de38-535a-4255-ac14-a63e072d7a10, NVIDIA A100 80GB PCIe, 81920, 00000000:17:00.0, 550.54.15, Enabled\n",
+                "nvidia-smi-L": [
+                    "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-4101de38-535a-4255-ac14-a63e072d7a10)",
+                    "  MIG 1c.3g.40gb    Device  0: (UUID: MIG-d771d938-b556-4f9d-b742-2dd26b864023)",
+                    "  MIG 1c.3g.40gb    Device  1: (UUID: MIG-08bce7f3-bac7-4715-b56f-91541f15fe37)",
+                    "  MIG 1g.10gb+me    Device  2: (UUID: MIG-761ea9d1-82ac-41cb-9e19-d3593973f144)",
+                    "  MIG 1x.10gb       Device  3: (UUID: MIG-a5b1e9ac-1c96-4ca0-b57c-53878e7531dc)",
+                    "",
+                ].join("\n"),
+                "nvidia-smi-mig-lci": [
+                    "|   0      2       MIG 1c.3g.40gb       0         0          0:1     |",
+                    "|   0      2       MIG 1c.3g.40gb       0         1          1:1     |",
+                    "|   0      9       MIG 1g.10gb+me       7         0          0:1     |",
+                    "|   0     10       MIG 1x.10gb          0         0          0:1     |",
+                    "",
+                ].join("\n"),
+            }));
+            assert.deepStrictEqual(r.inventory.gpus[0].mig.map((m) => [m.index, m.profile, m.gi, m.ci]), [[0, "1c.3g.40gb", 2, 0], [1, "1c.3g.40gb", 2, 1], [2, "1g.10gb+me", 9, 0], [3, "1x.10gb", 10, 0]]);
+            const profileWarnings = r.warnings.filter((w) => w.includes("profile"));
+            assert.deepStrictEqual(profileWarnings, ['GPU 0 MIG device 3: profile "1x.10gb" is not a MIG profile the stack accepts (such as 3g.40gb, 1c.3g.20gb or 1g.10gb+me)']);
+            // What discovery passes, the inventory schema accepts.
+            for (const m of r.inventory.gpus[0].mig.slice(0, 3)) assert.ok(migInstanceSchema.safeParse(m).success, m.profile);
+            assert.ok(!migInstanceSchema.safeParse(r.inventory.gpus[0].mig[3]).success);
         });
         it("rejects what is not a discovery document, saying where", () => {
             assert.throws(() => parseDiscoveryDocument("", "host gpu-a"), /host gpu-a: empty/);

@@ -6,6 +6,8 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { stringify } from "yaml";
+import { ChainLink } from "../../components/worker/settings";
+import { placeFiles } from "../../stacks/offline-render";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
 const CLI = path.join(__dirname, "..", "..", "scripts", "render.js");
@@ -64,6 +66,19 @@ describe("offline render", function () {
         assert.notStrictEqual(r.status, 0);
         assert.match(r.stderr, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
         assert.doesNotMatch(r.stderr, /at .*\.js:\d+/, "no stack trace");
+    });
+
+    it("refuses two components placing one path with different contents; identical contents are one file", () => {
+        const link = (component: ChainLink["component"], content: string): ChainLink => ({
+            component, name: `h-${component}`, dependsOn: [],
+            rendered: { files: [{ path: "/etc/gpu-workers/shared.conf", mode: "0644", content }], steps: [] },
+        });
+        const same = placeFiles("h", [link("ContainerToolkit", "a\n"), link("ContainerdRuntime", "a\n")]);
+        assert.deepStrictEqual(same.files.map((f) => [f.path, f.component]), [["/etc/gpu-workers/shared.conf", "ContainerToolkit"]]);
+        assert.throws(
+            () => placeFiles("h", [link("ContainerToolkit", "a\n"), link("ContainerdRuntime", "b\n")]),
+            { message: "host h: /etc/gpu-workers/shared.conf is placed by both ContainerToolkit and ContainerdRuntime with different contents" },
+        );
     });
 
     it("refuses unknown arguments", () => {
