@@ -5,6 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { createHostResources, HostConnection } from "./host-resources";
 import { RenderedComponent } from "./host-steps";
+import type { HostCommand } from "./remote/host-command";
 
 /** How every host component reaches its host. */
 export interface HostAccessArgs {
@@ -32,9 +33,9 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         super(type, componentName, {}, componentOpts);
     }
 
-    /** Creates the children for `rendered`; subclasses call it once, then registerOutputs. */
-    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, secrets?: Record<string, pulumi.Input<string>>): void {
-        createHostResources(rendered, {
+    /** Creates the children for `rendered`; subclasses call it once, then registerOutputs. Returns the steps by name. */
+    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, secrets?: Record<string, pulumi.Input<string>>): Map<string, HostCommand> {
+        const steps = createHostResources(rendered, {
             parent: this,
             prefix: this.componentName,
             connection: args.connection,
@@ -45,5 +46,6 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         });
         this.files = pulumi.output(rendered.files.map((f) => ({ path: f.path, mode: f.mode })));
         this.steps = pulumi.output(rendered.steps.map((s) => s.name));
+        return steps;
     }
 }

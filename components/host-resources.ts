@@ -40,16 +40,20 @@ function asRoot(user: string, cmd: string): string {
 }
 
 
-/** Writes stdin to `path` atomically with `mode`; the same command on create and update. */
+/**
+ * Writes stdin to `path` atomically with `mode`; the same command on create and update.
+ * The temp file is private (umask 077) until its mode is set, so a secret is never readable
+ * by others on the way, and it is removed when any step fails.
+ */
 export function writeFileCommand(file: HostFile): string {
     const dir = file.path.replace(/\/[^/]+$/, "") || "/";
-    const tmp = `${file.path}.gpu-workers.tmp`;
+    const tmp = shellCommand([`${file.path}.gpu-workers.tmp`]);
     return [
         `mkdir -p ${shellCommand([dir])}`,
-        `cat > ${shellCommand([tmp])}`,
-        `chmod ${file.mode} ${shellCommand([tmp])}`,
-        `mv -f ${shellCommand([tmp])} ${shellCommand([file.path])}`,
-    ].join(" && ");
+        `(umask 077 && cat > ${tmp})`,
+        `chmod ${file.mode} ${tmp}`,
+        `mv -f ${tmp} ${shellCommand([file.path])}`,
+    ].join(" && ") + ` || { rm -f ${tmp}; exit 1; }`;
 }
 
 /** Removes the file, and its folder when that is one of ours and now empty. */
@@ -80,7 +84,7 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch }, opts);
 }
 
-function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): pulumi.Resource {
+function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): HostCommand {
     const deps = step.dependsOn.map((d) => {
         const r = known.get(d);
         if (!r) throw new Error(`${o.prefix}: step ${step.name} depends on ${d}, which this component does not create`);
@@ -95,20 +99,18 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
 }
 
-/** Creates every file, then every step in order; returns them all (the last ones last). */
-export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): pulumi.Resource[] {
+/** Creates every file, then every step in order; returns the steps' commands by step name. */
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, HostCommand> {
     const known = new Map<string, pulumi.Resource>();
-    const created: pulumi.Resource[] = [];
+    const steps = new Map<string, HostCommand>();
     for (const file of rendered.files) {
         if (known.has(file.path)) continue; // the same script may serve two steps
-        const r = fileResource(file, o);
-        known.set(file.path, r);
-        created.push(r);
+        known.set(file.path, fileResource(file, o));
     }
     for (const step of rendered.steps) {
         const r = stepResource(step, o, known);
         known.set(step.name, r);
-        created.push(r);
+        steps.set(step.name, r);
     }
-    return created;
+    return steps;
 }

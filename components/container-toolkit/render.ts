@@ -68,6 +68,8 @@ export function renderContainerToolkit(settings: ContainerToolkitSettings): Rend
             name: "cdi-spec",
             create: shellCommand([cdiScript.path, "ensure", ...cdiArgs]),
             remove: shellCommand([cdiScript.path, "remove", "--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor]]),
+            // A refresh notices a driver upgraded by hand, a MIG change or an edited spec.
+            check: shellCommand([cdiScript.path, "check", ...cdiArgs]),
             dependsOn: [cdiScript.path, "container-toolkit"],
         }],
     };

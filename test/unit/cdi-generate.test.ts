@@ -11,6 +11,7 @@ import * as os from "os";
 import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/host-scripts";
 import { validateCdiSpec } from "../../components/cdi/schema";
+import { specFromEnsureOutput } from "../../components/container-toolkit/cdi-spec-check-ops";
 import { ensureCommands } from "../support/tools";
 
 const SCRIPT = path.join(PACKAGE_ROOT, "scripts", "generate-cdi.sh");
@@ -111,7 +112,8 @@ describe("generate-cdi.sh", () => {
         assert.strictEqual((fs.statSync(output()).mode & 0o777).toString(8), "644");
         assert.match(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), /^output=.*nvidia\.yaml\nfingerprint=[0-9a-f]{64}\nspec=[0-9a-f]{64}\ndriver=550\.127\.05\n$/);
         assert.match(r.stdout, /generating .*nvidia\.yaml: .*nvidia\.yaml is missing\n/);
-        assert.match(r.stdout, /1 selected device\(s\) resolve: nvidia\.com\/gpu=0\n$/);
+        assert.match(r.stdout, /1 selected device\(s\) resolve: nvidia\.com\/gpu=0\n/);
+        assert.strictEqual(specFromEnsureOutput(r.stdout), fs.readFileSync(output(), "utf8"), "the spec follows the marker, for the program's validator");
         assert.deepStrictEqual(fs.readdirSync(state).sort(), ["cdi-nvidia.state"], "no temporary folder left");
         validateCdiSpec(fs.readFileSync(output(), "utf8"), output());
     });
@@ -134,6 +136,24 @@ describe("generate-cdi.sh", () => {
         assert.match(upgraded.stdout, /the driver or GPU layout changed/);
         assert.strictEqual(calls()[0], "nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index");
         assert.match(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), /driver=550\.144\.03/);
+    });
+
+    it("check changes nothing: passes while the spec is current, says why once the driver changed or it was edited", () => {
+        const check = () => run(["check", "--vendor", "nvidia", "--output", output(), "--driver-pin", "preinstalled", "--", "nvidia.com/gpu=0"]);
+        assert.match(check().stderr, /the CDI spec is stale: .*nvidia\.yaml is missing/);
+        assert.strictEqual(ensureNvidia().status, 0);
+        resetCalls();
+        const current = check();
+        assert.strictEqual(current.status, 0, current.stderr);
+        assert.deepStrictEqual(calls(), ["nvidia-ctk cdi list"], "no generate");
+        fs.writeFileSync(path.join(work, "driver"), "550.144.03\n");
+        const upgraded = check();
+        assert.notStrictEqual(upgraded.status, 0);
+        assert.match(upgraded.stderr, /the CDI spec is stale: the driver or GPU layout changed/);
+        assert.ok(!calls().some((c) => c.includes("generate")), "check never generates");
+        fs.writeFileSync(path.join(work, "driver"), "550.127.05\n");
+        fs.writeFileSync(output(), "edited by hand\n");
+        assert.match(check().stderr, /was changed since it was generated/);
     });
 
     it("regenerates when the MIG layout changes, and when someone edited the spec", () => {
@@ -216,7 +236,7 @@ describe("generate-cdi.sh", () => {
         assert.match(run(["ensure", "--vendor", "intel", "--output", output()]).stderr, /--vendor must be nvidia or amd \(got 'intel'\)/);
         assert.match(run(["ensure", "--vendor", "nvidia", "--output", "nvidia.yaml"]).stderr, /--output must be an absolute path ending in \.yaml or \.json \(got 'nvidia\.yaml'\)/);
         assert.match(run(["ensure", "--vendor", "nvidia", "--output", output(), "--bogus"]).stderr, /unknown argument: --bogus/);
-        assert.match(run(["frobnicate"]).stderr, /usage: generate-cdi\.sh ensure\|remove/);
+        assert.match(run(["frobnicate"]).stderr, /usage: generate-cdi\.sh ensure\|check\|remove/);
         fs.rmSync(path.join(bin, "nvidia-ctk"));
         assert.match(ensureNvidia().stderr, /nvidia-ctk is not installed \(the container toolkit step installs it\)/);
     });

@@ -106,6 +106,10 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const g = await buildWorkers({ name: "mig", inventory: A100_MIG });
         const cdi = g.byName("mig-toolkit-cdi-spec");
         assert.match(String(cdi.inputs.create), /nvidia\.com\/gpu=0:0 nvidia\.com\/gpu=0:1 nvidia\.com\/gpu=0:2$/);
+        const check = g.byName("mig-toolkit-cdi-spec-check");
+        assert.strictEqual(check.type, "pulumi-nodejs:dynamic/gpu-workers:CdiSpecCheck");
+        assert.ok(g.dependsOn(check, cdi), "the generated spec is validated after it is generated");
+        assert.strictEqual(check.inputs.path, "/etc/cdi/nvidia.yaml");
     });
 
     it("two hosts in one stack: no name collides, each chain stays on its host", async () => {
