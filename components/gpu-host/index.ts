@@ -99,6 +99,8 @@ export class GpuHost extends pulumi.ComponentResource {
                 privateKey: userKey.privateKeyOpenssh,
                 // The key type and body, as known_hosts takes it.
                 hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
+                // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
+                machineId: instance.uuid,
             }));
         }
         const discovery = new HostCommand(`${name}-discover`, {

@@ -147,13 +147,23 @@ export class LxdClient {
         for (;;) {
             const left = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
             const slice = Math.min(left, 30); // short waits keep each request below the socket timeout
-            const { metadata: op } = await this.sync<LxdOperation>("GET", `${base}/wait?timeout=${slice}`);
+            const op = await this.waitSlice(base, slice);
             // 1xx codes are "still going" (created, running, pending, ...); 200 success, 4xx failed.
             if (op.status_code >= OPERATION_SUCCESS) {
                 if (op.status_code !== OPERATION_SUCCESS) throw new LxdApiError(op.status_code, op.err || op.status, what);
                 return op;
             }
             if (Date.now() >= deadline) throw new LxdApiError(408, `operation still running after ${timeoutSeconds}s`, what);
+        }
+    }
+
+    /** One bounded wait. Newer LXD answers a wait that times out with an error while the operation runs on. */
+    private async waitSlice(base: string, seconds: number): Promise<LxdOperation> {
+        try {
+            return (await this.sync<LxdOperation>("GET", `${base}/wait?timeout=${seconds}`)).metadata;
+        } catch (e) {
+            if (!(e instanceof LxdApiError) || !/deadline exceeded|timed? ?out/i.test(e.lxdMessage)) throw e;
+            return (await this.sync<LxdOperation>("GET", base)).metadata;
         }
     }
 

@@ -138,6 +138,7 @@ function stateFrom(spec: NormalizedSpec, instance: any): LxdInstanceState {
         running: instance.status === "Running",
         status: instance.status,
         imageFingerprint: instance.config?.["volatile.base_image"] ?? "",
+        uuid: instance.config?.["volatile.uuid"] ?? "",
     };
 }
 

@@ -74,6 +74,8 @@ export class LxdInstance extends pulumi.dynamic.Resource {
     declare public readonly status: pulumi.Output<string>;
     /** Fingerprint of the image the instance was made from. */
     declare public readonly imageFingerprint: pulumi.Output<string>;
+    /** LXD's UUID of the instance: it changes when the instance is replaced. */
+    declare public readonly uuid: pulumi.Output<string>;
     declare public readonly server: pulumi.Output<LxdServer>;
 
     constructor(name: string, args: LxdInstanceArgs, opts?: pulumi.CustomResourceOptions) {
@@ -91,6 +93,7 @@ export class LxdInstance extends pulumi.dynamic.Resource {
             files: args.files === undefined ? undefined : pulumi.secret(args.files),
             status: undefined,
             imageFingerprint: undefined,
+            uuid: undefined,
         }, { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "server", "files"] }, LXD_INSTANCE_MODULE, LXD_INSTANCE_TYPE);
     }
 }

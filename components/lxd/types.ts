@@ -77,4 +77,6 @@ export interface LxdInstanceState extends NormalizedSpec {
     status: string;
     /** Fingerprint of the image the instance was created from (volatile.base_image). */
     imageFingerprint: string;
+    /** LXD's UUID of the instance (volatile.uuid): a new one means a new machine behind the same name. */
+    uuid: string;
 }

@@ -41,6 +41,8 @@ const UINT = /^[0-9]+$/;
 const BOOL = /^(true|false)$/;
 const INSTANCE_NAME = /^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const CONFIG_KEY = /^[a-z0-9][a-z0-9_.-]*$/;
+// environment.* keys carry variable names as they are, upper case included.
+const ENVIRONMENT_KEY = /^environment\.[A-Za-z_][A-Za-z0-9_]*$/;
 const PORTS = /^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/;
 const HOST = /^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/;
 
@@ -187,7 +189,7 @@ export function lxdDeviceProblems(deviceName: string, device: unknown): string[]
 }
 
 function serverProblems(server: unknown): string[] {
-    if (server === undefined) return [];
+    if (!known(server)) return []; // not known until up (a preview of a new stack)
     if (typeof server !== "object" || server === null) return ["server: expected {socket} or {url, clientCert, clientKey}"];
     const s = server as Record<string, unknown>;
     const problems: string[] = [];
@@ -250,7 +252,7 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
     if (known(spec.config)) {
         if (typeof spec.config !== "object" || spec.config === null) problems.push("config: expected a map of config keys to strings");
         else for (const [k, v] of Object.entries(spec.config)) {
-            if (!CONFIG_KEY.test(k) && !k.startsWith("user.")) problems.push(`config: key "${k}" is not an LXD config key`);
+            if (!CONFIG_KEY.test(k) && !ENVIRONMENT_KEY.test(k) && !k.startsWith("user.")) problems.push(`config: key "${k}" is not an LXD config key`);
             else if (k.startsWith("volatile.") || k.startsWith("image.")) problems.push(`config: ${k} is managed by LXD and cannot be set`);
             if (known(v) && typeof v !== "string") problems.push(`config: ${k} must be a string (LXD config values are strings)`);
         }
@@ -260,6 +262,9 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
         else for (const [deviceName, device] of Object.entries(spec.devices)) problems.push(...lxdDeviceProblems(deviceName, device));
     }
     problems.push(...fileProblems(spec.files));
+    if (spec.type === "virtual-machine" && Array.isArray(spec.files) && spec.files.length > 0) {
+        problems.push("files: a virtual machine cannot take files before its first start (its agent is not running yet); give them through the image or cloud-init");
+    }
     if (known(spec.waitFor)) {
         const w = spec.waitFor as unknown as Record<string, unknown>;
         if (!Array.isArray(w.command) || w.command.length === 0 || w.command.some((c) => typeof c !== "string")) problems.push("waitFor: command must be a non-empty list of strings");

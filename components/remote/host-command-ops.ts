@@ -28,7 +28,8 @@ export interface HostCommandState extends HostCommandInputs {
 const TAIL = 20;
 
 async function run(inputs: HostCommandInputs, command: string, what: string): Promise<{ stdout: string; stderr: string }> {
-    const input = inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : inputs.stdin ?? "";
+    // delete reads no stdin: the local artifact that was uploaded may be gone by then.
+    const input = what === "delete" ? "" : inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : inputs.stdin ?? "";
     const r = await runOverSsh(inputs.connection, command, input);
     if (r.code !== 0) {
         const tail = (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-TAIL).join("\n");

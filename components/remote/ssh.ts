@@ -15,6 +15,8 @@ export interface SshTarget {
     privateKey: string;
     /** "ssh-ed25519 AAAA..." */
     hostKey: string;
+    /** The machine behind the address (an LXD instance's UUID): a new one makes every host step run again. */
+    machineId?: string;
 }
 
 export interface SshResult { code: number; stdout: string; stderr: string }
@@ -27,7 +29,8 @@ function runOnce(target: SshTarget, command: string, input: string | Buffer, dir
     const knownHosts = path.join(dir, "known_hosts");
     return new Promise((resolve, reject) => {
         const child = spawn("ssh", [
-            "-i", key, "-p", String(target.port),
+            // -F /dev/null: no ~/.ssh/config (a proxy, a shared connection, another HostName) gets between us and the pinned host key.
+            "-F", "/dev/null", "-i", key, "-p", String(target.port),
             "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
             "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR",
             "-o", "ServerAliveInterval=15",

@@ -77,6 +77,8 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
         assert.strictEqual(result.id, NAME);
         assert.strictEqual(created.status, "Running");
         assert.strictEqual(created.imageFingerprint, fingerprint);
+        assert.strictEqual(created.uuid, d.lxc("config", "get", NAME, "volatile.uuid").trim(), "the instance's UUID, which tells a replaced instance apart");
+        assert.match(created.uuid, /^[0-9a-f-]{36}$/);
 
         const real = d.query(`/1.0/instances/${NAME}`);
         assert.strictEqual(real.status, "Running");

@@ -127,6 +127,7 @@ describe("LXD provider: diff", () => {
 
 describe("LXD client: LXD's answers", () => {
     let fake: FakeLxd;
+    let slowPolls = 0;
     before(async () => {
         fake = new FakeLxd({
             "GET /1.0/instances/gone": () => lxdError(404, "Instance not found"),
@@ -138,6 +139,12 @@ describe("LXD client: LXD's answers", () => {
             "POST /1.0/instances/gpu-a/exec": () => asyncOp("op-exec"),
             "GET /1.0/operations/op-exec/wait?timeout=30": () => opDone(200, "", { return: 3, output: {} }),
             "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a" } }],
+            // Newer LXD: a wait that times out is an error while the operation runs on.
+            "PUT /1.0/instances/slow/state": () => asyncOp("op-slow"),
+            "GET /1.0/operations/op-slow/wait?timeout=30": () => lxdError(504, "context deadline exceeded"),
+            "GET /1.0/operations/op-slow": () => (slowPolls++ < 1
+                ? [200, { type: "sync", metadata: { id: "op-slow", status: "Running", status_code: 103, err: "" } }]
+                : opDone(200)),
         });
         await fake.start();
     });
@@ -158,6 +165,11 @@ describe("LXD client: LXD's answers", () => {
         await client.setInstanceState("gpu-a", "start");
         assert.deepStrictEqual(await client.exec("gpu-a", ["false"]), { exitCode: 3, stdout: "", stderr: "" });
         assert.ok(fake.seen.includes("GET /1.0/operations/op-start/wait?timeout=30"));
+    });
+
+    it("a wait that times out as an error (newer LXD) is not a failure: the operation is asked again", async () => {
+        await new LxdClient({ socket: fake.socket }).setInstanceState("slow", "start");
+        assert.strictEqual(fake.seen.filter((r) => r === "GET /1.0/operations/op-slow/wait?timeout=30").length, 2);
     });
 
     it("the project goes on every request; the etag is returned", async () => {

@@ -118,6 +118,8 @@ describe("LXD instance validation (before any LXD call)", () => {
     it("config: LXD-managed keys and non-strings are refused", () => {
         assert.match(problems({ ...base, config: { "volatile.uuid": "x" } }).join(), /volatile.uuid is managed by LXD/);
         assert.match(problems({ ...base, config: { "Security.Nesting": "true" } }).join(), /not an LXD config key/);
+        assert.deepStrictEqual(problems({ ...base, config: { "environment.NVIDIA_VISIBLE_DEVICES": "0", "environment.http_proxy": "" } }), []);
+        assert.match(problems({ ...base, config: { "environment.A-B": "x" } }).join(), /not an LXD config key/);
     });
 
     it("server: https needs a client certificate; socket is an absolute path", () => {
@@ -131,6 +133,8 @@ describe("LXD instance validation (before any LXD call)", () => {
         assert.match(problems({ ...base, files: [{ path: "root/x", content: "" }] }).join(), /files\[0\]: path "root\/x" is not an absolute path/);
         assert.match(problems({ ...base, files: [{ path: "/x", content: "", mode: "600x" }] }).join(), /mode "600x"/);
         assert.match(problems({ ...base, waitFor: { command: [] } }).join(), /waitFor: command must be a non-empty list/);
+        assert.match(problems({ ...base, type: "virtual-machine", files: [{ path: "/x", content: "" }] }).join(), /a virtual machine cannot take files before its first start/);
+        assert.deepStrictEqual(problems({ ...base, type: "virtual-machine" }), []);
     });
 
     it("reports every problem at once", () => {
@@ -141,5 +145,6 @@ describe("LXD instance validation (before any LXD call)", () => {
 
     it("values not known yet during preview are not judged", () => {
         assert.deepStrictEqual(problems({ ...base, image: PULUMI_UNKNOWN, devices: { gpu0: { type: "gpu", id: PULUMI_UNKNOWN }, x: PULUMI_UNKNOWN as unknown as LxdDevice } }), []);
+        assert.deepStrictEqual(problems({ ...base, server: PULUMI_UNKNOWN as unknown as typeof base.server }), []);
     });
 });
