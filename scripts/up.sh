@@ -3,7 +3,7 @@
 # machine it first sets up what that needs: npm packages, the wrapper, the Pulumi engine, an
 # LXD daemon and the Debian 12 image (as root), or says what is missing.
 set -euo pipefail
-# shellcheck source=scripts/dev-env.sh
+# shellcheck source-path=SCRIPTDIR source=dev-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
 cd "$root"
 

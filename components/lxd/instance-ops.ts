@@ -4,8 +4,8 @@
  * module at call time; tests call it with their own client to prove what reaches LXD.
  */
 import { LxdApiError, LxdClient } from "./client";
-import { isLxdManagedConfigKey, normalizeSpec, NormalizedSpec, userConfig } from "./spec";
-import type { LxdFile, LxdInstanceSpec, LxdInstanceState, LxdServer } from "./types";
+import { isLxdManagedConfigKey, normalizeSpec, userConfig } from "./spec";
+import type { LxdFile, LxdInstanceSpec, LxdInstanceState, LxdServer, NormalizedSpec } from "./types";
 import { lxdInstanceProblems, LxdValidationError } from "./validate";
 
 /** The subset of LxdClient the operations use (tests substitute their own). */

@@ -5,8 +5,6 @@
  */
 import type { LxdDevices, LxdInstanceSpec, NormalizedSpec } from "./types";
 
-export type { NormalizedSpec };
-
 function stringValues(map: unknown): unknown {
     if (typeof map !== "object" || map === null || Array.isArray(map)) return map;
     return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, typeof v === "boolean" || typeof v === "number" ? String(v) : v]));

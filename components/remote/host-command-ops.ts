@@ -27,9 +27,12 @@ export interface HostCommandState extends HostCommandInputs {
 
 const TAIL = 20;
 
-async function run(inputs: HostCommandInputs, command: string, what: string): Promise<{ stdout: string; stderr: string }> {
-    // delete reads no stdin: the local artifact that was uploaded may be gone by then.
-    const input = what === "delete" ? "" : inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : inputs.stdin ?? "";
+/** What create and update send on stdin: the text, or the bytes of the local file. */
+function stdinOf(inputs: HostCommandInputs): string | Buffer {
+    return inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : inputs.stdin ?? "";
+}
+
+async function run(inputs: HostCommandInputs, command: string, what: string, input: string | Buffer): Promise<{ stdout: string; stderr: string }> {
     const r = await runOverSsh(inputs.connection, command, input);
     if (r.code !== 0) {
         const tail = (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-TAIL).join("\n");
@@ -39,7 +42,7 @@ async function run(inputs: HostCommandInputs, command: string, what: string): Pr
 }
 
 export async function create(inputs: HostCommandInputs) {
-    const out = await run(inputs, inputs.create, "create");
+    const out = await run(inputs, inputs.create, "create", stdinOf(inputs));
     return { id: `${inputs.connection.host}:${inputs.connection.port}:${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, outs: { ...inputs, ...out } };
 }
 
@@ -52,10 +55,11 @@ export async function diff(_id: string, olds: HostCommandState, news: HostComman
 }
 
 export async function update(_id: string, _olds: HostCommandState, news: HostCommandInputs) {
-    const out = await run(news, news.update ?? news.create, "update");
+    const out = await run(news, news.update ?? news.create, "update", stdinOf(news));
     return { outs: { ...news, ...out } };
 }
 
 export async function remove(_id: string, props: HostCommandState) {
-    if (props.delete) await run(props, props.delete, "delete");
+    // No stdin: the local artifact that was uploaded may be gone by now.
+    if (props.delete) await run(props, props.delete, "delete", "");
 }
