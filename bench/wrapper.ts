@@ -20,7 +20,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { renderWrapperConfig } from "../components/runc-wrapper/render";
+import { renderWrapperConfig } from "../components/lib/render/runc-wrapper";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, writeSettings } from "../test/realtool/wrapper-support";
 
 const FOLDER_COUNTS = [0, 10, 50, 200];

@@ -1,30 +1,48 @@
 /**
- * gpu-workers' public API: the component resources, the pure renderers beside them, and the
- * one function that turns an inventory and a GPU selection into tags, devices and settings.
+ * gpu-workers' public API, in its three kinds: the chain's components (ComponentResources),
+ * the providers that reach hosts and LXD (dynamic resources), and the pure libraries (the GPU
+ * plan, the host plan, the renderers, discovery and CDI). Nothing here reads a stack config:
+ * that is the program's (stacks/), which maps its config onto these components.
  */
-export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./gpu/inventory";
-export { planWorkerGpus, selectGpus, modelSlug, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection } from "./gpu/plan";
-export { HostFile, HostStep, RenderedComponent, shellQuote, shellCommand } from "./host-steps";
-export { HostAccessArgs } from "./host-component";
-export { HostConnection } from "./host-resources";
 
-export { GpuHost, GpuHostArgs, SshHostTransport, LxdHostTransport } from "./gpu-host";
-export { GpuDriver, GpuDriverArgs, renderGpuDriver, GpuDriverSettings } from "./gpu-driver";
-export { ContainerToolkit, ContainerToolkitArgs, renderContainerToolkit, renderNvidiaRuntimeConfig, ContainerToolkitSettings } from "./container-toolkit";
-export { ContainerdRuntime, ContainerdRuntimeArgs } from "./containerd";
-export { renderContainerdDropIn, renderConcourseContainerdConfig, renderContainerdRuntimeComponent, ensureImports, ContainerdRuntimeSettings } from "./containerd/render";
-export { RuncWrapper, RuncWrapperArgs, renderWrapperConfig, renderRuncWrapperComponent, RuncWrapperSettings } from "./runc-wrapper";
-export { FabricManager, FabricManagerArgs, renderFabricManager, renderFabricManagerConfig, FabricManagerSettings } from "./fabric-manager";
-export { ConcourseWorker, ConcourseWorkerArgs, renderConcourseWorker, renderWorkerUnit, renderWorkerEnv, ConcourseWorkerSettings } from "./concourse-worker";
-export { GpuWorker, GpuWorkerArgs, GpuWorkerSecrets } from "./worker";
-export { workerSettings, renderChain, WorkerSettings, ChainLink } from "./worker/settings";
+// The chain's components.
+export { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, GpuWorkerArgsError, workerSpec } from "./chain/gpu-worker";
+export { GpuHost, GpuHostArgs, SshHostTransport, LxdHostTransport } from "./chain/gpu-host";
+export { GpuDriver, GpuDriverArgs } from "./chain/gpu-driver";
+export { ContainerToolkit, ContainerToolkitArgs } from "./chain/container-toolkit";
+export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
+export { RuncWrapper, RuncWrapperArgs } from "./chain/runc-wrapper";
+export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
+export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
+export { HostAccessArgs, HostStepsComponent } from "./chain/host-steps-component";
 
-export { HostCommand, HostCommandArgs } from "./remote/host-command";
-export { SshKeyPair, generateOpensshKeyPair } from "./keys";
-export { HostDriftGuard, renderDriftCheck } from "./drift";
-export * as lxd from "./lxd";
-export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS } from "./discovery/verify";
-export { validateCdiSpec } from "./cdi/schema";
-export { renderCdiSpec } from "./cdi/render";
-export { parseStackConfig, StackConfigError } from "../stacks/config";
-export { HostConfig } from "../stacks/schema";
+// Providers: what reaches hosts and LXD.
+export { HostCommand, HostCommandArgs } from "./providers/host/host-command";
+export { HostConnection } from "./providers/host/resources";
+export { SshKeyPair, generateOpensshKeyPair } from "./providers/keys";
+export { HostDriftGuard } from "./providers/drift";
+export { InventoryCheck } from "./providers/checks/inventory-check";
+export { CdiSpecCheck } from "./providers/checks/cdi-spec-check";
+export * as lxd from "./providers/lxd";
+
+// Pure libraries.
+export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./lib/gpu/inventory";
+export { planWorkerGpus, selectGpus, modelSlug, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection } from "./lib/gpu/plan";
+export { HostFile, HostStep, RenderedComponent, ProgramCheck, shellQuote, shellCommand, asRoot } from "./lib/host/steps";
+export { Transport, onTransport } from "./lib/host/transport";
+export { settingsSchema, WORKER_DEFAULTS, WorkerSettings, mergeSettings } from "./lib/plan/settings";
+export { WorkerSpec, HostShape, SshHostShape, LxdHostShape } from "./lib/plan/worker-spec";
+export { planHost, HostPlan, PlannedLink, PlannedFile } from "./lib/plan/host-plan";
+export { planGpuHost, GpuHostPlan, PlannedStep } from "./lib/plan/gpu-host";
+export { placeOnce, Placement } from "./lib/plan/place-files";
+export { chainSettings, renderChain, chainDriftCheck, ChainSettings, ChainLink } from "./lib/plan/chain";
+export { renderGpuDriver, GpuDriverSettings } from "./lib/render/gpu-driver";
+export { renderContainerToolkit, renderNvidiaRuntimeConfig, ContainerToolkitSettings } from "./lib/render/container-toolkit";
+export { renderContainerdDropIn, renderConcourseContainerdConfig, renderContainerdRuntimeComponent, ensureImports, ContainerdRuntimeSettings } from "./lib/render/containerd";
+export { renderWrapperConfig, renderRuncWrapperComponent, RuncWrapperSettings } from "./lib/render/runc-wrapper";
+export { renderFabricManager, renderFabricManagerConfig, FabricManagerSettings } from "./lib/render/fabric-manager";
+export { renderConcourseWorker, renderWorkerUnit, renderWorkerEnv, ConcourseWorkerSettings } from "./lib/render/concourse-worker";
+export { renderDriftCheck } from "./lib/render/drift-check";
+export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS, VerifyField } from "./lib/discovery/verify";
+export { validateCdiSpec } from "./lib/cdi/schema";
+export { renderCdiSpec } from "./lib/cdi/render";

@@ -3,7 +3,8 @@
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { PlanError, planWorkerGpus } from "../components/gpu/plan";
+import { PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
+import { isPlainObject, mergeSettings } from "../components/lib/plan/settings";
 import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema } from "./schema";
 
 export class StackConfigError extends Error {
@@ -41,18 +42,7 @@ function describe(issue: z.core.$ZodIssue): string {
     return issue.message;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-    return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
-/** Objects merge key by key; anything else (arrays included) is replaced by the override. */
-export function deepMerge(base: unknown, override: unknown): unknown {
-    if (override === undefined) return base;
-    if (!isPlainObject(base) || !isPlainObject(override)) return override;
-    const out: Record<string, unknown> = { ...base };
-    for (const [key, value] of Object.entries(override)) out[key] = deepMerge(base[key], value);
-    return out;
-}
 
 /** One layer of settings (the stack's defaults or one host's own) after checking it. */
 interface Layer {
@@ -138,7 +128,7 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const own = checkLayer(raw, prefix);
     problems.push(...own.problems);
     const reported = [...defaults.reported, ...own.reported];
-    const merged = deepMerge(deepMerge(BUILTIN_DEFAULTS, defaults.settings), own.settings);
+    const merged = mergeSettings(mergeSettings(BUILTIN_DEFAULTS, defaults.settings), own.settings);
     const settings = settingsSchema.safeParse(merged, { reportInput: true });
     if (!settings.success) {
         for (const issue of settings.error.issues) {

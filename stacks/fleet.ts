@@ -3,21 +3,35 @@
  * read here, from the config keys the hosts name, and never leave Pulumi's secret outputs.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { GpuWorker, GpuWorkerSecrets } from "../components/worker";
-import { HostConfig } from "./schema";
+import { GpuWorker, GpuWorkerArgs } from "../components/chain/gpu-worker";
+import { onTransport } from "../components/lib/host/transport";
+import { HostConfig, LxdTransport, SshTransport } from "./schema";
 
-/** Reads the secret config keys a host names. */
-export function hostSecrets(host: HostConfig, config: pulumi.Config): GpuWorkerSecrets {
-    const secrets: GpuWorkerSecrets = {};
-    if ("ssh" in host.transport) secrets.sshPrivateKey = config.requireSecret(host.transport.ssh.privateKeySecret);
-    if ("lxd" in host.transport && host.transport.lxd.server.url) {
-        secrets.lxdClientCert = config.requireSecret(host.transport.lxd.server.clientCertSecret!);
-        secrets.lxdClientKey = config.requireSecret(host.transport.lxd.server.clientKeySecret!);
-    }
-    if (host.concourse.workerKeySecret) secrets.workerPrivateKey = config.requireSecret(host.concourse.workerKeySecret);
-    return secrets;
+/** Looks up the value of a secret config key. */
+export type SecretLookup = (key: string) => pulumi.Input<string>;
+
+/** One host of the stack as GpuWorker's arguments, its secrets taken from the keys it names. */
+export function workerArgs(host: HostConfig, secret: SecretLookup): GpuWorkerArgs {
+    const { name: _name, transport, inventory, concourse, ...settings } = host;
+    const { workerKeySecret, ...concourseSettings } = concourse;
+    return {
+        ...settings,
+        inventory,
+        transport: onTransport<SshTransport, LxdTransport, GpuWorkerArgs["transport"]>(transport, {
+            ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
+            lxd: ({ server, ...lxd }) => ({
+                lxd: {
+                    ...lxd,
+                    server: server.url
+                        ? pulumi.output({ url: server.url, clientCert: secret(server.clientCertSecret!), clientKey: secret(server.clientKeySecret!), serverCert: server.serverCert })
+                        : { socket: server.socket },
+                },
+            }),
+        }),
+        concourse: { ...concourseSettings, ...(workerKeySecret ? { workerPrivateKey: secret(workerKeySecret) } : {}) },
+    };
 }
 
 export function buildFleet(hosts: HostConfig[], config: pulumi.Config): GpuWorker[] {
-    return hosts.map((host) => new GpuWorker(host.name, { host, secrets: hostSecrets(host, config) }));
+    return hosts.map((host) => new GpuWorker(host.name, workerArgs(host, (key) => config.requireSecret(key))));
 }

@@ -3,23 +3,14 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
-import { warnOnlyFieldsSchema } from "../components/discovery/verify";
-import { inventorySchema } from "../components/gpu/inventory";
+import { inventorySchema } from "../components/lib/gpu/inventory";
+import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
 
-const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
-    .int({ error: "expected a non-negative integer" })
-    .nonnegative({ error: "expected a non-negative integer" });
-const port = z.number({ error: "expected a port number" }).int({ error: "expected a port number" })
-    .min(1, { error: "expected a port number (1-65535)" }).max(65535, { error: "expected a port number (1-65535)" });
-const absolutePath = z.string({ error: "expected an absolute path" }).regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 const secretRef = z.string({ error: "expected the name of a secret config key" })
     .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, { error: "expected the name of a secret config key, e.g. gpu-a-ssh-key" });
-const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
 const hostName = z.string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
-/** A Concourse tag: CONCOURSE_TAG and --tag split on commas only in the env form; we pass flags, but keep tags plain. */
-const tag = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:=+,-]*$/, { error: "expected a tag of letters, digits and _.:=+,-" });
 
 export const sshTransportSchema = z.strictObject({
     host: z.string().min(1, { error: "expected a host name or address" }),
@@ -78,65 +69,16 @@ export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
     .transform((t): { ssh: SshTransport } | { lxd: LxdTransport } => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
-export const settingsSchema = z.strictObject({
-    /** Which GPUs the worker gets: all, or a list of indices. */
-    selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" }),
-    /** How the hardware found on `up` is compared with the declared inventory. */
-    verify: z.strictObject({
-        /** Inventory fields whose differences only warn (e.g. [memory, uuid]). */
-        warnOnly: warnOnlyFieldsSchema,
-    }),
-    driver: z.strictObject({
-        /** Pinned driver version (e.g. 550.54.15), or preinstalled to only check what is there. */
-        version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
-    }),
-    toolkit: z.strictObject({
-        version: version,
-        /** Generate a CDI spec and inject GPUs by CDI id. */
-        cdi: z.boolean(),
-    }),
-    datasets: z.strictObject({
-        root: absolutePath,
-        writableSuffixes: z.array(z.string().regex(/^[^/\0]+$/, { error: "expected a folder-name suffix without /" })),
-    }),
-    containerd: z.strictObject({
-        runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }),
-        default: z.boolean(),
-    }),
-    fabricManager: z.strictObject({
-        mode: z.enum(["auto", "on", "off"], { error: "expected auto, on or off" }),
-        partitions: z.array(nonNegativeInt),
-    }),
-    concourse: z.strictObject({
-        version: version,
-        tsaHost: z.string().min(1, { error: "expected the TSA host name" }),
-        tsaPort: port,
-        /** The TSA's host public key ("ssh-rsa AAAA..."). */
-        tsaPublicKey: z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+/, { error: "expected a public key such as 'ssh-rsa AAAA...'" }),
-        team: z.string().min(1).optional(),
-        tags: z.array(tag),
+/** A worker's settings as the stack gives them: the components' own, and the secret key holding the worker's TSA key. */
+export const settingsSchema = workerSettingsSchema.extend({
+    concourse: workerSettingsSchema.shape.concourse.extend({
         /** Config key whose secret value is the worker's private key; generated when absent. */
         workerKeySecret: secretRef.optional(),
-        /** Where the worker binary comes from: a URL the host downloads, or a local file uploaded. */
-        binary: z.union([
-            z.strictObject({ url: z.url({ error: "expected a URL" }), sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }) }),
-            z.strictObject({ path: z.string().min(1) }),
-        ], { error: "expected {url, sha256} or {path}" }).optional(),
-        workDir: absolutePath,
     }),
 });
 
 /** Built-in defaults; the stack's `defaults` and each host override them, field by field. */
-export const BUILTIN_DEFAULTS = {
-    selection: "all",
-    verify: { warnOnly: [] },
-    driver: { version: "preinstalled" },
-    toolkit: { version: "1.17.8", cdi: true },
-    datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
-    containerd: { runtimeName: "gpu", default: false },
-    fabricManager: { mode: "auto", partitions: [] },
-    concourse: { version: "7.14.2", tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker" },
-} as const;
+export const BUILTIN_DEFAULTS = WORKER_DEFAULTS;
 
 export const hostEntrySchema = z.object({
     name: hostName,

@@ -7,7 +7,7 @@ import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { generateOpensshKeyPair } from "../../components/keys/openssh";
+import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine, makeProject, makeStack, PASSPHRASE, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";

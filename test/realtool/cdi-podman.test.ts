@@ -14,8 +14,8 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { renderCdiSpec } from "../../components/cdi/render";
-import { CdiSpecError, validateCdiSpec } from "../../components/cdi/schema";
+import { renderCdiSpec } from "../../components/lib/cdi/render";
+import { CdiSpecError, validateCdiSpec } from "../../components/lib/cdi/schema";
 import { ensureCommands } from "../support/tools";
 
 const SPEC_DIR = "/var/run/cdi";

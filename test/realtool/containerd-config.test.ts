@@ -9,9 +9,9 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { ensureImports, renderContainerdDropIn } from "../../components/containerd/render";
-import { WRAPPER_PATH } from "../../components/runc-wrapper/render";
-import { ensureWrapperTools, SCRIPTS, sh, tempDir, TestContainerd } from "./wrapper-support";
+import { ensureImports, renderContainerdDropIn } from "../../components/lib/render/containerd";
+import { WRAPPER_PATH } from "../../components/lib/render/runc-wrapper";
+import { ensureWrapperTools, DEV_DIR, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
 
 /** Debian 12's /etc/containerd/config.toml as the containerd package ships it. */
 const DEBIAN_MAIN = `version = 2
@@ -70,11 +70,11 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
 
     function apply(p: ReturnType<typeof host>, ours: string) {
         fs.writeFileSync(p.ours, ours);
-        return spawnSync("bash", [path.join(SCRIPTS, "apply-containerd-config.sh"), "apply", "--ours", p.ours, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "apply", "--ours", p.ours, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
     }
 
     function remove(p: ReturnType<typeof host>) {
-        return spawnSync("bash", [path.join(SCRIPTS, "apply-containerd-config.sh"), "remove", "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "remove", "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
     }
 
     const dump = (main: string) => sh("containerd", ["--config", main, "config", "dump"]);

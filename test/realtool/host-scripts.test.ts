@@ -15,7 +15,8 @@ import * as path from "path";
 import { ensureCommands } from "../support/tools";
 
 const REPO = path.resolve(__dirname, "../../..");
-const SCRIPTS = path.join(REPO, "scripts");
+const HOST_DIR = path.join(REPO, "host");
+const DEV_DIR = path.join(REPO, "dev");
 const FAKES = path.join(REPO, "test/fixtures/host-scripts/bin");
 const FAKE_TOOLS = ["apt-get", "apt-cache", "dpkg-query", "dpkg", "systemctl", "fmpm", "curl"];
 const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh"];
@@ -84,7 +85,7 @@ class FakeHost {
     }
 
     run(script: string, args: string[]): Result {
-        const r = spawnSync(bash, [path.join(SCRIPTS, script), ...args], { encoding: "utf8", env: this.env(), timeout: 30_000 });
+        const r = spawnSync(bash, [path.join(HOST_DIR, script), ...args], { encoding: "utf8", env: this.env(), timeout: 30_000 });
         const res = { status: r.status, stdout: r.stdout, stderr: r.stderr, out: `${r.stdout}${r.stderr}` };
         // A fake refusing an unexpected call is a broken test, never the expected failure.
         assert.doesNotMatch(res.out, /^fake [a-z-]+:/m, res.out);
@@ -497,7 +498,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             fs.writeFileSync(shim, [
                 "#!/bin/sh",
                 "set -eu",
-                `bash ${JSON.stringify(path.join(SCRIPTS, "install-runc-wrapper.sh"))} "$@"`,
+                `bash ${JSON.stringify(path.join(HOST_DIR, "install-runc-wrapper.sh"))} "$@"`,
                 'if [ "$1" = remove ]; then',
                 '  runc=""; prev=""',
                 '  for a in "$@"; do if [ "$prev" = --runc ]; then runc=$a; fi; prev=$a; done',
@@ -516,7 +517,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             ensureCommands(["runc"], ["runc"]);
             realRunc = which("runc");
             runcSha = sha256(realRunc);
-            execFileSync("bash", [path.join(SCRIPTS, "build-wrapper.sh")], { stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
+            execFileSync("bash", [path.join(DEV_DIR, "build-wrapper.sh")], { stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
             wrapper = path.join(REPO, "dist/wrapper/runc-wrapper");
             wrapperSha = sha256(wrapper);
             v1 = makeRelease("7.11.2");
@@ -656,7 +657,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
     describe("host scripts: shellcheck", () => {
         it("the four scripts (and the fake tools) pass shellcheck -S style", () => {
             ensureCommands(["shellcheck"], ["shellcheck"]);
-            const scripts = spawnSync("shellcheck", ["-S", "style", ...HOST_SCRIPTS.map((s) => path.join(SCRIPTS, s))], { encoding: "utf8" });
+            const scripts = spawnSync("shellcheck", ["-S", "style", ...HOST_SCRIPTS.map((s) => path.join(HOST_DIR, s))], { encoding: "utf8" });
             assert.strictEqual(scripts.status, 0, scripts.stdout + scripts.stderr);
             const fakes = spawnSync("shellcheck", ["-S", "style", "-s", "sh", ...FAKE_TOOLS.map((t) => path.join(FAKES, t))], { encoding: "utf8" });
             assert.strictEqual(fakes.status, 0, fakes.stdout + fakes.stderr);

@@ -8,11 +8,11 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { execFileSync } from "child_process";
-import { LxdClient } from "../../components/lxd/client";
-import * as ops from "../../components/lxd/instance-ops";
-import { lxdInstanceProvider } from "../../components/lxd/instance-provider";
-import { LxdValidationError } from "../../components/lxd/validate";
-import type { LxdInstanceSpec } from "../../components/lxd/types";
+import { LxdClient } from "../../components/providers/lxd/client";
+import * as ops from "../../components/providers/lxd/instance-ops";
+import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
+import { LxdValidationError } from "../../components/lib/lxd/validate";
+import type { LxdInstanceSpec } from "../../components/lib/lxd/types";
 import { asPulumiRunsIt, ensureLxdTools, freePort, mappedRootUid, TestDaemon } from "./lxd-support";
 
 const IMAGE = "gpu-workers/busybox";

@@ -9,12 +9,12 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { spawnSync } from "child_process";
-import { renderConcourseContainerdConfig } from "../../components/containerd/render";
-import { inventorySchema } from "../../components/gpu/inventory";
-import { planWorkerGpus } from "../../components/gpu/plan";
-import { renderWrapperConfig } from "../../components/runc-wrapper/render";
+import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
+import { inventorySchema } from "../../components/lib/gpu/inventory";
+import { planWorkerGpus } from "../../components/lib/gpu/plan";
+import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
 import { HGX_H100_8X } from "../fixtures/stacks/inventories";
-import { buildTestWrapper, ensureWrapperTools, makeBusyboxImage, mountsBelow, SCRIPTS, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
+import { buildTestWrapper, ensureWrapperTools, makeBusyboxImage, mountsBelow, DEV_DIR, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
 
 const NS = `gwtest${process.pid}`;
 const IMAGE = "gpu-workers.test/busybox:latest";
@@ -62,7 +62,7 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         fs.copyFileSync(sh("sh", ["-c", "command -v runc"]).trim(), path.join(bin, "runc"));
         fs.chmodSync(path.join(bin, "runc"), 0o755);
         realRunc = path.join(dir, "lib", "runc.real");
-        sh("bash", [path.join(SCRIPTS, "install-runc-wrapper.sh"), "install", "--runc", path.join(bin, "runc"), "--wrapper", wrapper, "--aside", realRunc]);
+        sh("bash", [path.join(HOST_DIR, "install-runc-wrapper.sh"), "install", "--runc", path.join(bin, "runc"), "--wrapper", wrapper, "--aside", realRunc]);
         // An AMD-style device node: a char device with /dev/null's numbers under the test folder.
         device = path.join(dir, "dev", "kfd-test");
         fs.mkdirSync(path.dirname(device));

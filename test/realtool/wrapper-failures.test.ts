@@ -7,7 +7,7 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { renderWrapperConfig } from "../../components/runc-wrapper/render";
+import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
 
 describe("runc wrapper failures (real runc)", function () {

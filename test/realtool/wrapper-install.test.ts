@@ -7,10 +7,10 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { renderWrapperConfig } from "../../components/runc-wrapper/render";
-import { buildTestWrapper, ensureWrapperTools, SCRIPTS, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
+import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { buildTestWrapper, ensureWrapperTools, DEV_DIR, HOST_DIR, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
 
-const SCRIPT = path.join(SCRIPTS, "install-runc-wrapper.sh");
+const SCRIPT = path.join(HOST_DIR, "install-runc-wrapper.sh");
 
 function script(args: string[]): { status: number | null; out: string } {
     const r = spawnSync("bash", [SCRIPT, ...args], { encoding: "utf8", timeout: 60_000 });

@@ -10,7 +10,9 @@ import * as path from "path";
 import { ensureCommands } from "../support/tools";
 
 export const REPO = path.resolve(__dirname, "../../..");
-export const SCRIPTS = path.join(REPO, "scripts");
+/** What the program places on hosts, and developer tooling. */
+export const HOST_DIR = path.join(REPO, "host");
+export const DEV_DIR = path.join(REPO, "dev");
 
 /** runc, containerd + ctr, static busybox for images, umoci to pack them. */
 export function ensureWrapperTools(): void {
@@ -30,7 +32,7 @@ export function sha256(file: string): string {
 /** Builds the wrapper with its settings path fixed to `configPath` (never /etc in tests). */
 export function buildTestWrapper(dir: string, configPath: string): string {
     const output = path.join(dir, "runc-wrapper");
-    sh("bash", [path.join(SCRIPTS, "build-wrapper.sh"), "--output", output, "--config-path", configPath], { timeout: 300_000 });
+    sh("bash", [path.join(DEV_DIR, "build-wrapper.sh"), "--output", output, "--config-path", configPath], { timeout: 300_000 });
     return output;
 }
 

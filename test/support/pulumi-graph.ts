@@ -40,11 +40,17 @@ export class GraphRecorder {
     }
 }
 
+/** What the providers would return for their outputs, by resource type (dynamic resources echo their inputs otherwise). */
+const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
+    "pulumi-nodejs:dynamic/gpu-workers:SshKeyPair": { publicKeyOpenssh: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey mock", privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n" },
+    "pulumi-nodejs:dynamic/lxd:Instance": { uuid: "00000000-0000-4000-8000-000000000000", status: "Running" },
+};
+
 /** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */
 export function recordGraph(): GraphRecorder {
     const recorder = new GraphRecorder();
     pulumi.runtime.setMocks({
-        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "" } }),
+        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type] } }),
         call: (args) => args.inputs,
     }, "gpu-workers", "test", false);
     // The mock monitor hides parents and dependencies from newResource; read them off the request.

@@ -1,5 +1,5 @@
 /**
- * scripts/generate-cdi.sh with fake nvidia-ctk, amd-ctk and nvidia-smi on PATH: the fakes
+ * host/generate-cdi.sh with fake nvidia-ctk, amd-ctk and nvidia-smi on PATH: the fakes
  * record every call and write the captured specs in test/fixtures/discovery/cdi/. Asserted:
  * the flags, regeneration only when the driver or GPU layout or the spec itself changed,
  * and the message when a selected device is missing.
@@ -9,12 +9,12 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
-import { validateCdiSpec } from "../../components/cdi/schema";
-import { specFromEnsureOutput } from "../../components/container-toolkit/cdi-spec-check-ops";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { validateCdiSpec } from "../../components/lib/cdi/schema";
+import { specFromEnsureOutput } from "../../components/providers/checks/cdi-spec-check-ops";
 import { ensureCommands } from "../support/tools";
 
-const SCRIPT = path.join(PACKAGE_ROOT, "scripts", "generate-cdi.sh");
+const SCRIPT = path.join(PACKAGE_ROOT, "host", "generate-cdi.sh");
 const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
 const SYSTEM_TOOLS = ["bash", "sh", "sed", "grep", "head", "tr", "cut", "mktemp", "rm", "mkdir", "mv", "chmod", "cp", "sha256sum", "dirname", "basename", "cat", "uname", "awk"];
 

@@ -2,9 +2,9 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
-import { buildCdiSpec, renderCdiSpec } from "../../components/cdi/render";
-import { CDI_VERSIONS, CdiSpecError, minimumCdiVersion, validateCdiSpec } from "../../components/cdi/schema";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { buildCdiSpec, renderCdiSpec } from "../../components/lib/cdi/render";
+import { CDI_VERSIONS, CdiSpecError, minimumCdiVersion, validateCdiSpec } from "../../components/lib/cdi/schema";
 import { parse as parseYaml } from "yaml";
 
 const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");

@@ -5,8 +5,8 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
-import { CDI_SPEC_MARKER, create, diff } from "../../components/container-toolkit/cdi-spec-check-ops";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { CDI_SPEC_MARKER, create, diff } from "../../components/providers/checks/cdi-spec-check-ops";
 
 const FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
 const ensureOutput = (spec: string) => `generate-cdi: /etc/cdi/nvidia.yaml is current\ngenerate-cdi: 1 selected device(s) resolve: nvidia.com/gpu=0\n${CDI_SPEC_MARKER}\n${spec}`;

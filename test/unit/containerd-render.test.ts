@@ -3,8 +3,8 @@ import { parse } from "smol-toml";
 import {
     CONTAINERD_DROP_IN, CONTAINERD_IMPORT_GLOB, CONTAINERD_MAIN_CONFIG, CONTAINERD_SETTINGS_FILE, ensureImports,
     renderConcourseContainerdConfig, renderContainerdDropIn, renderContainerdRuntimeComponent,
-} from "../../components/containerd/render";
-import { HOST_LIB_DIR } from "../../components/host-steps";
+} from "../../components/lib/render/containerd";
+import { HOST_LIB_DIR } from "../../components/lib/host/steps";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;

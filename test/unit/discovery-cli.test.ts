@@ -1,5 +1,5 @@
 /**
- * `npm run discover` (dist/scripts/discover.js) as a user runs it: from a saved document,
+ * `npm run discover` (dist/cli/discover.js) as a user runs it: from a saved document,
  * locally, and over ssh (a fake ssh on PATH records its arguments and runs the script here).
  */
 import * as assert from "assert";
@@ -8,13 +8,13 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { parse as parseYaml } from "yaml";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
-import { parseDiscoveryDocument } from "../../components/discovery/parse";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
 import { parseStackConfig } from "../../stacks/config";
 import { FIXTURES, makeBin, runFixture } from "../fixtures/discovery/run-fixture";
 import { stackWith } from "../fixtures/stacks/inventories";
 
-const CLI = path.join(PACKAGE_ROOT, "dist", "scripts", "discover.js");
+const CLI = path.join(PACKAGE_ROOT, "dist", "cli", "discover.js");
 
 describe("npm run discover", () => {
     let work: string;

@@ -4,10 +4,10 @@
  * Where the outputs come from: test/fixtures/discovery/<case>/source.md.
  */
 import * as assert from "assert";
-import { GpuInventory, inventorySchema } from "../../components/gpu/inventory";
-import { DiscoveryResult } from "../../components/discovery/result";
-import { parseDiscoveryDocument } from "../../components/discovery/parse";
-import { compareInventory } from "../../components/discovery/verify";
+import { GpuInventory, inventorySchema } from "../../components/lib/gpu/inventory";
+import { DiscoveryResult } from "../../components/lib/discovery/result";
+import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
+import { compareInventory } from "../../components/lib/discovery/verify";
 import { fixtureNames, runFixture } from "../fixtures/discovery/run-fixture";
 import { AMD_PHOENIX, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 

@@ -1,16 +1,16 @@
 /** Each source parser on published output snippets (quoted verbatim unless said otherwise). */
 import * as assert from "assert";
-import { parseAmdSmiStatic, parseRocmSmi } from "../../components/discovery/amd-smi";
-import { parseDiscoveryDocument } from "../../components/discovery/parse";
-import { gfxTargetFromVersion, parseKfdNodes } from "../../components/discovery/kfd";
-import { isGpuFunction, isNvSwitch, parseLspci, pciModelName } from "../../components/discovery/lspci";
-import { parseComputeInstances, parseGpuInstances } from "../../components/discovery/nvidia-mig";
-import { parseNvidiaSmiList } from "../../components/discovery/nvidia-smi-list";
-import { parseNvidiaSmiQuery } from "../../components/discovery/nvidia-smi-query";
-import { parseNvidiaProcVersion, parseNvidiaSmiSummary } from "../../components/discovery/nvidia-smi-summary";
-import { busIdFromKfdLocation, normalizeBusId } from "../../components/discovery/pci";
-import { parseTegraRelease } from "../../components/discovery/tegra";
-import { migInstanceSchema } from "../../components/gpu/inventory";
+import { parseAmdSmiStatic, parseRocmSmi } from "../../components/lib/discovery/amd-smi";
+import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
+import { gfxTargetFromVersion, parseKfdNodes } from "../../components/lib/discovery/kfd";
+import { isGpuFunction, isNvSwitch, parseLspci, pciModelName } from "../../components/lib/discovery/lspci";
+import { parseComputeInstances, parseGpuInstances } from "../../components/lib/discovery/nvidia-mig";
+import { parseNvidiaSmiList } from "../../components/lib/discovery/nvidia-smi-list";
+import { parseNvidiaSmiQuery } from "../../components/lib/discovery/nvidia-smi-query";
+import { parseNvidiaProcVersion, parseNvidiaSmiSummary } from "../../components/lib/discovery/nvidia-smi-summary";
+import { busIdFromKfdLocation, normalizeBusId } from "../../components/lib/discovery/pci";
+import { parseTegraRelease } from "../../components/lib/discovery/tegra";
+import { migInstanceSchema } from "../../components/lib/gpu/inventory";
 
 describe("discovery parsers", () => {
     describe("nvidia-smi summary header", () => {

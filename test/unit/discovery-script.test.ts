@@ -1,5 +1,5 @@
 /**
- * scripts/discover-gpus.sh on its own: valid JSON whatever the tools print, nothing left
+ * host/discover-gpus.sh on its own: valid JSON whatever the tools print, nothing left
  * behind, nothing assumed on the host, and shellcheck-clean.
  */
 import * as assert from "assert";
@@ -7,8 +7,8 @@ import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
-import { parseDiscoveryDocument } from "../../components/discovery/parse";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
 import { runDiscovery } from "../fixtures/discovery/run-fixture";
 import { ensureCommands } from "../support/tools";
 
@@ -70,13 +70,13 @@ describe("discover-gpus.sh", () => {
     });
 
     it("runs as `bash -s` with the script on stdin, the way the GpuHost step runs it", () => {
-        const script = fs.readFileSync(path.join(PACKAGE_ROOT, "scripts", "discover-gpus.sh"));
+        const script = fs.readFileSync(path.join(PACKAGE_ROOT, "host", "discover-gpus.sh"));
         const out = execFileSync("bash", ["-s"], { input: script, env: { PATH: "/usr/bin:/bin", GPU_WORKERS_ROOT: path.join(work, "none") }, encoding: "utf8" });
         assert.strictEqual(JSON.parse(out).schema, "gpu-workers/discovery/v1");
     });
 
     it("is shellcheck clean (style level)", () => {
         ensureCommands(["shellcheck"], ["shellcheck"]);
-        execFileSync("shellcheck", ["-S", "style", path.join(PACKAGE_ROOT, "scripts", "discover-gpus.sh")], { stdio: "pipe" });
+        execFileSync("shellcheck", ["-S", "style", path.join(PACKAGE_ROOT, "host", "discover-gpus.sh")], { stdio: "pipe" });
     });
 });

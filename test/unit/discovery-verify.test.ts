@@ -1,9 +1,9 @@
 /** compareInventory / formatVerification on discovery results from the fixtures. */
 import * as assert from "assert";
-import { GpuInventory, inventorySchema } from "../../components/gpu/inventory";
-import { parseDiscoveryDocument } from "../../components/discovery/parse";
-import { DiscoveryResult } from "../../components/discovery/result";
-import { compareInventory, compareVersions, formatVerification, VERIFY_FIELDS, verifyOptionsSchema, warnOnlyFieldsSchema } from "../../components/discovery/verify";
+import { GpuInventory, inventorySchema } from "../../components/lib/gpu/inventory";
+import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
+import { DiscoveryResult } from "../../components/lib/discovery/result";
+import { compareInventory, compareVersions, formatVerification, VERIFY_FIELDS, verifyOptionsSchema, warnOnlyFieldsSchema } from "../../components/lib/discovery/verify";
 import { runFixture } from "../fixtures/discovery/run-fixture";
 
 function fixture(name: string): DiscoveryResult {

@@ -5,7 +5,7 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { renderDriftCheck } from "../../components/drift/check-script";
+import { renderDriftCheck } from "../../components/lib/render/drift-check";
 import { ensureCommands } from "../support/tools";
 
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex");

@@ -1,6 +1,6 @@
 import * as assert from "assert";
-import { inventorySchema } from "../../components/gpu/inventory";
-import { GPU_CONTROL_VARIABLES, modelSlug, PlanError, planWorkerGpus, PlanOptions } from "../../components/gpu/plan";
+import { inventorySchema } from "../../components/lib/gpu/inventory";
+import { GPU_CONTROL_VARIABLES, modelSlug, PlanError, planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "auto", partitions: [] }, extraTags: [] };

@@ -1,8 +1,8 @@
 import * as assert from "assert";
-import { inventorySchema, GpuInventoryInput } from "../../components/gpu/inventory";
-import { planWorkerGpus, PlanOptions } from "../../components/gpu/plan";
-import { lxdConfigForWorker, lxdDevicesForWorker, lxdPciAddress, WorkerDeviceOptions } from "../../components/lxd/devices";
-import { lxdDeviceProblems } from "../../components/lxd/validate";
+import { inventorySchema, GpuInventoryInput } from "../../components/lib/gpu/inventory";
+import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
+import { lxdConfigForWorker, lxdDevicesForWorker, lxdPciAddress, WorkerDeviceOptions } from "../../components/lib/lxd/devices";
+import { lxdDeviceProblems } from "../../components/lib/lxd/validate";
 
 const TWO_NVIDIA: GpuInventoryInput = {
     vendor: "nvidia",

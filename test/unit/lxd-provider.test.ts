@@ -10,11 +10,12 @@ import * as os from "os";
 import * as path from "path";
 import { execFileSync } from "child_process";
 import * as pulumi from "@pulumi/pulumi";
-import { LxdApiError, LxdClient } from "../../components/lxd/client";
-import * as ops from "../../components/lxd/instance-ops";
-import { lxdInstanceProvider, makeLxdInstanceProvider } from "../../components/lxd/instance-provider";
-import { LxdValidationError } from "../../components/lxd/validate";
-import type { LxdInstanceSpec } from "../../components/lxd/types";
+import { LxdApiError, LxdClient } from "../../components/providers/lxd/client";
+import * as ops from "../../components/providers/lxd/instance-ops";
+import { makeLazyProvider } from "../../components/providers/lazy-provider";
+import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
+import { LxdValidationError } from "../../components/lib/lxd/validate";
+import type { LxdInstanceSpec } from "../../components/lib/lxd/types";
 
 const REPO = path.resolve(__dirname, "../../..");
 
@@ -223,12 +224,12 @@ describe("LXD provider: survives Pulumi's serialization", function () {
     });
 
     it("runs when the program was TypeScript run by ts-node (no loader in the provider process)", async () => {
-        const tsProvider = makeLxdInstanceProvider(path.join(REPO, "components/lxd/instance-ops"), "components/lxd/instance-ops");
+        const tsProvider = makeLazyProvider("lxd-instance", path.join(REPO, "components/providers/registry"), "components/providers/registry", "lxd");
         assert.deepStrictEqual(await checkInChild(tsProvider, os.tmpdir()), expected);
     });
 
     it("says where it looked when the implementation is gone", async () => {
-        const lost = makeLxdInstanceProvider("/nonexistent/instance-ops", "nowhere/instance-ops");
-        await assert.rejects(lost.check!({}, {}), /lxd provider: cannot find its implementation at .*nowhere\/instance-ops or \/nonexistent\/instance-ops/);
+        const lost = makeLazyProvider("lxd-instance", "/nonexistent/registry", "nowhere/registry", "lxd");
+        await assert.rejects(lost.check!({}, {}), /lxd provider: cannot find its implementation at .*nowhere\/registry or \/nonexistent\/registry/);
     });
 });

@@ -1,7 +1,7 @@
 /** LxdInstance as a Pulumi resource (under mocks): its type, its inputs, what stays secret. */
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { LxdInstance } from "../../components/lxd/instance";
+import { LxdInstance } from "../../components/providers/lxd/instance";
 
 describe("LxdInstance resource (Pulumi mocks)", () => {
     const seen: pulumi.runtime.MockResourceArgs[] = [];
@@ -25,7 +25,8 @@ describe("LxdInstance resource (Pulumi mocks)", () => {
         assert.match(urn, /::pulumi-nodejs:dynamic\/lxd:Instance::gpu-a-instance$/);
         const args = seen.find((s) => s.name === "gpu-a-instance")!;
         assert.strictEqual(typeof args.inputs.__provider, "string");
-        assert.match(args.inputs.__provider, /instance-ops/);
+        assert.match(args.inputs.__provider, /"lxd-instance"/, "the provider names its operations by id");
+        assert.match(args.inputs.__provider, /providers\/registry/, "and finds them through the registry");
         assert.doesNotMatch(args.inputs.__provider, /PRIVATE KEY/, "no secret in the serialized provider");
         assert.strictEqual(await pulumi.isSecret(instance.server), true);
         assert.strictEqual(await new Promise((r) => instance.status.apply(r)), "Running");

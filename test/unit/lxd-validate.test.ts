@@ -1,6 +1,6 @@
 import * as assert from "assert";
-import { isCdiId, lxdInstanceProblems, LxdValidationError, PULUMI_UNKNOWN, validateLxdInstance } from "../../components/lxd/validate";
-import type { LxdDevice, LxdInstanceSpec } from "../../components/lxd/types";
+import { isCdiId, lxdInstanceProblems, LxdValidationError, PULUMI_UNKNOWN, validateLxdInstance } from "../../components/lib/lxd/validate";
+import type { LxdDevice, LxdInstanceSpec } from "../../components/lib/lxd/types";
 
 const base: LxdInstanceSpec = { server: {}, name: "gpu-a", image: "gpu-workers/debian-12" };
 const withDevice = (device: Record<string, string>, name = "gpu0"): LxdInstanceSpec => ({ ...base, devices: { [name]: device } });

@@ -6,11 +6,10 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { stringify } from "yaml";
-import { ChainLink } from "../../components/worker/settings";
-import { placeFiles } from "../../stacks/offline-render";
+import { placeOnce } from "../../components/lib/plan/place-files";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
-const CLI = path.join(__dirname, "..", "..", "scripts", "render.js");
+const CLI = path.join(__dirname, "..", "..", "cli", "render.js");
 
 function renderStackFile(config: unknown): { status: number | null; stdout: string; stderr: string; out: string } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-"));
@@ -69,16 +68,16 @@ describe("offline render", function () {
     });
 
     it("refuses two components placing one path with different contents; identical contents are one file", () => {
-        const link = (component: ChainLink["component"], content: string): ChainLink => ({
-            component, name: `h-${component}`, dependsOn: [],
-            rendered: { files: [{ path: "/etc/gpu-workers/shared.conf", mode: "0644", content }], steps: [] },
-        });
-        const same = placeFiles("h", [link("ContainerToolkit", "a\n"), link("ContainerdRuntime", "a\n")]);
-        assert.deepStrictEqual(same.files.map((f) => [f.path, f.component]), [["/etc/gpu-workers/shared.conf", "ContainerToolkit"]]);
+        const group = (owner: string, content: string, mode = "0644") => ({ owner, files: [{ path: "/etc/gpu-workers/shared.conf", mode, content }] });
+        const same = placeOnce("h", [group("ContainerToolkit", "a\n"), group("ContainerdRuntime", "a\n")]);
+        assert.deepStrictEqual(same.placed.map((f) => [f.path, f.owner]), [["/etc/gpu-workers/shared.conf", "ContainerToolkit"]]);
+        assert.deepStrictEqual(same.placedEarlier, [[], ["/etc/gpu-workers/shared.conf"]]);
         assert.throws(
-            () => placeFiles("h", [link("ContainerToolkit", "a\n"), link("ContainerdRuntime", "b\n")]),
+            () => placeOnce("h", [group("ContainerToolkit", "a\n"), group("ContainerdRuntime", "b\n")]),
             { message: "host h: /etc/gpu-workers/shared.conf is placed by both ContainerToolkit and ContainerdRuntime with different contents" },
         );
+        assert.throws(() => placeOnce("h", [group("A", "a\n"), group("A", "b\n")]), { message: "host h: /etc/gpu-workers/shared.conf is placed twice by A with different contents" });
+        assert.throws(() => placeOnce("h", [group("A", "a\n"), group("B", "a\n", "0600")]), /with different modes \(0644, 0600\)/);
     });
 
     it("refuses unknown arguments", () => {

@@ -3,15 +3,20 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import * as ts from "typescript";
-import { PACKAGE_ROOT } from "../../components/host-scripts";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
-describe("README example", () => {
-    it("compiles against components/index.ts", function () {
+describe("README examples", () => {
+    const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
+    const start = readme.indexOf("## Using the components from another repo");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    const examples = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+
+    it("the section on other repos has its examples", () => {
+        assert.ok(examples.length >= 2, "a component-by-component example and a GpuWorker one");
+    });
+
+    examples.forEach((code, i) => it(`example ${i + 1} compiles against components/index.ts`, function () {
         this.timeout(60000);
-        const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
-        const section = readme.slice(readme.indexOf("## Using the components from another repo"));
-        const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-        assert.ok(code, "the README has a ts example in that section");
         const file = path.join(PACKAGE_ROOT, "test", "readme-example.generated.ts");
         fs.writeFileSync(file, code.replace(/from "gpu-workers"/g, 'from "../components"'));
         try {
@@ -21,5 +26,5 @@ describe("README example", () => {
         } finally {
             fs.rmSync(file, { force: true });
         }
-    });
+    }));
 });

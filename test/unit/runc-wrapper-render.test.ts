@@ -2,10 +2,10 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { inventorySchema } from "../../components/gpu/inventory";
-import { planWorkerGpus, PlanOptions } from "../../components/gpu/plan";
-import { HOST_LIB_DIR } from "../../components/host-steps";
-import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, wrapperConfigSchema } from "../../components/runc-wrapper/render";
+import { inventorySchema } from "../../components/lib/gpu/inventory";
+import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
+import { HOST_LIB_DIR } from "../../components/lib/host/steps";
+import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, wrapperConfigSchema } from "../../components/lib/render/runc-wrapper";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };

@@ -4,11 +4,12 @@
  */
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
-import { GpuWorker } from "../../components/worker";
+import { GpuWorker } from "../../components/chain/gpu-worker";
 import { parseStackConfig } from "../../stacks/config";
+import { workerArgs } from "../../stacks/fleet";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
-import { GpuInventoryInput } from "../../components/gpu/inventory";
+import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 
 const COMPONENT_TYPES = {
     worker: "gpu-workers:worker:GpuWorker",
@@ -24,7 +25,7 @@ const COMPONENT_TYPES = {
 async function buildWorkers(...hosts: { name: string; inventory: GpuInventoryInput; extra?: Record<string, unknown> }[]): Promise<GraphRecorder> {
     const recorder = recordGraph();
     for (const host of parseStackConfig(stackWith(...hosts))) {
-        new GpuWorker(host.name, { host, secrets: { sshPrivateKey: pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test") } });
+        new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test")));
     }
     await settle(recorder);
     return recorder;

@@ -1,0 +1,178 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { VerifyField } from "../../lib/discovery/verify";
+import { GpuInventory } from "../../lib/gpu/inventory";
+import type { GpuSelection } from "../../lib/gpu/plan";
+import { onTransport, Transport } from "../../lib/host/transport";
+import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
+import { planHost, PlannedLink } from "../../lib/plan/host-plan";
+import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
+import type { HostShape, WorkerSpec } from "../../lib/plan/worker-spec";
+import { HostDriftGuard } from "../../providers/drift";
+import { ConcourseWorker } from "../concourse-worker";
+import { ContainerdRuntime } from "../containerd";
+import { ContainerToolkit } from "../container-toolkit";
+import { FabricManager } from "../fabric-manager";
+import { GpuDriver } from "../gpu-driver";
+import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu-host";
+import { HostAccessArgs } from "../host-steps-component";
+import { RuncWrapper } from "../runc-wrapper";
+
+/** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
+export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices"> {
+    /** Folder on the LXD server whose subfolders become the worker's datasets. Example: "/srv/datasets". Default: none. */
+    datasetSource?: string;
+    /** Pass GPUs by CDI id (needs an LXD that reads CDI ids; 5.0 on Debian 12 does not). Default: false. */
+    gpuCdi?: boolean;
+    /** idmap-shift writable dataset disks (needs kernel idmapped mounts). Default: true. */
+    shiftWritable?: boolean;
+}
+
+export interface GpuWorkerArgs {
+    /** Exactly one of ssh (a machine) or lxd (an instance this worker creates). */
+    transport: Transport<SshHostTransport, GpuWorkerLxdTransport>;
+    /** The declared GPU inventory (inventorySchema.parse(...)); `npm run discover` prints it for a host. */
+    inventory: GpuInventory;
+    /** The GPUs the worker gets: "all" or indices. Example: [0, 1]. Default: "all". */
+    selection?: GpuSelection;
+    /** How the hardware found on `up` is compared with the declared inventory. */
+    verify?: {
+        /** Inventory fields whose differences only warn. Example: ["memory", "uuid"]. Default: []. */
+        warnOnly?: VerifyField[];
+    };
+    driver?: {
+        /** "preinstalled" (any loaded driver; nothing installed) or a version the driver step installs. Example: "550.54.15". Default: "preinstalled". */
+        version?: string;
+    };
+    toolkit?: {
+        /** nvidia-container-toolkit (or amd-container-toolkit) version. Example: "1.17.8". Default: "1.17.8". */
+        version?: string;
+        /** Generate a CDI spec and inject GPUs by CDI id. Default: true. */
+        cdi?: boolean;
+    };
+    datasets?: {
+        /** Folder on the worker whose direct subfolders are mounted into every container at the same path. Default: "/srv". */
+        root?: string;
+        /** Folder-name endings that mount read-write; every other folder is read-only. Default: ["_writable", "_rw"]. */
+        writableSuffixes?: string[];
+    };
+    containerd?: {
+        /** The containerd runtime entry that calls the wrapper (CRI handler name). Default: "gpu". */
+        runtimeName?: string;
+        /** Make it containerd's default runtime. Default: false. */
+        default?: boolean;
+    };
+    fabricManager?: {
+        /** "auto" (runs where NVSwitches are declared), "on" or "off". Default: "auto". */
+        mode?: "auto" | "on" | "off";
+        /** Fabric partition ids to activate (shared NVSwitch mode). Example: [1]. Default: []. */
+        partitions?: number[];
+    };
+    concourse?: {
+        /** Concourse release version. Example: "8.2.5". Default: "7.14.2". */
+        version?: string;
+        /** The TSA's host name or address, as the worker reaches it. Required for the worker. */
+        tsaHost?: string;
+        /** The TSA's port. Default: 2222. */
+        tsaPort?: number;
+        /** The TSA's host public key. Example: "ssh-rsa AAAA...". Required for the worker. */
+        tsaPublicKey?: string;
+        /** Register as a team worker of this team. Default: none (a worker of every team). */
+        team?: string;
+        /** Tags after the computed ones. Example: ["linux-gpu"]. Default: []. */
+        tags?: string[];
+        /** The worker's work dir on the host. Default: "/opt/concourse/worker". */
+        workDir?: string;
+        /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. Without it the chain stops before the worker. */
+        binary?: { url: string; sha256: string } | { path: string };
+        /** The worker's TSA private key (OpenSSH); generated (ED25519) when absent. Pass a secret. */
+        workerPrivateKey?: pulumi.Input<string>;
+    };
+}
+
+export class GpuWorkerArgsError extends Error {}
+
+/** The worker's settings with defaults applied and checked, and its host as planning sees it. */
+export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
+    const { transport, inventory, concourse, ...rest } = args;
+    const { workerPrivateKey: _secret, ...concourseSettings } = concourse ?? {};
+    const merged = mergeSettings(WORKER_DEFAULTS, { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) });
+    const parsed = settingsSchema.safeParse(merged);
+    if (!parsed.success) {
+        const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+        throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
+    }
+    const shape = onTransport<SshHostTransport, GpuWorkerLxdTransport, HostShape>(transport, {
+        ssh: (ssh) => ({ ssh: { user: ssh.user ?? "root" } }),
+        lxd: (lxd) => ({
+            lxd: {
+                instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
+                datasetSource: lxd.datasetSource, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
+                gpuCdi: lxd.gpuCdi ?? false, shiftWritable: lxd.shiftWritable ?? true,
+            },
+        }),
+    });
+    return { ...parsed.data, name, transport: shape, inventory };
+}
+
+/**
+ * A whole GPU worker on one host: GpuHost, then GpuDriver -> ContainerToolkit ->
+ * ContainerdRuntime -> RuncWrapper -> ConcourseWorker (and FabricManager on NVSwitch
+ * boards), each waiting for the one before it. The resources come from planHost, the plan
+ * the offline render writes out.
+ */
+export class GpuWorker extends pulumi.ComponentResource {
+    /** The host's name (this component's name). */
+    public readonly hostName: string;
+    public readonly tags: pulumi.Output<string[]>;
+    public readonly connection: GpuHost["connection"];
+    /** The worker's public TSA key, when the chain reaches the worker. */
+    public readonly workerPublicKey?: pulumi.Output<string>;
+    /** Set when the chain stops before the Concourse worker, saying why. */
+    public readonly stoppedBeforeWorker?: string;
+
+    constructor(name: string, args: GpuWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("gpu-workers:worker:GpuWorker", name, {}, opts);
+        this.hostName = name;
+        const plan = planHost(workerSpec(name, args));
+        const gpuHost = new GpuHost(plan.hostComponent, {
+            transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
+                ssh: (ssh) => ({ ssh }),
+                lxd: (lxd) => ({ lxd: { ...lxd, ...plan.hostTransport.lxd! } }),
+            }),
+            inventory: args.inventory,
+            driverVersion: plan.verify.driverPin,
+            warnOnly: plan.verify.warnOnly,
+        }, { parent: this });
+        const guard = new HostDriftGuard(`${name}-drift`, {
+            connection: gpuHost.connection,
+            check: chainDriftCheck(plan.links),
+        }, { parent: this, dependsOn: [gpuHost] });
+        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
+
+        const created = new Map<string, pulumi.Resource>();
+        let concourse: ConcourseWorker | undefined;
+        for (const link of plan.links) {
+            const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
+            const resource = createLink(link, plan.settings, { ...access, placedEarlier: link.placedEarlier }, args.concourse?.workerPrivateKey, { parent: this, dependsOn });
+            if (resource instanceof ConcourseWorker) concourse = resource;
+            created.set(link.name, resource);
+        }
+        this.tags = pulumi.output(plan.gpu.tags);
+        this.connection = gpuHost.connection;
+        this.workerPublicKey = concourse?.workerPublicKey;
+        this.stoppedBeforeWorker = plan.stoppedBeforeWorker;
+        if (plan.stoppedBeforeWorker) pulumi.log.warn(plan.stoppedBeforeWorker, this);
+        this.registerOutputs({ tags: this.tags, workerPublicKey: this.workerPublicKey });
+    }
+}
+
+function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, workerPrivateKey: pulumi.Input<string> | undefined, o: pulumi.ComponentResourceOptions): pulumi.Resource {
+    switch (link.component) {
+        case "GpuDriver": return new GpuDriver(link.name, { ...access, ...s.driver! }, o);
+        case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
+        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
+        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
+        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
+        case "ConcourseWorker": return new ConcourseWorker(link.name, { ...access, ...s.concourse!, workerPrivateKey }, o);
+    }
+}

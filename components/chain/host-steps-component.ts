@@ -1,0 +1,65 @@
+/**
+ * Base of the components that act on one host: given the rendered files and steps, it
+ * creates one child resource each (and the program checks the rendering asks for), all
+ * waiting for the component's own dependsOn.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { RenderedComponent, stepResourceName } from "../lib/host/steps";
+import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
+import type { HostCommand } from "../providers/host/host-command";
+import { createHostResources, HostConnection } from "../providers/host/resources";
+
+/** How every host component reaches its host. */
+export interface HostAccessArgs {
+    /** SSH connection to the host: GpuHost's `connection` output, or one of your own. */
+    connection: pulumi.Input<HostConnection>;
+    /** Login user; commands run through `sudo -n` unless it is root. Default: root. */
+    user?: string;
+    /** HostDriftGuard's epoch: when a refresh finds drift, every command runs again on `up`. Default: none. */
+    epoch?: pulumi.Input<number>;
+    /**
+     * Paths this component renders that an earlier component on the same host already places
+     * with the same content (GpuWorker's plan works them out): they are not placed twice.
+     * Default: none. Example: ["/usr/local/lib/gpu-workers/install-runc-wrapper.sh"].
+     */
+    placedEarlier?: string[];
+}
+
+function dependsOnList(opts: pulumi.ComponentResourceOptions | undefined): pulumi.Input<pulumi.Resource>[] {
+    const d = opts?.dependsOn;
+    if (d === undefined) return [];
+    return Array.isArray(d) ? d : [d as pulumi.Input<pulumi.Resource>];
+}
+
+export abstract class HostStepsComponent extends pulumi.ComponentResource {
+    /** Every file this component places, with its host path and mode (content in the preview diff). */
+    public files!: pulumi.Output<{ path: string; mode: string }[]>;
+    /** The step names this component runs on the host, in order. */
+    public steps!: pulumi.Output<string[]>;
+
+    protected constructor(type: string, private readonly componentName: string, private readonly componentOpts: pulumi.ComponentResourceOptions | undefined) {
+        super(type, componentName, {}, componentOpts);
+    }
+
+    /** Creates the children for `rendered`; subclasses call it once, then registerOutputs. Returns the steps by name. */
+    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, secrets?: Record<string, pulumi.Input<string>>): Map<string, HostCommand> {
+        const steps = createHostResources(rendered, {
+            parent: this,
+            prefix: this.componentName,
+            connection: args.connection,
+            user: args.user ?? "root",
+            dependsOn: dependsOnList(this.componentOpts),
+            secrets,
+            epoch: args.epoch,
+            placedEarlier: args.placedEarlier,
+        });
+        for (const check of rendered.checks ?? []) {
+            const after = steps.get(check.after);
+            if (!after) throw new Error(`${this.componentName}: check ${check.name} follows step ${check.after}, which this component does not run`);
+            new CdiSpecCheck(stepResourceName(this.componentName, check.name), { host: this.componentName, path: check.path, ensureOutput: after.stdout }, { parent: this, dependsOn: [after] });
+        }
+        this.files = pulumi.output(rendered.files.filter((f) => !args.placedEarlier?.includes(f.path)).map((f) => ({ path: f.path, mode: f.mode })));
+        this.steps = pulumi.output(rendered.steps.map((s) => s.name));
+        return steps;
+    }
+}

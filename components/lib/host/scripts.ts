@@ -1,0 +1,76 @@
+/**
+ * Host scripts are real files in the package's host/ folder (shellcheck-clean, idempotent),
+ * and that folder holds nothing else. A renderer that needs one places it on the host as a
+ * HostFile under HOST_LIB_DIR and runs it from there, so the delete step can run it too,
+ * long after this checkout has changed. The loader reads host/ and nothing else: a name is
+ * a plain file name, never a path.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "./steps";
+
+/** The repo (or installed package) root: the first folder above this file with a package.json. */
+function packageRoot(): string {
+    let dir = __dirname;
+    while (!fs.existsSync(path.join(dir, "package.json"))) {
+        const parent = path.dirname(dir);
+        if (parent === dir) throw new Error(`gpu-workers: cannot find the package root above ${__dirname}`);
+        dir = parent;
+    }
+    return dir;
+}
+
+export const PACKAGE_ROOT = packageRoot();
+
+/** The folder of everything the program places on target hosts. */
+export const HOST_FILES_DIR = path.join(PACKAGE_ROOT, "host");
+
+const cache = new Map<string, string>();
+
+/** The text of host/<name>; `name` is a file name in that folder, nothing else. */
+export function readHostScript(name: string): string {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || name.includes("..")) {
+        throw new Error(`host script ${JSON.stringify(name)}: expected a file name in host/ (no folders)`);
+    }
+    let text = cache.get(name);
+    if (text === undefined) {
+        const file = path.join(HOST_FILES_DIR, name);
+        if (!fs.existsSync(file)) throw new Error(`host script ${name}: there is no ${file}`);
+        text = fs.readFileSync(file, "utf8");
+        cache.set(name, text);
+    }
+    return text;
+}
+
+/** Where host/<name> lives on a host. */
+export function hostScriptPath(name: string): string {
+    return `${HOST_LIB_DIR}/${name}`;
+}
+
+/** host/<name> as a file to place on the host. */
+export function hostScriptFile(name: string): HostFile {
+    return { path: hostScriptPath(name), mode: "0755", content: readHostScript(name) };
+}
+
+/**
+ * A step that runs host/<script> on the host: `<script> <action> args...` on create,
+ * `<script> remove args...` on delete. The script file comes with it.
+ */
+export function scriptStep(step: { name: string; script: string; action?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[] }): RenderedComponent {
+    const file = hostScriptFile(step.script);
+    return {
+        files: [file],
+        steps: [{
+            name: step.name,
+            create: shellCommand([file.path, step.action ?? "ensure", ...step.args]),
+            remove: shellCommand([file.path, "remove", ...(step.removeArgs ?? step.args)]),
+            dependsOn: [file.path, ...(step.dependsOn ?? [])],
+        }],
+    };
+}
+
+/** Concatenates rendered pieces in order. */
+export function combine(...parts: RenderedComponent[]): RenderedComponent {
+    const checks = parts.flatMap((p) => p.checks ?? []);
+    return { files: parts.flatMap((p) => p.files), steps: parts.flatMap((p) => p.steps), ...(checks.length > 0 ? { checks } : {}) };
+}

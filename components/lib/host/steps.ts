@@ -1,0 +1,93 @@
+/**
+ * The shape every renderer returns: files to place on a host and steps to run there.
+ * Pure data (no Pulumi): the components turn it into HostCommand resources (an SSH dynamic provider), and the
+ * offline render writes it to disk with a manifest. Both read the same values.
+ */
+
+/** A file placed on a host. Its full content is a resource input, so the preview diff shows it. */
+export interface HostFile {
+    /** Absolute path on the host. */
+    path: string;
+    /** Octal mode, e.g. "0644". */
+    mode: string;
+    /** Text content; for a binary artifact, leave it empty and set `localPath`. */
+    content: string;
+    /** A binary built here and uploaded as is (its sha256 shows in the preview). */
+    localPath?: string;
+    /** The content is a secret: it shows as [secret] in previews, state and renders. */
+    secret?: boolean;
+    /** The content is made during `up` (a generated key); this names which, and `content` is empty. */
+    generated?: GeneratedContent;
+}
+
+/** Contents only `up` knows: the keys GpuHost generates for an LXD instance. */
+export type GeneratedContent = "login-key.public" | "host-key.private" | "host-key.public";
+
+/** A command run on a host: `create` on first up or change, `remove` when the resource is deleted. */
+export interface HostStep {
+    /** Short name, unique on the host, e.g. "runc-wrapper-install". */
+    name: string;
+    /** Shell command run on create and on any change of its inputs. Must be idempotent. */
+    create: string;
+    /** Shell command that undoes `create`. Must be idempotent. */
+    remove?: string;
+    /** Names of the files (paths) and steps this one needs first. */
+    dependsOn: string[];
+    /** Exits 0 while what `create` did is still in place; a refresh runs it to notice drift. */
+    check?: string;
+}
+
+/**
+ * A check the program (not the host) runs on a step's output: `cdi-spec` validates the CDI
+ * spec the vendor's tool generated at `path`, with the project's CDI validator.
+ */
+export interface ProgramCheck {
+    name: string;
+    kind: "cdi-spec";
+    /** The step whose output is checked. */
+    after: string;
+    path: string;
+}
+
+export interface RenderedComponent {
+    files: HostFile[];
+    steps: HostStep[];
+    checks?: ProgramCheck[];
+}
+
+/** `/etc/concourse/worker.env` -> `etc-concourse-worker.env`: a readable resource name. */
+export function pathSlug(path: string): string {
+    return path.replace(/^\/+/, "").replace(/[^A-Za-z0-9._-]+/g, "-");
+}
+
+/** The resource that places `path` for the component named `component`. */
+export function fileResourceName(component: string, path: string): string {
+    return `${component}-file-${pathSlug(path)}`;
+}
+
+/** The resource that runs `step` (or a program check) of the component named `component`. */
+export function stepResourceName(component: string, step: string): string {
+    return `${component}-${step}`;
+}
+
+/** Quotes a word for POSIX sh: everything between single quotes is literal. */
+export function shellQuote(word: string): string {
+    return /^[A-Za-z0-9_./:=,+@%-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Joins a command line from words, quoting each as needed. */
+export function shellCommand(words: string[]): string {
+    return words.map(shellQuote).join(" ");
+}
+
+/**
+ * `cmd` as root on a host reached as `user`: as it is for root, else through `sudo -n` (never a
+ * password prompt: a step fails rather than hangs). The one place that decides.
+ */
+export function asRoot(user: string, cmd: string): string {
+    return user === "root" ? cmd : `sudo -n sh -c ${shellCommand([cmd])}`;
+}
+
+/** Where the project keeps its own scripts and state on a host. */
+export const HOST_LIB_DIR = "/usr/local/lib/gpu-workers";
+export const HOST_ETC_DIR = "/etc/gpu-workers";

@@ -1,0 +1,114 @@
+/**
+ * The one plan of a worker host: every resource that acts on it, GpuHost's own included,
+ * every file it receives (each path once, by the rule in place-files.ts), and the tags.
+ * GpuWorker builds its resources from this plan and the offline render writes it out, so
+ * `pulumi preview` and `npm run render` cannot disagree. Pure.
+ */
+import type { VerifyField } from "../discovery/verify";
+import { WorkerGpuPlan } from "../gpu/plan";
+import { fileResourceName, HostFile, stepResourceName } from "../host/steps";
+import { onTransport, Transport } from "../host/transport";
+import { ChainLink, ChainSettings, chainSettings, lxdInstanceSettings, renderChain } from "./chain";
+import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
+import { placeOnce } from "./place-files";
+import type { LxdHostShape, SshHostShape, WorkerSpec } from "./worker-spec";
+
+/** A link of the chain as the plan places it. */
+export interface PlannedLink extends ChainLink {
+    /** Paths this link renders that an earlier component of the host already places, identically. */
+    placedEarlier: string[];
+}
+
+/** A file as the plan places it: once, by its owner (a component), through the resource named here. */
+export interface PlannedFile extends HostFile {
+    component: string;
+    resource: string;
+}
+
+export interface HostPlan {
+    name: string;
+    transport: "ssh" | "lxd";
+    /** GpuHost's name, how it reaches the host (LXD: the instance with its GPU and dataset devices), and its plan. */
+    hostComponent: string;
+    hostTransport: Transport<SshHostShape, LxdInstancePlanInput>;
+    host: GpuHostPlan;
+    /** What GpuHost's inventory check compares: a pinned driver that differs is the driver step's to fix, so it only warns. */
+    verify: { driverPin: string; warnOnly: VerifyField[] };
+    settings: ChainSettings;
+    gpu: WorkerGpuPlan;
+    links: PlannedLink[];
+    /** Every step, check and instance, in an order that has each after what it waits for. */
+    steps: PlannedStep[];
+    files: PlannedFile[];
+    stoppedBeforeWorker?: string;
+}
+
+/** The steps of the chain's links, each waiting for its own files and steps and for the link before. */
+function chainSteps(links: ChainLink[], inventoryStep: string): PlannedStep[] {
+    const steps: PlannedStep[] = [];
+    const stepsOfLink = new Map<string, string[]>();
+    for (const link of links) {
+        const upstream = link.dependsOn.length > 0 ? link.dependsOn.flatMap((l) => stepsOfLink.get(l) ?? []) : [inventoryStep];
+        const own = link.rendered.steps.map((step) => stepResourceName(link.name, step.name));
+        for (const step of link.rendered.steps) {
+            steps.push({
+                name: stepResourceName(link.name, step.name), component: link.component,
+                dependsOn: [...upstream, ...step.dependsOn.map((d) => (d.startsWith("/") ? `file:${d}` : stepResourceName(link.name, d)))],
+                run: step.create,
+                ...(step.remove ? { remove: step.remove } : {}),
+            });
+        }
+        for (const check of link.rendered.checks ?? []) {
+            const name = stepResourceName(link.name, check.name);
+            steps.push({ name, component: link.component, dependsOn: [stepResourceName(link.name, check.after)], run: `validate the ${check.kind} at ${check.path} with the project's validator (in the program)` });
+            own.push(name);
+        }
+        stepsOfLink.set(link.name, own);
+    }
+    return steps;
+}
+
+export function planHost(spec: WorkerSpec): HostPlan {
+    const settings = chainSettings(spec);
+    const hostComponent = `${spec.name}-host`;
+    const hostTransport = onTransport<SshHostShape, LxdHostShape, Transport<SshHostShape, LxdInstancePlanInput>>(spec.transport, {
+        ssh: (ssh) => ({ ssh: { user: ssh.user } }),
+        lxd: (lxd) => ({
+            lxd: {
+                instance: lxd.instance, image: lxd.image, type: lxd.type, profiles: lxd.profiles, sshAddress: lxd.sshAddress, sshPort: lxd.sshPort, user: lxd.user,
+                ...lxdInstanceSettings(spec, lxd, settings.plan),
+            },
+        }),
+    });
+    const host = planGpuHost(hostComponent, hostTransport);
+    const chain = renderChain(spec.name, settings);
+    const placement = placeOnce(spec.name, [
+        { owner: "GpuHost", files: host.files },
+        ...chain.map((link) => ({ owner: link.component, files: link.rendered.files })),
+    ]);
+    const links = chain.map((link, i) => ({ ...link, placedEarlier: placement.placedEarlier[i + 1] }));
+    const componentName = new Map<string, string>(chain.map((l): [string, string] => [l.component, l.name]));
+    // GpuHost's files go in with the instance it creates, before the first start.
+    const resourceOf = (owner: string, path: string) => (owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, path));
+    const inventoryStep = host.steps[host.steps.length - 1].name;
+    return {
+        name: spec.name,
+        transport: spec.transport.ssh ? "ssh" : "lxd",
+        hostComponent,
+        hostTransport,
+        host,
+        verify: {
+            driverPin: spec.driver.version,
+            warnOnly: spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const])],
+        },
+        settings,
+        gpu: settings.plan,
+        links,
+        steps: [...host.steps, ...chainSteps(chain, inventoryStep)],
+        files: placement.placed.map((f) => {
+            const { owner, ...file } = f;
+            return { ...file, component: owner, resource: resourceOf(owner, f.path) };
+        }),
+        ...(settings.stoppedBeforeWorker ? { stoppedBeforeWorker: settings.stoppedBeforeWorker } : {}),
+    };
+}

@@ -1,0 +1,98 @@
+/**
+ * A worker's settings: what a GpuWorker (or one host of a stack) can set besides its
+ * transport and inventory, their zod schema (the components' own contract, which the stack
+ * config reuses) and the built-in defaults. Pure.
+ */
+import { z } from "zod";
+import { warnOnlyFieldsSchema } from "../discovery/verify";
+
+export const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
+    .int({ error: "expected a non-negative integer" })
+    .nonnegative({ error: "expected a non-negative integer" });
+export const port = z.number({ error: "expected a port number" }).int({ error: "expected a port number" })
+    .min(1, { error: "expected a port number (1-65535)" }).max(65535, { error: "expected a port number (1-65535)" });
+export const absolutePath = z.string({ error: "expected an absolute path" }).regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
+export const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
+export const publicKey = z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+/, { error: "expected a public key such as 'ssh-rsa AAAA...'" });
+/** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
+const tag = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:=+,-]*$/, { error: "expected a tag of letters, digits and _.:=+,-" });
+
+export const settingsSchema = z.strictObject({
+    /** Which GPUs the worker gets: all, or a list of indices. */
+    selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" }),
+    /** How the hardware found on `up` is compared with the declared inventory. */
+    verify: z.strictObject({
+        /** Inventory fields whose differences only warn (e.g. [memory, uuid]). */
+        warnOnly: warnOnlyFieldsSchema,
+    }),
+    driver: z.strictObject({
+        /** Pinned driver version (e.g. 550.54.15), or preinstalled to only check what is there. */
+        version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
+    }),
+    toolkit: z.strictObject({
+        version: version,
+        /** Generate a CDI spec and inject GPUs by CDI id. */
+        cdi: z.boolean(),
+    }),
+    datasets: z.strictObject({
+        root: absolutePath,
+        writableSuffixes: z.array(z.string().regex(/^[^/\0]+$/, { error: "expected a folder-name suffix without /" })),
+    }),
+    containerd: z.strictObject({
+        runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }),
+        default: z.boolean(),
+    }),
+    fabricManager: z.strictObject({
+        mode: z.enum(["auto", "on", "off"], { error: "expected auto, on or off" }),
+        partitions: z.array(nonNegativeInt),
+    }),
+    concourse: z.strictObject({
+        version: version,
+        tsaHost: z.string().min(1, { error: "expected the TSA host name" }),
+        tsaPort: port,
+        /** The TSA's host public key ("ssh-rsa AAAA..."). */
+        tsaPublicKey: publicKey,
+        team: z.string().min(1).optional(),
+        tags: z.array(tag),
+        /** Where the worker binary comes from: a URL the host downloads, or a local file uploaded. */
+        binary: z.union([
+            z.strictObject({ url: z.url({ error: "expected a URL" }), sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }) }),
+            z.strictObject({ path: z.string().min(1) }),
+        ], { error: "expected {url, sha256} or {path}" }).optional(),
+        workDir: absolutePath,
+    }),
+});
+
+/** Every setting of a worker, defaults applied. */
+export type WorkerSettings = z.infer<typeof settingsSchema>;
+
+/** Built-in defaults; a stack's `defaults` and each host override them field by field. */
+export const WORKER_DEFAULTS = {
+    selection: "all",
+    verify: { warnOnly: [] },
+    driver: { version: "preinstalled" },
+    toolkit: { version: "1.17.8", cdi: true },
+    datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
+    containerd: { runtimeName: "gpu", default: false },
+    fabricManager: { mode: "auto", partitions: [] },
+    concourse: { version: "7.14.2", tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker" },
+} as const;
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Settings given whole, never merged key by key: one form replaces another ({path} after {url, sha256}). */
+const WHOLE_VALUES = new Set(["concourse.binary"]);
+
+/**
+ * A layer of settings over another: objects merge key by key, anything else (lists included)
+ * is replaced, and so are the values in WHOLE_VALUES.
+ */
+export function mergeSettings(base: unknown, override: unknown, at = ""): unknown {
+    if (override === undefined) return base;
+    if (!isPlainObject(base) || !isPlainObject(override) || WHOLE_VALUES.has(at)) return override;
+    const out: Record<string, unknown> = { ...base };
+    for (const [key, value] of Object.entries(override)) out[key] = mergeSettings(base[key], value, at ? `${at}.${key}` : key);
+    return out;
+}

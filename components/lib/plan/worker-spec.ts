@@ -1,0 +1,47 @@
+/**
+ * One worker host as planning sees it: its name, how it is reached (without the secrets of
+ * reaching it), its declared inventory and every setting with defaults applied. GpuWorker
+ * derives it from its arguments; the stack config's hosts already have this shape. Pure.
+ */
+import type { GpuInventory } from "../gpu/inventory";
+import type { LxdInstanceType } from "../lxd/types";
+import type { Transport } from "../host/transport";
+import type { WorkerSettings } from "./settings";
+
+/** A machine reached over SSH. */
+export interface SshHostShape {
+    /** Login user; commands run through `sudo -n` unless it is root. */
+    user: string;
+}
+
+/** An LXD instance the same `up` creates, reached over SSH through a loopback proxy device. */
+export interface LxdHostShape {
+    /** Instance name on the LXD server. */
+    instance: string;
+    /** Image alias or fingerprint on the server. */
+    image: string;
+    type: LxdInstanceType;
+    profiles: string[];
+    /** Instance config keys besides the ones the worker needs (security.nesting, nvidia.runtime). */
+    config: Record<string, string>;
+    /** Folder on the LXD server whose subfolders become the worker's datasets. */
+    datasetSource?: string;
+    /** Loopback address and port on the LXD server that forward to the instance's sshd. */
+    sshAddress: string;
+    sshPort: number;
+    /** Login user inside the instance (root: the key placed there is root's). */
+    user: string;
+    /** Pass GPUs to the instance by CDI id instead of PCI address. */
+    gpuCdi: boolean;
+    /** idmap-shift writable dataset disks. */
+    shiftWritable: boolean;
+}
+
+export type HostShape = Transport<SshHostShape, LxdHostShape>;
+
+export interface WorkerSpec extends WorkerSettings {
+    /** The host's name: every resource of the host is named from it. */
+    name: string;
+    transport: HostShape;
+    inventory: GpuInventory;
+}

@@ -1,0 +1,115 @@
+/**
+ * The runc wrapper's settings file and its host component, as pure functions. The
+ * wrapper (wrapper/, a static Go binary) reads only this root-owned file, at a path fixed
+ * when it is built; the values come from the worker's GPU plan and the stack's datasets.
+ */
+import { sha256File } from "../file-hash";
+import * as fs from "fs";
+import * as path from "path";
+import { z } from "zod";
+import { WorkerGpuPlan } from "../gpu/plan";
+import { hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
+import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
+
+/** Where the wrapper binary is uploaded (and what containerd's BinaryName names). */
+export const WRAPPER_PATH = `${HOST_LIB_DIR}/runc-wrapper`;
+/** The host script that puts the wrapper in a runc's place and puts runc back. */
+export const WRAPPER_INSTALLER = "install-runc-wrapper.sh";
+/** Where the distribution's runc is kept once the wrapper takes its place. */
+export const RUNC_REAL_PATH = `${HOST_LIB_DIR}/runc.real`;
+/** The settings file; compiled into the wrapper, so it cannot be moved at run time. */
+export const WRAPPER_CONFIG_PATH = `${HOST_ETC_DIR}/runc-wrapper.json`;
+export const WRAPPER_LOG_PATH = "/var/log/gpu-workers/runc-wrapper.log";
+/** Set in the real runtime's environment; the wrapper refuses to run when it sees it. */
+export const WRAPPER_MARKER_ENV = "GPU_WORKERS_WRAPPER_ACTIVE";
+/** The binary `npm run build` makes (dev/build-wrapper.sh). */
+export const WRAPPER_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "wrapper", "runc-wrapper");
+
+const absolutePath = z.string().regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
+const variableName = z.string().regex(/^[^=\0]+$/, { error: "expected a variable name (no = or NUL)" });
+
+/** The settings file's shape, exactly as the wrapper decodes it (unknown keys are refused there too). */
+export const wrapperConfigSchema = z.strictObject({
+    realRuntime: absolutePath,
+    datasetRoot: absolutePath,
+    writableSuffixes: z.array(z.string().regex(/^[^/\0]+$/, { error: "expected a folder-name suffix without /" })),
+    env: z.record(variableName, z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" })),
+    unsetEnv: z.array(variableName),
+    deviceNodes: z.array(absolutePath),
+    log: absolutePath,
+});
+export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
+
+export interface WrapperConfigInput {
+    /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
+    plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes">;
+    /** Each direct subfolder of root is mounted at the same path; read-write when its name ends with a suffix. */
+    datasets: { root: string; writableSuffixes: string[] };
+    /** The runtime the wrapper execs: the real runc, or nvidia-container-runtime (whose runtimes list names the real runc). */
+    realRuntime: string;
+    /** One-line failure reasons and skipped datasets go here. */
+    logPath?: string;
+}
+
+function sorted<T>(record: Record<string, T>): Record<string, T> {
+    return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]]));
+}
+
+/** The settings file as JSON: fixed key order, sorted env, trailing newline. */
+export function renderWrapperConfig(input: WrapperConfigInput): string {
+    const config: WrapperConfig = {
+        realRuntime: input.realRuntime,
+        datasetRoot: input.datasets.root,
+        writableSuffixes: [...input.datasets.writableSuffixes],
+        env: sorted(input.plan.env),
+        unsetEnv: [...input.plan.unsetEnv],
+        deviceNodes: [...input.plan.deviceNodes],
+        log: input.logPath ?? WRAPPER_LOG_PATH,
+    };
+    const checked = wrapperConfigSchema.safeParse(config);
+    if (!checked.success) {
+        const problems = checked.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+        throw new Error(`runc wrapper settings: ${problems.join("; ")}`);
+    }
+    if (config.unsetEnv.some((name) => name in config.env)) {
+        throw new Error("runc wrapper settings: a variable is both set and unset: " + config.unsetEnv.filter((n) => n in config.env).join(", "));
+    }
+    return JSON.stringify(config, null, 2) + "\n";
+}
+
+export interface RuncWrapperSettings extends WrapperConfigInput {
+    /** The runc that callers find (the one moved aside); default: `command -v runc` on the host. */
+    runcPath?: string;
+    /** The built wrapper to upload; default dist/wrapper/runc-wrapper of this package. */
+    wrapperBinary?: string;
+}
+
+
+/** sha256 of the built wrapper; the install step carries it, so a new build re-runs the step. */
+export function wrapperSha256(file: string): string {
+    if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs dev/build-wrapper.sh)`);
+    return sha256File(file);
+}
+
+/**
+ * The RuncWrapper component: settings file, wrapper binary, install script, and the step
+ * that puts the wrapper in runc's place (the real runc kept at RUNC_REAL_PATH) and, on
+ * delete, puts runc back byte for byte.
+ */
+export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComponent {
+    const binary = s.wrapperBinary ?? WRAPPER_BUILD_OUTPUT;
+    const config: HostFile = { path: WRAPPER_CONFIG_PATH, mode: "0644", content: renderWrapperConfig(s) };
+    const wrapper: HostFile = { path: WRAPPER_PATH, mode: "0755", content: "", localPath: binary };
+    const script = hostScriptFile(WRAPPER_INSTALLER);
+    const runc = s.runcPath ? ["--runc", s.runcPath] : [];
+    return {
+        files: [config, wrapper, script],
+        steps: [{
+            name: "runc-wrapper",
+            create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", wrapperSha256(binary), "--aside", RUNC_REAL_PATH]),
+            remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
+            check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
+            dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH],
+        }],
+    };
+}

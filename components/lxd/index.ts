@@ -1,8 +1,0 @@
-/** LXD hosts: instances with GPU passthrough, managed through LXD's REST API. */
-export { LxdInstance, LxdInstanceArgs, LxdServerArgs, LxdFileArgs, LXD_INSTANCE_MODULE, LXD_INSTANCE_TYPE } from "./instance";
-export { lxdDevicesForWorker, lxdConfigForWorker, lxdSshProxyDevice, lxdPciAddress, WorkerDeviceOptions } from "./devices";
-export { lxdInstanceProblems, lxdDeviceProblems, validateLxdInstance, isCdiId, LxdValidationError, LXD_DEVICE_TYPES } from "./validate";
-export { LxdClient, LxdApiError, DEFAULT_LXD_SOCKET } from "./client";
-export { LxdInstanceError } from "./instance-ops";
-export { lxdInstanceProvider, makeLxdInstanceProvider } from "./instance-provider";
-export type { LxdServer, LxdDevice, LxdDevices, LxdFile, LxdWaitFor, LxdInstanceSpec, LxdInstanceState, LxdInstanceType } from "./types";

@@ -1,0 +1,27 @@
+import * as pulumi from "@pulumi/pulumi";
+import { lazyProvider } from "../lazy-provider";
+import type { SshTarget } from "../host/ssh";
+
+const provider = lazyProvider("host-drift-guard", "host drift guard");
+
+export interface HostDriftGuardArgs {
+    connection: pulumi.Input<SshTarget>;
+    /** renderDriftCheck(...) of everything the chain places and checks. */
+    check: pulumi.Input<string>;
+}
+
+/**
+ * Notices on `pulumi refresh` that a host no longer holds what the chain placed (a file
+ * changed, the wrapper removed by hand) and raises `epoch`; the chain's commands carry the
+ * epoch, so the next `up` runs them again and the host converges back.
+ */
+export class HostDriftGuard extends pulumi.dynamic.Resource {
+    declare public readonly epoch: pulumi.Output<number>;
+    declare public readonly drift: pulumi.Output<string[]>;
+
+    constructor(name: string, args: HostDriftGuardArgs, opts?: pulumi.CustomResourceOptions) {
+        super(provider, name, { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined }, { ...opts, additionalSecretOutputs: ["connection"] }, "gpu-workers", "HostDriftGuard");
+    }
+}
+
+export { renderDriftCheck, ExpectedFile } from "../../lib/render/drift-check";

@@ -1,0 +1,113 @@
+/**
+ * Thin wiring: turns a RenderedComponent (pure data) into HostCommand resources.
+ * Every file is a command whose stdin is the whole content, so `pulumi preview --diff`
+ * shows exactly what changes on the host; a binary is streamed and keyed by its sha256.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import * as fs from "fs";
+import { sha256File } from "../../lib/file-hash";
+import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
+import { placeOnce } from "../../lib/plan/place-files";
+import { HostCommand } from "./host-command";
+import type { SshTarget } from "./ssh";
+
+/** How to reach a host over SSH: address, port, user, private key, pinned host key. */
+export type HostConnection = SshTarget;
+
+export interface HostResourceOptions {
+    /** Parent component; children are named from its name. */
+    parent: pulumi.ComponentResource;
+    /** Prefix for child names, normally the component's name. */
+    prefix: string;
+    connection: pulumi.Input<HostConnection>;
+    /** Runs as root directly, or through `sudo -n` for another user. */
+    user: string;
+    /** Resources every child waits for (the previous component in the chain). */
+    dependsOn: pulumi.Input<pulumi.Resource>[];
+    /** Values of the files marked secret, by host path. */
+    secrets?: Record<string, pulumi.Input<string>>;
+    /** Raised by HostDriftGuard when a refresh finds drift: every command then runs again. */
+    epoch?: pulumi.Input<number>;
+    /** Paths an earlier component of the host places identically: not placed again, steps may still need them. */
+    placedEarlier?: string[];
+}
+
+
+/**
+ * Writes stdin to `path` atomically with `mode`; the same command on create and update.
+ * The temp file is private (umask 077) until its mode is set, so a secret is never readable
+ * by others on the way, and it is removed when any step fails.
+ */
+export function writeFileCommand(file: HostFile): string {
+    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
+    const tmp = shellCommand([`${file.path}.gpu-workers.tmp`]);
+    return [
+        `mkdir -p ${shellCommand([dir])}`,
+        `(umask 077 && cat > ${tmp})`,
+        `chmod ${file.mode} ${tmp}`,
+        `mv -f ${tmp} ${shellCommand([file.path])}`,
+    ].join(" && ") + ` || { rm -f ${tmp}; exit 1; }`;
+}
+
+/** Removes the file, and its folder when that is one of ours and now empty. */
+export function removeFileCommand(file: HostFile): string {
+    const dir = file.path.replace(/\/[^/]+$/, "");
+    const ours = dir === HOST_LIB_DIR || dir === HOST_ETC_DIR;
+    return `rm -f ${shellCommand([file.path])}` + (ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : "");
+}
+
+function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
+    const name = fileResourceName(o.prefix, file.path);
+    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
+    const write = asRoot(o.user, writeFileCommand(file));
+    const remove = asRoot(o.user, removeFileCommand(file));
+    if (file.localPath) {
+        if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
+        return new HostCommand(name, {
+            connection: o.connection, create: write, update: write, delete: remove,
+            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
+        }, opts);
+    }
+    let stdin: pulumi.Input<string> = file.content;
+    if (file.secret) {
+        const value = o.secrets?.[file.path];
+        if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
+        stdin = pulumi.secret(value);
+    }
+    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch }, opts);
+}
+
+function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): HostCommand {
+    const deps = step.dependsOn.flatMap((d) => {
+        // A file an earlier component placed is there before this component starts.
+        if (o.placedEarlier?.includes(d)) return [];
+        const r = known.get(d);
+        if (!r) throw new Error(`${o.prefix}: step ${step.name} depends on ${d}, which this component does not create`);
+        return [r];
+    });
+    return new HostCommand(stepResourceName(o.prefix, step.name), {
+        connection: o.connection,
+        create: asRoot(o.user, step.create),
+        update: asRoot(o.user, step.create),
+        delete: step.remove ? asRoot(o.user, step.remove) : undefined,
+        reconverge: o.epoch,
+    }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
+}
+
+/** Creates every file, then every step in order; returns the steps' commands by step name. */
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, HostCommand> {
+    const known = new Map<string, pulumi.Resource>();
+    const steps = new Map<string, HostCommand>();
+    // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
+    const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
+    for (const file of placed) {
+        if (o.placedEarlier?.includes(file.path)) continue;
+        known.set(file.path, fileResource(file, o));
+    }
+    for (const step of rendered.steps) {
+        const r = stepResource(step, o, known);
+        known.set(step.name, r);
+        steps.set(step.name, r);
+    }
+    return steps;
+}

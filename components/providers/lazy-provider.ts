@@ -1,0 +1,54 @@
+/**
+ * Dynamic providers whose code lives in a module loaded at call time.
+ *
+ * Pulumi serializes the provider object into the stack state and later runs it in a separate
+ * process (cwd = the Pulumi program folder). Whatever its methods capture is serialized by
+ * value, so they capture nothing but strings: the provider's id and where the registry is,
+ * as an absolute path and relative to the program folder. Each method `require()`s the
+ * registry at call time (relative path first, so a moved checkout still works; then the
+ * absolute one) and loads the operations by id, so the operations can move between releases.
+ * When the program runs from TypeScript sources (ts-node), the provider process has no TS
+ * loader, so one is installed from the project's own `typescript` package.
+ *
+ * The operations module exports any of check, diff, create, read, update and remove (for delete).
+ */
+import * as path from "path";
+import type * as pulumi from "@pulumi/pulumi";
+import type { ProviderId } from "./registry";
+
+/** Builds a provider whose methods load provider `id` through the registry at `registryPath` (no extension). */
+export function makeLazyProvider(id: string, registryPath: string, registryFromProgram: string, label: string): pulumi.dynamic.ResourceProvider {
+    // Everything below runs in the provider process: plain strings are its only captures.
+    const load = (): any => {
+        const nodePath = require("path");
+        const fs = require("fs");
+        const candidates = [nodePath.resolve(process.cwd(), registryFromProgram), registryPath];
+        const found = candidates.find((c: string) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
+        if (!found) throw new Error(`${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`);
+        if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
+            // TypeScript sources without a loader: transpile on require with the project's compiler.
+            const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] }));
+            require.extensions[".ts"] = (m: any, filename: string) => {
+                const source = fs.readFileSync(filename, "utf8");
+                const out = ts.transpileModule(source, { fileName: filename, compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
+                m._compile(out.outputText, filename);
+            };
+        }
+        return require(found).loadProviderModule(id);
+    };
+    return {
+        async check(olds: any, news: any) { const m = load(); return m.check ? m.check(olds, news) : { inputs: news }; },
+        async diff(id: string, olds: any, news: any) { const m = load(); return m.diff ? m.diff(id, olds, news) : {}; },
+        async create(inputs: any) { return load().create(inputs); },
+        async read(id: string, props: any) { const m = load(); return m.read ? m.read(id, props) : { id, props }; },
+        async update(id: string, olds: any, news: any) { return load().update(id, olds, news); },
+        async delete(id: string, props: any) { const m = load(); if (m.remove) await m.remove(id, props); },
+    };
+}
+
+const REGISTRY = path.join(__dirname, "registry");
+
+/** The provider of `id`, found through this package's registry. */
+export function lazyProvider(id: ProviderId, label: string): pulumi.dynamic.ResourceProvider {
+    return makeLazyProvider(id, REGISTRY, path.relative(process.cwd(), REGISTRY), label);
+}

@@ -1,0 +1,8 @@
+/**
+ * The Pulumi dynamic provider for LXD instances: the operations in instance-ops.ts, loaded
+ * when the provider runs (see ../lazy-provider.ts for why).
+ */
+import { lazyProvider } from "../lazy-provider";
+
+/** The provider every LxdInstance uses. */
+export const lxdInstanceProvider = lazyProvider("lxd-instance", "lxd");

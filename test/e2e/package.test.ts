@@ -1,0 +1,107 @@
+/**
+ * The package as another repo gets it: `npm pack`, installed into an empty consumer project
+ * outside this repo, and a small TypeScript program there (a GpuWorker for one SSH host),
+ * run once under Pulumi mocks and once as `pulumi preview` through the real engine against
+ * a host nobody listens on.
+ */
+import * as assert from "assert";
+import { execFileSync, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { LocalWorkspace } from "@pulumi/pulumi/automation";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
+import { ensureEngine } from "../support/engine";
+
+const PULUMI_VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")).devDependencies["@pulumi/pulumi"];
+const TYPES_NODE: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "node_modules/@types/node/package.json"), "utf8")).version;
+
+const PROGRAM = `import * as pulumi from "@pulumi/pulumi";
+import { GpuWorker, inventorySchema } from "gpu-workers";
+
+const config = new pulumi.Config();
+const worker = new GpuWorker("gpu-a", {
+    transport: { ssh: { host: "127.0.0.1", port: 1, privateKey: config.requireSecret("sshKey"), hostKey: config.require("hostKey") } },
+    inventory: inventorySchema.parse({ vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA L4", memoryMiB: 23034 }] }),
+    concourse: {
+        tsaHost: "ci.example.test",
+        tsaPublicKey: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQConsumer",
+        binary: { url: "https://downloads.example.test/concourse.tgz", sha256: "${"0".repeat(64)}" },
+    },
+});
+export const tags = worker.tags;
+`;
+
+const MOCKED = `const pulumi = require("@pulumi/pulumi");
+const types = [];
+pulumi.runtime.setMocks({
+    newResource: (args) => { types.push(args.type + "::" + args.name); return { id: args.name + "-id", state: args.inputs }; },
+    call: (args) => args.inputs,
+}, "consumer", "mocks", false);
+pulumi.runtime.setConfig("consumer:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\\nmock\\n-----END OPENSSH PRIVATE KEY-----");
+pulumi.runtime.setConfig("consumer:hostKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMock");
+const program = require("./dist/index");
+program.tags.apply((tags) => setTimeout(() => console.log(JSON.stringify({ tags, types })), 500));
+`;
+
+function npm(cwd: string, args: string[]): string {
+    return execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
+}
+
+describe("the npm package, installed by another project", function () {
+    this.timeout(600_000);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "gw-consumer-"));
+    const consumer = path.join(root, "consumer");
+    let tarball: string;
+
+    before(() => {
+        // npm test has built everything: pack what is there, as `npm pack` would after its prepack build.
+        const packed = JSON.parse(npm(PACKAGE_ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", root]));
+        tarball = path.join(root, packed[0].filename);
+        fs.mkdirSync(consumer);
+        fs.writeFileSync(path.join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }, null, 2));
+        npm(consumer, ["install", "--prefer-offline", tarball, `@pulumi/pulumi@${PULUMI_VERSION}`, `@types/node@${TYPES_NODE}`]);
+        fs.writeFileSync(path.join(consumer, "index.ts"), PROGRAM);
+        fs.writeFileSync(path.join(consumer, "tsconfig.json"), JSON.stringify({
+            compilerOptions: { strict: true, target: "ES2022", module: "commonjs", outDir: "dist", esModuleInterop: true, skipLibCheck: true, types: ["node"] },
+            files: ["index.ts"],
+        }, null, 2));
+        execFileSync(process.execPath, [path.join(PACKAGE_ROOT, "node_modules/typescript/bin/tsc"), "-p", consumer], { encoding: "utf8" });
+    });
+
+    after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+    it("the tarball holds the compiled JS, the types, the host scripts and the built wrapper, and no tests or tooling", () => {
+        const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean);
+        for (const f of ["package/dist/components/index.js", "package/dist/components/index.d.ts", "package/dist/wrapper/runc-wrapper", "package/host/install-runc-wrapper.sh", "package/host/discover-gpus.sh", "package/dist/components/providers/registry.js"]) {
+            assert.ok(list.includes(f), `${f} is packed`);
+        }
+        assert.deepStrictEqual(list.filter((f) => /\/(test|stacks|bench|cli|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f)), [], "nothing but the library");
+        const installed = path.join(consumer, "node_modules/gpu-workers");
+        assert.ok(!fs.existsSync(path.join(installed, "node_modules/@pulumi/pulumi")), "@pulumi/pulumi is the consumer's (a peer dependency), not a second copy");
+    });
+
+    it("a GpuWorker for one SSH host builds its whole chain under Pulumi mocks", () => {
+        const r = spawnSync(process.execPath, ["-e", MOCKED], { cwd: consumer, encoding: "utf8", timeout: 60_000 });
+        assert.strictEqual(r.status, 0, r.stderr);
+        const { tags, types } = JSON.parse(r.stdout.trim().split("\n").pop()!) as { tags: string[]; types: string[] };
+        assert.deepStrictEqual(tags.slice(0, 4), ["gpu", "gpu-type=nvidia", "gpu-count=1", "gpu-devices=0"]);
+        for (const t of ["gpu-workers:worker:GpuWorker::gpu-a", "gpu-workers:driver:GpuDriver::gpu-a-driver", "gpu-workers:concourse:ConcourseWorker::gpu-a-concourse", "pulumi-nodejs:dynamic/gpu-workers:HostCommand::gpu-a-runc-wrapper-runc-wrapper"]) {
+            assert.ok(types.includes(t), `${t} in ${types.join(", ")}`);
+        }
+    });
+
+    it("pulumi preview through the real engine, with the host unreachable, shows the chain and the tags", async () => {
+        const env = ensureEngine(path.join(root, "state"));
+        fs.writeFileSync(path.join(consumer, "Pulumi.yaml"), "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: dist/index.js\n");
+        const stack = await LocalWorkspace.createOrSelectStack({ stackName: "preview", workDir: consumer }, { envVars: env });
+        await stack.setConfig("consumer:sshKey", { value: generateOpensshKeyPair("consumer").privateKeyOpenssh, secret: true });
+        await stack.setConfig("consumer:hostKey", { value: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConsumerHostKey" });
+        const preview = await stack.preview({ diff: true });
+        assert.match(preview.stdout, /gpu-a-runc-wrapper-runc-wrapper/);
+        assert.match(preview.stdout, /\/etc\/systemd\/system\/concourse-worker\.service/);
+        assert.ok(preview.stdout.includes('"gpu-devices=0"'), "the tags are in the outputs");
+        assert.ok((preview.changeSummary.create ?? 0) > 20, JSON.stringify(preview.changeSummary));
+    });
+});

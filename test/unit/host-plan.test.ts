@@ -1,0 +1,84 @@
+/**
+ * One plan per host: the offline render and the resource graph under Pulumi mocks are built
+ * from planHost, so for every inventory fixture and both transports they name the same
+ * steps and the same files. Also the rule for a path placed twice.
+ */
+import * as assert from "assert";
+import * as pulumi from "@pulumi/pulumi";
+import { ConcourseWorker } from "../../components/chain/concourse-worker";
+import { GpuWorker } from "../../components/chain/gpu-worker";
+import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
+import { HostPlan, planHost } from "../../components/lib/plan/host-plan";
+import { parseStackConfig } from "../../stacks/config";
+import { workerArgs } from "../../stacks/fleet";
+import { renderHost } from "../../stacks/offline-render";
+import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
+import { recordGraph, settle } from "../support/pulumi-graph";
+import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
+
+const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
+const STEP_TYPES = [`${DYNAMIC}HostCommand`, "pulumi-nodejs:dynamic/lxd:Instance", `${DYNAMIC}InventoryCheck`, `${DYNAMIC}CdiSpecCheck`];
+
+const FIXTURES: Record<string, GpuInventoryInput> = { "no-gpu": NO_GPU, rtx: RTX_A500_LAPTOP, hgx: HGX_H100_8X, amd: AMD_PHOENIX, mig: A100_MIG };
+
+function lxdTransport(name: string, port: number) {
+    return { transport: { lxd: { instance: name, image: "gpu-workers/debian-12", sshPort: port, datasetSource: "/data" } } };
+}
+
+async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
+    const g = recordGraph();
+    new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("key")));
+    await settle(g);
+    const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
+    const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+    const instance = g.resources.find((r) => r.type === "pulumi-nodejs:dynamic/lxd:Instance");
+    // The instance's files are a secret input: the value sits inside the secret's wrapper.
+    const files = instance?.inputs.files as { value: { path: string }[] } | undefined;
+    return { stepNames, fileNames, instanceFiles: files ? files.value.map((f) => f.path) : [] };
+}
+
+const sorted = (xs: string[]) => [...xs].sort();
+
+describe("one plan per host: offline render = resource graph", function () {
+    this.timeout(60000);
+
+    for (const [kind, inventory] of Object.entries(FIXTURES)) {
+        for (const transport of ["ssh", "lxd"] as const) {
+            it(`${kind} over ${transport}: the same steps and files`, async () => {
+                const name = `${kind}-${transport}`;
+                const extra = transport === "lxd" ? lxdTransport(name, 2400) : {};
+                const [host] = parseStackConfig(stackWith({ name, inventory, extra }));
+                const { manifest } = renderHost(host);
+                const graph = await graphOf(host);
+                assert.deepStrictEqual(sorted(graph.stepNames), sorted(manifest.steps.map((s) => s.name)), "steps");
+                assert.strictEqual(graph.stepNames.length, manifest.steps.length, "no step twice");
+                const instance = `${name}-host-instance`;
+                assert.deepStrictEqual(sorted(graph.fileNames), sorted(manifest.files.filter((f) => f.resource !== instance).map((f) => f.resource)), "file resources");
+                assert.deepStrictEqual(sorted(graph.instanceFiles), sorted(manifest.files.filter((f) => f.resource === instance).map((f) => f.path)), "files pushed into the instance");
+            });
+        }
+    }
+
+    it("a path two components place identically is placed once, by the first", async () => {
+        const [host] = parseStackConfig(stackWith({ name: "w", inventory: NO_GPU }));
+        const plan: HostPlan = planHost(host);
+        const installer = "/usr/local/lib/gpu-workers/install-runc-wrapper.sh";
+        assert.deepStrictEqual(plan.files.filter((f) => f.path === installer).map((f) => f.component), ["RuncWrapper"]);
+        const concourse = plan.links.find((l) => l.component === "ConcourseWorker")!;
+        assert.deepStrictEqual(concourse.placedEarlier, [installer], "the worker runs the installer the wrapper placed");
+        const graph = await graphOf(host);
+        assert.deepStrictEqual(graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")), ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"]);
+    });
+
+    it("on its own, a component places everything it runs", async () => {
+        const g = recordGraph();
+        const [host] = parseStackConfig(stackWith({ name: "solo", inventory: NO_GPU }));
+        const settings = planHost(host).settings.concourse!;
+        const rendered = renderConcourseWorker(settings);
+        new ConcourseWorker("solo-concourse", { connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" }, ...settings });
+        await settle(g);
+        const files = g.resources.filter((r) => r.name.startsWith("solo-concourse-file-")).map((r) => r.name);
+        assert.strictEqual(files.length, rendered.files.length);
+        assert.ok(files.includes("solo-concourse-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"));
+    });
+});

@@ -1,0 +1,74 @@
+/**
+ * The layout's rules, checked on the sources: components/ never reads the stack config, the
+ * pure libraries import no Pulumi and no provider or component, providers import no
+ * component, and the host-script loader reads host/ (what hosts receive) and nothing else.
+ */
+import * as assert from "assert";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { HOST_FILES_DIR, PACKAGE_ROOT, readHostScript } from "../../components/lib/host/scripts";
+import { ensureCommands } from "../support/tools";
+
+function sources(dir: string): string[] {
+    return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+        const p = path.join(dir, e.name);
+        return e.isDirectory() ? sources(p) : e.name.endsWith(".ts") ? [p] : [];
+    });
+}
+
+/** Every module a source file imports or requires: relative ones resolved to repo paths. */
+function importsOf(file: string): string[] {
+    const text = fs.readFileSync(file, "utf8");
+    const specs = [...text.matchAll(/(?:from\s+|import\(|require\()["']([^"']+)["']/g)].map((m) => m[1]);
+    return specs.map((s) => (s.startsWith(".") ? path.relative(PACKAGE_ROOT, path.resolve(path.dirname(file), s)) : s));
+}
+
+function offenders(dir: string, bad: (imported: string) => boolean): string[] {
+    return sources(path.join(PACKAGE_ROOT, dir)).flatMap((f) => importsOf(f).filter(bad).map((i) => `${path.relative(PACKAGE_ROOT, f)} imports ${i}`));
+}
+
+describe("the house (layout rules)", () => {
+    it("no file under components/ imports from stacks/", () => {
+        assert.deepStrictEqual(offenders("components", (i) => i === "stacks" || i.startsWith("stacks/")), []);
+    });
+
+    it("components/lib is pure: no Pulumi, no provider, no component", () => {
+        assert.deepStrictEqual(offenders("components/lib", (i) => i.startsWith("@pulumi/") || i.startsWith("components/providers") || i.startsWith("components/chain")), []);
+    });
+
+    it("providers import no component", () => {
+        assert.deepStrictEqual(offenders("components/providers", (i) => i.startsWith("components/chain")), []);
+    });
+
+    it("components/ holds its three kinds and the public API, nothing loose", () => {
+        const entries = fs.readdirSync(path.join(PACKAGE_ROOT, "components")).sort();
+        assert.deepStrictEqual(entries, ["chain", "index.ts", "lib", "providers"]);
+    });
+
+    it("the host-script loader reads host/ and nothing else", () => {
+        assert.strictEqual(HOST_FILES_DIR, path.join(PACKAGE_ROOT, "host"));
+        for (const name of fs.readdirSync(HOST_FILES_DIR)) assert.ok(readHostScript(name).length > 0, name);
+        for (const tooling of ["up.sh", "bootstrap-engine.sh", "../dev/up.sh", "../package.json", "/etc/passwd", "host/gpu-driver.sh", ".", ".."]) {
+            assert.throws(() => readHostScript(tooling), /expected a file name in host\/|there is no/, tooling);
+        }
+    });
+
+    it("host/ holds only host scripts, developer tooling lives in dev/", () => {
+        const hostFiles = fs.readdirSync(HOST_FILES_DIR);
+        for (const f of hostFiles) assert.match(fs.readFileSync(path.join(HOST_FILES_DIR, f), "utf8"), /^#!\/usr\/bin\/env bash\n/, `${f} is a host script`);
+        for (const tool of ["up.sh", "down.sh", "bootstrap-engine.sh", "build-wrapper.sh", "install-test-deps.sh", "lxd-build-image.sh", "lxd-test-daemon.sh"]) {
+            assert.ok(!hostFiles.includes(tool), `${tool} is not in host/`);
+            assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "dev", tool)), `${tool} is in dev/`);
+        }
+    });
+
+    it("every shell script in host/ and dev/ is shellcheck-clean (style level)", function () {
+        this.timeout(120000);
+        ensureCommands(["shellcheck"], ["shellcheck"]);
+        const scripts = ["host", "dev"].flatMap((d) => fs.readdirSync(path.join(PACKAGE_ROOT, d)).filter((f) => f.endsWith(".sh")).map((f) => path.join(d, f)));
+        assert.ok(scripts.length >= 16, scripts.join(" "));
+        const r = spawnSync("shellcheck", ["-S", "style", ...scripts], { cwd: PACKAGE_ROOT, encoding: "utf8" });
+        assert.strictEqual(r.status, 0, r.stdout + r.stderr);
+    });
+});
