@@ -1,35 +1,20 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
-import { GeneratedContent, stepResourceName } from "../../lib/host/steps";
+import { stepResourceName } from "../../lib/host/steps";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { LxdDevices, LxdServer } from "../../lib/lxd/types";
+import { LxdDevices } from "../../lib/lxd/types";
 import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
 import type { SshHostShape } from "../../lib/plan/worker-spec";
 import { InventoryCheck } from "../../providers/checks/inventory-check";
 import { HostCommand } from "../../providers/host/host-command";
 import { HostConnection } from "../../providers/host/resources";
-import { SshKeyPair } from "../../providers/keys";
-import { LxdInstance } from "../../providers/lxd/instance";
+import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 
-/** A machine reached directly over SSH. */
-export interface SshHostTransport {
-    /** Address or DNS name. Example: "10.0.0.5". */
-    host: pulumi.Input<string>;
-    /** SSH port. Default: 22. */
-    port?: pulumi.Input<number>;
-    /** Login user; commands run through `sudo -n` unless it is root. Default: "root". */
-    user?: string;
-    /** OpenSSH private key of the login user; keep it a Pulumi secret (config.requireSecret). */
-    privateKey: pulumi.Input<string>;
-    /** Pinned host public key, as known_hosts has it without the name. Example: "ssh-ed25519 AAAA...". */
-    hostKey: pulumi.Input<string>;
-}
+export { SshHostTransport } from "../host-access";
 
 /** An LXD instance this component creates, reached over SSH through a loopback proxy device. */
-export interface LxdHostTransport {
-    /** How to reach the LXD daemon: `{ socket }`, or `{ url, clientCert, clientKey, serverCert }`. */
-    server: pulumi.Input<LxdServer>;
+export interface LxdHostTransport extends LxdServerArg {
     /** Instance name on the server. Example: "gpu-a". Changing it replaces the instance. */
     instance: string;
     /** Image alias or fingerprint on the server. Example: "gpu-workers/debian-12". */
@@ -84,42 +69,8 @@ export class GpuHost extends pulumi.ComponentResource {
             }),
         }));
         this.user = plan.user;
-        let reachable: pulumi.Resource[] = [];
-        this.connection = onTransport(args.transport, {
-            ssh: (ssh) => pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: this.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }) as pulumi.Output<HostConnection>),
-            lxd: (lxd) => {
-                const instancePlan = plan.lxd!;
-                const loginKey = new SshKeyPair(`${name}-ssh-key`, { comment: `gpu-workers@${name}` }, { parent: this });
-                const hostKey = new SshKeyPair(`${name}-ssh-host-key`, { comment: `${lxd.instance}-host` }, { parent: this });
-                const generated: Record<GeneratedContent, pulumi.Output<string>> = {
-                    "login-key.public": loginKey.publicKeyOpenssh,
-                    "host-key.private": hostKey.privateKeyOpenssh,
-                    "host-key.public": hostKey.publicKeyOpenssh,
-                };
-                const instance = new LxdInstance(stepResourceName(name, "instance"), {
-                    server: lxd.server,
-                    name: instancePlan.instance.instance,
-                    image: instancePlan.instance.image,
-                    type: instancePlan.instance.type,
-                    profiles: instancePlan.instance.profiles,
-                    config: instancePlan.instance.config,
-                    devices: instancePlan.instance.devices,
-                    files: instancePlan.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated] : f.content, mode: f.mode })),
-                    waitFor: instancePlan.waitFor,
-                }, { parent: this });
-                reachable = [instance];
-                return pulumi.secret(pulumi.output({
-                    host: instancePlan.instance.sshAddress,
-                    port: instancePlan.instance.sshPort,
-                    user: this.user,
-                    privateKey: loginKey.privateKeyOpenssh,
-                    // The key type and body, as known_hosts takes it.
-                    hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
-                    // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
-                    machineId: instance.uuid,
-                }));
-            },
-        });
+        const { connection, reachable } = reachHost(this, name, args.transport, plan);
+        this.connection = connection;
         const discovery = new HostCommand(stepResourceName(name, "discover"), {
             connection: this.connection,
             create: plan.discover.command,

@@ -1,0 +1,83 @@
+/**
+ * Reaching a host, as resources: for an SSH transport the connection as given; for an LXD
+ * transport the instance (with its login key and pinned host key, generated here) and the
+ * connection through its sshd proxy. GpuHost and ConcourseWeb create these as their children.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { GeneratedContent, stepResourceName } from "../lib/host/steps";
+import { onTransport, Transport } from "../lib/host/transport";
+import { LxdServer } from "../lib/lxd/types";
+import { HostAccessPlan } from "../lib/plan/host-access";
+import { HostConnection } from "../providers/host/resources";
+import { SshKeyPair } from "../providers/keys";
+import { LxdInstance } from "../providers/lxd/instance";
+
+/** A machine reached directly over SSH. */
+export interface SshHostTransport {
+    /** Address or DNS name. Example: "10.0.0.5". */
+    host: pulumi.Input<string>;
+    /** SSH port. Default: 22. */
+    port?: pulumi.Input<number>;
+    /** Login user; commands run through `sudo -n` unless it is root. Default: "root". */
+    user?: string;
+    /** OpenSSH private key of the login user; keep it a Pulumi secret (config.requireSecret). */
+    privateKey: pulumi.Input<string>;
+    /** Pinned host public key, as known_hosts has it without the name. Example: "ssh-ed25519 AAAA...". */
+    hostKey: pulumi.Input<string>;
+}
+
+/** The part of an LXD transport that only `up` needs: how to reach the LXD daemon. */
+export interface LxdServerArg {
+    /** How to reach the LXD daemon: `{ socket }`, or `{ url, clientCert, clientKey, serverCert }`. */
+    server: pulumi.Input<LxdServer>;
+}
+
+export interface ReachedHost {
+    connection: pulumi.Output<HostConnection>;
+    /** What the first command on the host must wait for (the instance). */
+    reachable: pulumi.Resource[];
+}
+
+/** Creates what reaching the host takes, as children of `parent` named from `name`. */
+export function reachHost(parent: pulumi.ComponentResource, name: string, transport: Transport<SshHostTransport, LxdServerArg>, plan: HostAccessPlan): ReachedHost {
+    return onTransport(transport, {
+        ssh: (ssh): ReachedHost => ({
+            connection: pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: plan.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }) as pulumi.Output<HostConnection>),
+            reachable: [],
+        }),
+        lxd: (lxd): ReachedHost => {
+            const planned = plan.lxd!;
+            const loginKey = new SshKeyPair(`${name}-ssh-key`, { comment: `gpu-workers@${name}` }, { parent });
+            const hostKey = new SshKeyPair(`${name}-ssh-host-key`, { comment: `${planned.instance.instance}-host` }, { parent });
+            const generated: Record<GeneratedContent, pulumi.Output<string>> = {
+                "login-key.public": loginKey.publicKeyOpenssh,
+                "host-key.private": hostKey.privateKeyOpenssh,
+                "host-key.public": hostKey.publicKeyOpenssh,
+            };
+            const instance = new LxdInstance(stepResourceName(name, "instance"), {
+                server: lxd.server,
+                name: planned.instance.instance,
+                image: planned.instance.image,
+                type: planned.instance.type,
+                profiles: planned.instance.profiles,
+                config: planned.instance.config,
+                devices: planned.instance.devices,
+                files: planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated] : f.content, mode: f.mode })),
+                waitFor: planned.waitFor,
+            }, { parent });
+            return {
+                connection: pulumi.secret(pulumi.output({
+                    host: planned.instance.sshAddress,
+                    port: planned.instance.sshPort,
+                    user: plan.user,
+                    privateKey: loginKey.privateKeyOpenssh,
+                    // The key type and body, as known_hosts takes it.
+                    hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
+                    // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
+                    machineId: instance.uuid,
+                })),
+                reachable: [instance],
+            };
+        },
+    });
+}
