@@ -1,16 +1,19 @@
 /**
- * gpu-workers: reads the stack config (gpu-workers:defaults, gpu-workers:hosts), validates it,
- * and converges every host into a GPU-ready Concourse worker.
+ * gpu-workers: reads the stack config (gpu-workers:defaults, gpu-workers:hosts and, optionally,
+ * gpu-workers:web), validates it, and converges the web node and every host into a GPU-ready
+ * Concourse worker.
  */
+import * as fs from "fs";
+import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { parseStackConfig, StackConfigError } from "./stacks/config";
+import { parseStack, StackConfigError } from "./stacks/config";
 import { buildFleet } from "./stacks/fleet";
 
 const config = new pulumi.Config("gpu-workers");
 
-function readHosts() {
+function readStack() {
     try {
-        return parseStackConfig({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts") });
+        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web") });
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
@@ -18,11 +21,28 @@ function readHosts() {
     }
 }
 
-const fleet = buildFleet(readHosts(), config);
+/**
+ * The folder of Pulumi.yaml: paths in the stack config (a release uploaded from here) are its.
+ * The engine says so where it can; older language hosts run the program from the folder of
+ * `main` (dist/), below the project.
+ */
+function projectDirectory(): string {
+    const given = pulumi.runtime.getRootDirectory();
+    if (path.isAbsolute(given) && fs.existsSync(path.join(given, "Pulumi.yaml"))) return given;
+    for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+        if (fs.existsSync(path.join(dir, "Pulumi.yaml"))) return dir;
+        if (path.dirname(dir) === dir) return process.cwd();
+    }
+}
+
+const fleet = buildFleet(readStack(), config, projectDirectory());
 
 /** Per host: the worker tags, the public key to authorize on the TSA, and why a chain stopped early. */
-export const workers = Object.fromEntries(fleet.map((w) => [w.hostName, {
+export const workers = Object.fromEntries(fleet.workers.map((w) => [w.hostName, {
     tags: w.tags,
     workerPublicKey: w.workerPublicKey ?? null,
     stoppedBeforeWorker: w.stoppedBeforeWorker ?? null,
 }]));
+
+/** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
+export const web = fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null;

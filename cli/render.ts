@@ -8,7 +8,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { StackConfigError } from "../stacks/config";
-import { renderStack } from "../stacks/offline-render";
+import { MISSING_PLACEHOLDER, renderStack } from "../stacks/offline-render";
 
 function usage(message: string): never {
     console.error(`render: ${message}\nusage: npm run render -- --stack NAME --out DIR [--project-dir DIR]`);
@@ -28,20 +28,21 @@ function parseArgs(argv: string[]): { stack: string; out: string; projectDir: st
     return { stack: args.stack, out: args.out, projectDir: args["project-dir"] ?? process.cwd() };
 }
 
-/** Reads gpu-workers:defaults and gpu-workers:hosts from Pulumi.<stack>.yaml. */
-export function readStackFile(projectDir: string, stack: string): { defaults?: unknown; hosts?: unknown } {
+/** Reads gpu-workers:defaults, gpu-workers:hosts and gpu-workers:web from Pulumi.<stack>.yaml. */
+export function readStackFile(projectDir: string, stack: string): { defaults?: unknown; hosts?: unknown; web?: unknown } {
     const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(file)) usage(`no stack file ${file}`);
     const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
     const config = (doc.config ?? {}) as Record<string, unknown>;
-    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"] };
+    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"] };
 }
 
 function main(): void {
     const { stack, out, projectDir } = parseArgs(process.argv.slice(2));
     let hosts;
     try {
-        hosts = renderStack(readStackFile(projectDir, stack));
+        // Paths in the stack (a release uploaded from here) are the project folder's, as for pulumi up.
+        hosts = renderStack(readStackFile(projectDir, stack), projectDir);
     } catch (e) {
         if (e instanceof StackConfigError) { console.error(e.message); process.exit(1); }
         console.error(`render: ${(e as Error).message}`);
@@ -58,6 +59,9 @@ function main(): void {
         fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
         if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
+        for (const file of manifest.files.filter((f) => f.sha256 === MISSING_PLACEHOLDER)) {
+            console.log(`  note: ${file.path} is uploaded from ${file.uploadedFrom}, which is not there yet (pulumi up would stop on it)`);
+        }
     }
 }
 

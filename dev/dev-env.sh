@@ -47,3 +47,56 @@ ensure_lxd() {
 ensure_image() {
   LXD_DIR=/var/lib/lxd bash "$root/dev/lxd-build-image.sh" import debian-12 >/dev/null
 }
+
+# The Concourse release the dev stack uploads (Pulumi.dev.yaml names .dev/...), assembled from
+# the kit beside the repo and this machine's Debian packages, cached by content.
+ensure_release() {
+  local release
+  release=$(bash "$root/dev/concourse-release.sh") || die "could not assemble the Concourse release (see above)"
+  mkdir -p "$root/.dev"
+  ln -sfn "$release" "$root/.dev/$(basename "$release")"
+}
+
+# The dev worker's datasets on this machine: one read-only folder and one writable one. The
+# worker's container maps its users away from this machine's, so the writable folder is open to all.
+DEV_DATASETS=/var/lib/gpu-workers-dev/datasets
+ensure_datasets() {
+  [ -d "$DEV_DATASETS/models" ] && [ -d "$DEV_DATASETS/scratch_rw" ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "the dev datasets folder $DEV_DATASETS is missing; create it as root (models/, scratch_rw/ open to all)"
+  mkdir -p "$DEV_DATASETS/models" "$DEV_DATASETS/scratch_rw"
+  echo "a read-only dataset of the dev stack" >"$DEV_DATASETS/models/README"
+  chmod 0755 "$DEV_DATASETS/models"
+  chmod 1777 "$DEV_DATASETS/scratch_rw"
+}
+
+# fly from the Concourse kit, unpacked once; prints its path.
+ensure_fly() {
+  local kit="" candidate cache fly
+  for candidate in "$root"/../shared/concourse/concourse-*-kit.tar.xz; do
+    [ -f "$candidate" ] && kit=$candidate
+  done
+  [ -n "$kit" ] || die "no Concourse kit beside the repo (../shared/concourse/) to take fly from"
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/fly/$(sha256sum "$kit" | cut -c1-16)"
+  fly="$cache/fly"
+  if [ ! -x "$fly" ]; then
+    mkdir -p "$cache"
+    tar -xJf "$kit" -C "$cache" --wildcards --strip-components=2 '*/bin/fly' || die "could not unpack fly from $kit"
+  fi
+  echo "$fly"
+}
+
+# Where the web is and how to reach it, from the stack's outputs.
+print_web() {
+  local web url user
+  web=$(pulumi stack output web --json --stack dev 2>/dev/null) || return 0
+  [ "$web" != "null" ] || return 0
+  url=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).url)' "$web")
+  user=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).username)' "$web")
+  cat <<MSG
+
+Concourse web: $url (user: $user)
+  npm run fly -- workers                                   the dev worker and its tags
+  npm run fly -- execute -c examples/gpu-task.yml --tag dev   a task through the runc wrapper
+  pulumi stack output web --show-secrets --stack dev       the password (PULUMI_CONFIG_PASSPHRASE: gpu-workers-dev)
+MSG
+}

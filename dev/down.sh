@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run down: destroys the dev stack (the LXD instance and everything in it).
+# npm run down: destroys the dev stack: the worker is retired, then both LXD instances go.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=dev-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
@@ -7,4 +7,5 @@ cd "$root"
 npm run -s build
 ensure_engine
 ensure_lxd
+ensure_release
 pulumi destroy --yes --stack dev "$@"

@@ -7,7 +7,8 @@
 #                                                         points ALIAS at it, prints its fingerprint
 #
 # debian-12: Debian 12 made with debootstrap (minbase + systemd, openssh-server, sudo,
-#            ca-certificates, iproute2, runc, containerd). Host keys are made at first boot.
+#            ca-certificates, iproute2, runc, containerd, iptables, postgresql). Host keys are
+#            made at first boot; PostgreSQL is installed but not started (the web starts it).
 #            Default alias gpu-workers/debian-12.
 # busybox:   a static busybox and nothing else, for fast tests. Default alias gpu-workers/busybox.
 #
@@ -19,7 +20,9 @@ set -euo pipefail
 
 SUITE=bookworm
 # runc and containerd: a worker host brings its container runtime, and the chain configures it.
-DEBIAN_PACKAGES=systemd,systemd-sysv,openssh-server,sudo,ca-certificates,iproute2,runc,containerd
+# iptables: the Concourse worker's container network. postgresql: the web's database. The
+# instances have no network, so what a worker or a web needs from Debian is in the image.
+DEBIAN_PACKAGES=systemd,systemd-sysv,openssh-server,sudo,ca-certificates,iproute2,runc,containerd,iptables,postgresql
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/lxd-images"
 script_hash=$(sha256sum "$0" | cut -c1-16)
 
@@ -139,6 +142,8 @@ ExecStart=/usr/bin/ssh-keygen -A
 WantedBy=multi-user.target
 EOF
     ln -sf /etc/systemd/system/ssh-host-keys.service "$rootfs/etc/systemd/system/multi-user.target.wants/ssh-host-keys.service"
+    # PostgreSQL runs where a web needs it (the web's step enables it), not in every instance.
+    rm -f "$rootfs"/etc/systemd/system/multi-user.target.wants/postgresql*.service
     echo debian >"$rootfs/etc/hostname"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
     write_metadata "$work" "Debian 12 (bookworm) minimal with systemd and sshd, built by gpu-workers" debian "$SUITE"

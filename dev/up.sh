@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# npm run up: converges the dev stack (Pulumi.dev.yaml) with one `pulumi up`. On a fresh
-# machine it first sets up what that needs: npm packages, the wrapper, the Pulumi engine, an
-# LXD daemon and the Debian 12 image (as root), or says what is missing.
+# npm run up: converges the dev stack (Pulumi.dev.yaml) with one `pulumi up`: a Concourse web
+# and a worker, each in an LXD container on this machine. On a fresh machine it first sets up
+# what that needs: npm packages, the wrapper, the Pulumi engine, an LXD daemon and the Debian 12
+# image, the Concourse release assembled from the kit, the dev datasets (as root), or says what
+# is missing. It ends with where the web is and how to use it.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=dev-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
@@ -13,6 +15,9 @@ npm run -s build
 ensure_engine
 ensure_lxd
 ensure_image
+ensure_release
+ensure_datasets
 mkdir -p "$root/.pulumi-state"
 pulumi stack select dev 2>/dev/null || pulumi stack init dev --secrets-provider passphrase
 pulumi up --yes --stack dev "$@"
+print_web

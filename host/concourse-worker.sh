@@ -1,34 +1,49 @@
 #!/usr/bin/env bash
-# Installs the Concourse binaries and runs the worker unit.
-#   concourse-worker.sh ensure --version V (--url URL --sha256 HEX | --archive PATH) --unit NAME --watch FILE...
-#                              [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX]
-#   concourse-worker.sh remove --unit NAME [--wrap-runc INSTALLER]
-# The archive is Concourse's release tarball (concourse/bin/concourse inside). The unit is
-# restarted only when one of the watched files (unit, env, keys, containerd config) changed.
-# Concourse's containerd runs the first runc on PATH, its own bin folder's, for containers
-# it creates without runtime options; no containerd setting reaches those, so with
-# --wrap-runc the wrapper goes in place of that runc (installed again after every unpack).
+# Installs the Concourse release and runs the worker unit; on remove, retires the worker and
+# leaves the host without its debris.
+#   concourse-worker.sh ensure --version V (--url URL --sha256 HEX | --archive PATH) --unit NAME
+#                              --env FILE --watch FILE... [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX]
+#   concourse-worker.sh remove --unit NAME --env FILE [--wrap-runc INSTALLER] [--retire-timeout SECONDS]
+#
+# ensure: the release goes in with concourse-install.sh (beside this script). The unit is
+# restarted only when a watched file (unit, env, keys, containerd config) or the release
+# changed. Concourse starts its own containerd on /run/containerd/containerd.sock, so the
+# distribution's containerd service, which would hold that socket, is stopped and disabled
+# (how it was is recorded and put back on remove). Concourse's containerd runs the first runc
+# on PATH, its own bin folder's, for the containers it creates without runtime options; no
+# containerd setting reaches those, so with --wrap-runc the wrapper takes that runc's place
+# (again after every unpack).
+#
+# remove: the worker is retired through the TSA (concourse retire-worker with the keys of the
+# env file), so the web forgets it, and the unit is stopped once it exits or after
+# --retire-timeout (default 120 s). Then what a stopped worker leaves behind goes: its
+# containers and shims, the mounts under the work dir, the concourse0 bridge, the CNI and
+# Concourse iptables chains, ip_forward as it was; then the release and the wrapped runc.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 PREFIX=${GPU_WORKERS_CONCOURSE_PREFIX:-/usr/local}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+INSTALL="$HERE/concourse-install.sh"
+RUNC_STATE=/run/containerd/runc/concourse
+HOST_CONTAINERD=containerd.service
 
 die() { echo "concourse-worker: $*" >&2; exit 1; }
+say() { echo "concourse-worker: $*"; }
 
 action=${1:-}; shift || true
-version=""; url=""; sha=""; archive=""; unit=""; watch=()
+release=(); unit=""; env_file=""; watch=(); retire_timeout=120
 wrap_installer=""; wrapper=""; wrapper_sha=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --version) version=$2; shift 2 ;;
-    --url) url=$2; shift 2 ;;
-    --sha256) sha=$2; shift 2 ;;
-    --archive) archive=$2; shift 2 ;;
+    --version|--url|--sha256|--archive) release+=("$1" "$2"); shift 2 ;;
     --unit) unit=$2; shift 2 ;;
+    --env) env_file=$2; shift 2 ;;
     --watch) watch+=("$2"); shift 2 ;;
     --wrap-runc) wrap_installer=$2; shift 2 ;;
     --wrapper) wrapper=$2; shift 2 ;;
     --wrapper-sha256) wrapper_sha=$2; shift 2 ;;
+    --retire-timeout) retire_timeout=$2; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -48,42 +63,43 @@ unwrap_concourse_runc() {
   "$wrap_installer" remove --runc "$CONCOURSE_RUNC" --aside "$CONCOURSE_RUNC_ASIDE"
 }
 
-install_binaries() {
-  local marker="$STATE_DIR/concourse.installed" want
-  if [ -n "$url" ]; then
-    [ -n "$sha" ] || die "--url needs --sha256"
-    want="${version} ${sha}"
-  else
-    [ -n "$archive" ] || die "give --url URL --sha256 HEX or --archive PATH"
-    [ -r "$archive" ] || die "archive ${archive} is missing"
-    want="${version} $(sha256sum "$archive" | cut -d' ' -f1)"
+# The distribution's containerd would hold Concourse's socket: stop it, remembering how it was.
+hold_host_containerd() {
+  local saved="$STATE_DIR/host-containerd.before" enabled active
+  systemctl cat "$HOST_CONTAINERD" >/dev/null 2>&1 || return 0
+  if [ ! -f "$saved" ]; then
+    enabled=$(systemctl is-enabled "$HOST_CONTAINERD" 2>/dev/null || true)
+    active=$(systemctl is-active "$HOST_CONTAINERD" 2>/dev/null || true)
+    mkdir -p "$STATE_DIR"
+    echo "${enabled:-unknown} ${active:-unknown}" >"$saved"
   fi
-  if [ "$(cat "$marker" 2>/dev/null || true)" = "$want" ] && [ -x "$PREFIX/concourse/bin/concourse" ]; then
-    return 0
+  if systemctl is-enabled --quiet "$HOST_CONTAINERD" 2>/dev/null || systemctl is-active --quiet "$HOST_CONTAINERD"; then
+    systemctl disable --now "$HOST_CONTAINERD" >/dev/null 2>&1
+    say "stopped and disabled ${HOST_CONTAINERD}: Concourse runs its own containerd on its socket"
   fi
-  # A global and an EXIT trap: a RETURN trap outlives this function and fires again, with
-  # the local gone, when ensure returns; and it never runs when die exits.
-  unpack_dir=$(mktemp -d)
-  trap 'rm -rf "$unpack_dir"' EXIT
-  if [ -n "$url" ]; then
-    command -v curl >/dev/null 2>&1 || die "curl is needed to download ${url}"
-    curl -fsSL --retry 3 -o "$unpack_dir/concourse.tgz" "$url" || die "could not download ${url}"
-    echo "${sha}  $unpack_dir/concourse.tgz" | sha256sum -c --quiet - || die "${url} does not match sha256 ${sha}"
-    archive="$unpack_dir/concourse.tgz"
-  fi
-  tar -xzf "$archive" -C "$unpack_dir" || die "${archive} is not a gzip tarball"
-  [ -x "$unpack_dir/concourse/bin/concourse" ] || die "${archive} has no concourse/bin/concourse"
-  rm -rf "$PREFIX/concourse.new"
-  mv "$unpack_dir/concourse" "$PREFIX/concourse.new"
-  rm -rf "$PREFIX/concourse"
-  mv "$PREFIX/concourse.new" "$PREFIX/concourse"
-  mkdir -p "$STATE_DIR"
-  echo "$want" > "$marker"
+}
+
+release_host_containerd() {
+  local saved="$STATE_DIR/host-containerd.before" enabled active
+  [ -f "$saved" ] || return 0
+  read -r enabled active <"$saved"
+  if [ "$enabled" = enabled ]; then systemctl enable "$HOST_CONTAINERD" >/dev/null 2>&1 || true; fi
+  if [ "$active" = active ]; then systemctl start "$HOST_CONTAINERD" || true; fi
+  rm -f "$saved"
+}
+
+# The value the worker's CNI bridge will switch on; put back on remove.
+remember_ip_forward() {
+  local saved="$STATE_DIR/ip_forward.before"
+  [ -f "$saved" ] || { mkdir -p "$STATE_DIR"; cat /proc/sys/net/ipv4/ip_forward >"$saved"; }
 }
 
 ensure() {
-  install_binaries
+  [ -n "$env_file" ] || die "--env is required"
+  "$INSTALL" ensure "${release[@]}" >/dev/null
   wrap_concourse_runc
+  hold_host_containerd
+  remember_ip_forward
   local stamp="$STATE_DIR/${unit}.sha256" sum
   # The install marker (version + archive checksum) counts too: a new release must restart
   # the worker, which otherwise keeps running the old, deleted binary.
@@ -92,19 +108,102 @@ ensure() {
   systemctl enable "$unit" >/dev/null 2>&1
   if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
     systemctl restart "$unit"
-    echo "$sum" > "$stamp"
+    echo "$sum" >"$stamp"
   fi
-  echo "concourse-worker: ${unit} is running Concourse ${version}"
+  say "${unit} is running"
+}
+
+# Asks the TSA to retire this worker; the worker process exits once the web has let it go.
+retire() {
+  systemctl is-active --quiet "$unit" || return 0
+  if [ ! -r "$env_file" ] || [ ! -x "$PREFIX/concourse/bin/concourse" ]; then
+    say "cannot retire: ${env_file} or the concourse binary is gone; stopping the worker"
+    return 0
+  fi
+  (
+    set -a
+    # shellcheck disable=SC1090 # the env file is rendered by gpu-workers
+    . "$env_file"
+    set +a
+    team=()
+    if [ -n "${CONCOURSE_TEAM:-}" ]; then team=(--team "$CONCOURSE_TEAM"); fi
+    timeout 60 "$PREFIX/concourse/bin/concourse" retire-worker --name "$CONCOURSE_NAME" "${team[@]}" \
+      --tsa-host "$CONCOURSE_TSA_HOST" --tsa-public-key "$CONCOURSE_TSA_PUBLIC_KEY" \
+      --tsa-worker-private-key "$CONCOURSE_TSA_WORKER_PRIVATE_KEY" >/dev/null 2>&1
+  ) || { say "retire-worker failed (is the TSA reachable?); stopping the worker, which the web may then list as stalled (fly prune-worker)"; return 0; }
+  local waited=0
+  while systemctl is-active --quiet "$unit" && [ "$waited" -lt "$retire_timeout" ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if systemctl is-active --quiet "$unit"; then
+    say "the worker did not retire within ${retire_timeout}s; stopping it (the web may list it as stalled: fly prune-worker)"
+  else
+    say "retired; the web no longer lists the worker"
+  fi
+}
+
+# What a stopped worker leaves: containers (and their shims), mounts, network.
+clean_containers() {
+  local runc id
+  runc=$CONCOURSE_RUNC
+  [ -x "$CONCOURSE_RUNC_ASIDE" ] && runc=$CONCOURSE_RUNC_ASIDE
+  if [ -d "$RUNC_STATE" ] && [ -x "$runc" ]; then
+    for id in $("$runc" --root "$RUNC_STATE" list -q 2>/dev/null); do
+      "$runc" --root "$RUNC_STATE" delete --force "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  pkill -KILL -f 'containerd-shim-runc-v2 -namespace concourse ' 2>/dev/null || true
+  rm -rf "$RUNC_STATE"
+}
+
+unmount_below() {
+  local dir=$1 m
+  [ -n "$dir" ] && [ -d "$dir" ] || return 0
+  awk -v d="${dir%/}/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+}
+
+clean_network() {
+  local table rule chain
+  ip link del concourse0 2>/dev/null || true
+  command -v iptables-save >/dev/null 2>&1 || return 0
+  for table in filter nat; do
+    # Rules that jump to the worker's chains or filter its bridge, then the chains themselves.
+    # iptables-save quotes comments as the shell does, so eval reads the rule back as it was written.
+    { iptables-save -t "$table" | grep -E '^-A .*(-j (CNI-|CONCOURSE-)|-i concourse0|-o concourse0)' || true; } | while read -r rule; do
+      eval "iptables -t $table -D ${rule#-A }" 2>/dev/null || true
+    done
+    { iptables-save -t "$table" | sed -n 's/^:\(\(CNI\|CONCOURSE\)-[^ ]*\) .*/\1/p'; } | while read -r chain; do
+      iptables -t "$table" -F "$chain" 2>/dev/null || true
+      iptables -t "$table" -X "$chain" 2>/dev/null || true
+    done
+  done
+  if [ -f "$STATE_DIR/ip_forward.before" ]; then
+    cat "$STATE_DIR/ip_forward.before" >/proc/sys/net/ipv4/ip_forward 2>/dev/null || true
+    rm -f "$STATE_DIR/ip_forward.before"
+  fi
+}
+
+work_dir() {
+  [ -r "$env_file" ] || return 0
+  sed -n 's/^CONCOURSE_WORK_DIR=//p' "$env_file" | tail -n 1
 }
 
 remove() {
+  local dir
+  dir=$(work_dir)
+  retire
   systemctl disable --now "$unit" >/dev/null 2>&1 || true
   rm -f "$STATE_DIR/${unit}.sha256"
+  clean_containers
+  unmount_below "$dir"
+  clean_network
+  if [ -n "$dir" ]; then rm -rf "$dir"; fi
+  release_host_containerd
   unwrap_concourse_runc
-  if [ -f "$STATE_DIR/concourse.installed" ]; then
-    rm -rf "$PREFIX/concourse"
-    rm -f "$STATE_DIR/concourse.installed"
-  fi
+  "$INSTALL" remove
 }
 
 case "$action" in

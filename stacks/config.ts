@@ -5,6 +5,9 @@
 import { z } from "zod";
 import { PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
 import { isPlainObject, mergeSettings } from "../components/lib/plan/settings";
+import { describe, formatPath, issuesOf } from "./issues";
+import { parseWeb, webHostProblems } from "./web-config";
+import type { WebConfig } from "./web-schema";
 import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema } from "./schema";
 
 export class StackConfigError extends Error {
@@ -17,30 +20,20 @@ export class StackConfigError extends Error {
 export interface RawStackConfig {
     defaults?: unknown;
     hosts?: unknown;
+    /** `gpu-workers:web`: the stack's Concourse web node (optional). */
+    web?: unknown;
+}
+
+/** The validated stack: its worker hosts and, when it has one, its web node. */
+export interface StackConfig {
+    hosts: HostConfig[];
+    web?: WebConfig;
 }
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra"] as const;
 const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
 const HOST_KEYS = new Set<string>(["name", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS]);
 
-/** `["gpus", 0, "index"]` under `hosts[2]` -> `hosts[2].gpus[0].index`. */
-export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
-    let out = prefix;
-    for (const part of path) {
-        out += typeof part === "number" ? `[${part}]` : `${out ? "." : ""}${String(part)}`;
-    }
-    return out || "(root)";
-}
-
-function issuesOf(error: z.ZodError, prefix: string): string[] {
-    return error.issues.map((issue) => `${formatPath(prefix, issue.path)}: ${describe(issue)}`);
-}
-
-function describe(issue: z.core.$ZodIssue): string {
-    if (issue.code === "unrecognized_keys") return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}`;
-    if (issue.code === "invalid_type" && !("input" in issue && issue.input !== undefined)) return `required (${issue.message.replace(/^Invalid input: /, "")})`;
-    return issue.message;
-}
 
 
 
@@ -158,8 +151,8 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
     });
     const ports = new Map<string, number>();
     hosts.forEach(({ entry }, i) => {
-        if (!entry || !("lxd" in entry.transport)) return;
-        const { lxd } = entry.transport;
+        const lxd = entry?.transport.lxd;
+        if (!lxd) return;
         const key = `${lxd.server.socket ?? lxd.server.url ?? "local"} ${lxd.sshAddress}:${lxd.sshPort}`;
         const first = ports.get(key);
         if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
@@ -180,8 +173,13 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
     return problems;
 }
 
-/** Validates the whole stack config; throws StackConfigError listing every problem. */
+/** Validates the whole stack config (hosts only); throws StackConfigError listing every problem. */
 export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
+    return parseStack(raw).hosts;
+}
+
+/** Validates the whole stack config, web included; throws StackConfigError listing every problem. */
+export function parseStack(raw: RawStackConfig): StackConfig {
     const problems: string[] = [];
     let defaults: Layer = { settings: {}, reported: [], problems: [] };
     if (raw.defaults !== undefined) {
@@ -202,7 +200,12 @@ export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
     const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
     for (const host of hosts) problems.push(...host.problems);
     problems.push(...crossHostProblems(hosts));
+    const release = mergeSettings(BUILTIN_DEFAULTS.concourse, defaults.settings.concourse) as { version: string; binary?: unknown };
+    const web = raw.web === undefined ? undefined : parseWeb(raw.web, release);
+    if (web) problems.push(...web.problems);
+    const whole = hosts.map(({ entry, settings }) => (entry && settings ? { ...settings, ...entry } : undefined));
+    if (!web || web.web) problems.push(...webHostProblems(web?.web, hosts.map((h, i) => ({ config: whole[i], reported: (path: string) => covered(path, h.reported) }))));
     if (problems.length > 0) throw new StackConfigError(problems);
     // No problems means every host parsed whole.
-    return hosts.flatMap(({ entry, settings }) => (entry && settings ? [{ ...settings, ...entry }] : []));
+    return { hosts: whole.filter((h): h is HostConfig => h !== undefined), ...(web?.web ? { web: web.web } : {}) };
 }

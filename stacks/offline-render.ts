@@ -5,13 +5,19 @@
  */
 import * as fs from "fs";
 import { sha256Text } from "../components/lib/file-hash";
+import * as pulumi from "@pulumi/pulumi";
+import { webSpec } from "../components/chain/concourse-web";
+import { workerSpec } from "../components/chain/gpu-worker";
 import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
 import type { PlannedStep } from "../components/lib/plan/gpu-host";
-import { parseStackConfig, RawStackConfig } from "./config";
-import { HostConfig } from "./schema";
+import { planWebHost, WebPlan } from "../components/lib/plan/web-plan";
+import { parseStack, RawStackConfig, StackConfig } from "./config";
+import { StackWeb, webArgs, workerArgs } from "./fleet";
 
 export const SECRET_PLACEHOLDER = "[secret]";
 export const GENERATED_PLACEHOLDER = "[generated during up]";
+/** A file uploaded from here that is not there yet (a release tarball not built yet): the render says so; `up` would fail. */
+export const MISSING_PLACEHOLDER = "[not on this machine yet]";
 
 export interface ManifestFile {
     path: string; mode: string; sha256: string; component: string; resource: string;
@@ -25,6 +31,8 @@ export interface HostManifest {
     steps: ManifestStep[];
     files: ManifestFile[];
     stoppedBeforeWorker?: string;
+    /** For the web node: where users reach it, and its main team user. */
+    web?: { externalUrl: string; username: string };
 }
 export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
 
@@ -32,17 +40,14 @@ export interface RenderedHost { manifest: HostManifest; contents: Map<string, Bu
 function renderedBytes(file: PlannedFile): Buffer {
     if (file.secret) return Buffer.from(SECRET_PLACEHOLDER + "\n");
     if (file.generated) return Buffer.from(`${GENERATED_PLACEHOLDER}: ${file.generated}\n`);
-    if (file.localPath) {
-        if (!fs.existsSync(file.localPath)) throw new Error(`${file.path}: the local file ${file.localPath} to upload does not exist`);
-        return fs.readFileSync(file.localPath);
-    }
+    if (file.localPath) return fs.existsSync(file.localPath) ? fs.readFileSync(file.localPath) : Buffer.from(`${MISSING_PLACEHOLDER}: ${file.localPath}\n`);
     return Buffer.from(file.content);
 }
 
 function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
     return {
         path: file.path, mode: file.mode,
-        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : sha256Text(bytes),
+        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.localPath && !fs.existsSync(file.localPath) ? MISSING_PLACEHOLDER : sha256Text(bytes),
         component: file.component, resource: file.resource,
         ...(file.secret ? { secret: true as const } : {}),
         ...(file.generated ? { generated: file.generated } : {}),
@@ -50,13 +55,19 @@ function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
     };
 }
 
-export function renderPlan(plan: HostPlan): RenderedHost {
+/** A plan's files and steps as the render writes them: `tags` for a worker, none for a web. */
+function renderFiles(plannedFiles: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
     const contents = new Map<string, Buffer>();
-    const files = plan.files.map((file) => {
+    const files = plannedFiles.map((file) => {
         const bytes = renderedBytes(file);
         contents.set(file.path, bytes);
         return manifestFile(file, bytes);
     });
+    return { files, contents };
+}
+
+export function renderPlan(plan: HostPlan): RenderedHost {
+    const { files, contents } = renderFiles(plan.files);
     return {
         manifest: {
             host: plan.name,
@@ -70,10 +81,36 @@ export function renderPlan(plan: HostPlan): RenderedHost {
     };
 }
 
-export function renderHost(host: HostConfig): RenderedHost {
-    return renderPlan(planHost(host));
+export function renderWebPlan(plan: WebPlan): RenderedHost {
+    const { files, contents } = renderFiles(plan.files);
+    return { manifest: { host: plan.name, transport: plan.transport, tags: [], steps: plan.steps, files, web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser } }, contents };
 }
 
-export function renderStack(raw: RawStackConfig): RenderedHost[] {
-    return parseStackConfig(raw).map(renderHost);
+/**
+ * The plans of a stack, through the same mapping `pulumi up` takes (stacks/fleet.ts); what only
+ * `up` knows (secrets, generated keys) stands in as placeholders.
+ */
+export function planStack(stack: StackConfig, baseDir: string): { web?: WebPlan; hosts: HostPlan[] } {
+    const secret = () => SECRET_PLACEHOLDER;
+    let web: StackWeb | undefined;
+    let webPlan: WebPlan | undefined;
+    if (stack.web) {
+        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir, [])));
+        web = {
+            config: stack.web,
+            forWorkers: {
+                tsaHost: webPlan.tsaForWorkers?.host, tsaPort: webPlan.tsaForWorkers?.port,
+                // An output: the key is the web's, generated during up.
+                tsaPublicKey: pulumi.output(GENERATED_PLACEHOLDER),
+                url: webPlan.settings.externalUrl, username: webPlan.settings.mainTeamUser, password: SECRET_PLACEHOLDER,
+            },
+        };
+    }
+    const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web))));
+    return { ...(webPlan ? { web: webPlan } : {}), hosts };
+}
+
+export function renderStack(raw: RawStackConfig, baseDir = process.cwd()): RenderedHost[] {
+    const plans = planStack(parseStack(raw), baseDir);
+    return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan)];
 }

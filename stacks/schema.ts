@@ -4,12 +4,13 @@
  */
 import { z } from "zod";
 import { inventorySchema } from "../components/lib/gpu/inventory";
+import type { Transport as TransportOf } from "../components/lib/host/transport";
 import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
-const secretRef = z.string({ error: "expected the name of a secret config key" })
+export const secretRef = z.string({ error: "expected the name of a secret config key" })
     .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, { error: "expected the name of a secret config key, e.g. gpu-a-ssh-key" });
-const hostName = z.string({ error: "expected a host name" })
+export const hostName = z.string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
 export const sshTransportSchema = z.strictObject({
@@ -49,6 +50,11 @@ export const lxdTransportSchema = z.strictObject({
     config: z.record(z.string(), z.string()).default({}),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
     datasetSource: absolutePath.optional(),
+    /**
+     * The subfolders of datasetSource to attach, each as its own disk (read-write when its name
+     * ends with a writable suffix). Absent: all of datasetSource, read-only.
+     */
+    datasetFolders: z.array(z.string().regex(/^(?!\.\.?$)[^/\0]+$/, { error: "expected a folder name (no /)" })).optional(),
     /** Loopback port on the LXD server that forwards to the instance's sshd. */
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
@@ -67,13 +73,20 @@ const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 // one of them is reported at its own path (transport.lxd.sshPort), not as "neither matched".
 export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
-    .transform((t): { ssh: SshTransport } | { lxd: LxdTransport } => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
+    .transform((t): TransportOf<SshTransport, LxdTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
 /** A worker's settings as the stack gives them: the components' own, and the secret key holding the worker's TSA key. */
 export const settingsSchema = workerSettingsSchema.extend({
     concourse: workerSettingsSchema.shape.concourse.extend({
         /** Config key whose secret value is the worker's private key; generated when absent. */
         workerKeySecret: secretRef.optional(),
+        /** Check the registration at a web outside this stack: its URL, a user, and the secret config key of its password. */
+        registration: z.strictObject({
+            url: z.url({ error: "expected the web's URL, e.g. https://ci.example.com" }),
+            username: z.string().min(1),
+            passwordSecret: secretRef,
+            timeoutSeconds: z.number().int().positive().default(120),
+        }).optional(),
     }),
 });
 

@@ -49,7 +49,7 @@ export function reachHost(parent: pulumi.ComponentResource, name: string, transp
             const planned = plan.lxd!;
             const loginKey = new SshKeyPair(`${name}-ssh-key`, { comment: `gpu-workers@${name}` }, { parent });
             const hostKey = new SshKeyPair(`${name}-ssh-host-key`, { comment: `${planned.instance.instance}-host` }, { parent });
-            const generated: Record<GeneratedContent, pulumi.Output<string>> = {
+            const generated: Partial<Record<GeneratedContent, pulumi.Output<string>>> = {
                 "login-key.public": loginKey.publicKeyOpenssh,
                 "host-key.private": hostKey.privateKeyOpenssh,
                 "host-key.public": hostKey.publicKeyOpenssh,
@@ -62,7 +62,7 @@ export function reachHost(parent: pulumi.ComponentResource, name: string, transp
                 profiles: planned.instance.profiles,
                 config: planned.instance.config,
                 devices: planned.instance.devices,
-                files: planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated] : f.content, mode: f.mode })),
+                files: planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated]! : f.content, mode: f.mode })),
                 waitFor: planned.waitFor,
             }, { parent });
             return {

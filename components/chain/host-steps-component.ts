@@ -4,7 +4,7 @@
  * waiting for the component's own dependsOn.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { RenderedComponent, stepResourceName } from "../lib/host/steps";
+import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/steps";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
 import type { HostCommand } from "../providers/host/host-command";
 import { createHostResources, HostConnection } from "../providers/host/resources";
@@ -25,6 +25,11 @@ export interface HostAccessArgs {
     placedEarlier?: string[];
 }
 
+/** Makers of program checks by kind: (resource name, the check, the step it follows, options). */
+export type CheckMakers = {
+    [K in Exclude<ProgramCheck["kind"], "cdi-spec">]?: (name: string, check: Extract<ProgramCheck, { kind: K }>, after: HostCommand, opts: pulumi.CustomResourceOptions) => pulumi.Resource;
+};
+
 function dependsOnList(opts: pulumi.ComponentResourceOptions | undefined): pulumi.Input<pulumi.Resource>[] {
     const d = opts?.dependsOn;
     if (d === undefined) return [];
@@ -42,21 +47,35 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
     }
 
     /** Creates the children for `rendered`; subclasses call it once, then registerOutputs. Returns the steps by name. */
-    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, secrets?: Record<string, pulumi.Input<string>>): Map<string, HostCommand> {
+    /**
+     * `values`: the contents of the files marked secret or generated, by host path.
+     * `checks`: how this component makes the program checks other than the CDI spec's.
+     * `after`: resources of this component that every file and step waits for (an instance it creates).
+     */
+    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, extra: { values?: Record<string, pulumi.Input<string>>; checks?: CheckMakers; after?: pulumi.Resource[] } = {}): Map<string, HostCommand> {
+        const { values, checks, after: first = [] } = extra;
         const steps = createHostResources(rendered, {
             parent: this,
             prefix: this.componentName,
             connection: args.connection,
             user: args.user ?? "root",
-            dependsOn: dependsOnList(this.componentOpts),
-            secrets,
+            dependsOn: [...dependsOnList(this.componentOpts), ...first],
+            values,
             epoch: args.epoch,
             placedEarlier: args.placedEarlier,
         });
         for (const check of rendered.checks ?? []) {
             const after = steps.get(check.after);
             if (!after) throw new Error(`${this.componentName}: check ${check.name} follows step ${check.after}, which this component does not run`);
-            new CdiSpecCheck(stepResourceName(this.componentName, check.name), { host: this.componentName, path: check.path, ensureOutput: after.stdout }, { parent: this, dependsOn: [after] });
+            const name = stepResourceName(this.componentName, check.name);
+            const opts = { parent: this, dependsOn: [after] };
+            if (check.kind === "cdi-spec") {
+                new CdiSpecCheck(name, { host: this.componentName, path: check.path, ensureOutput: after.stdout }, opts);
+            } else {
+                const make = checks?.[check.kind];
+                if (!make) throw new Error(`${this.componentName}: no way to make the ${check.kind} check ${check.name}`);
+                make(name, check, after, opts);
+            }
         }
         this.files = pulumi.output(rendered.files.filter((f) => !args.placedEarlier?.includes(f.path)).map((f) => ({ path: f.path, mode: f.mode })));
         this.steps = pulumi.output(rendered.steps.map((s) => s.name));

@@ -12,6 +12,8 @@ import * as path from "path";
 export const PROVIDER_MODULES = {
     "host-command": "./host/host-command-ops",
     "ssh-key": "./keys/ssh-key-ops",
+    "generated-secret": "./keys/generated-secret-ops",
+    "worker-registration": "./checks/worker-registration-ops",
     "host-drift-guard": "./drift/host-drift-ops",
     "lxd-instance": "./lxd/instance-ops",
     "inventory-check": "./checks/inventory-check-ops",

@@ -1,6 +1,8 @@
 /**
  * End to end through the real Pulumi engine (Automation API): the program converges LXD
- * instances on a private LXD daemon, reached over SSH, as users run it.
+ * instances on a private LXD daemon, reached over SSH, as users run it. The workers run the
+ * real Concourse release; with no web in these stacks they register nowhere (the TSA is a
+ * placeholder), which test/e2e/concourse.test.ts covers.
  */
 import * as assert from "assert";
 import { execFileSync } from "child_process";
@@ -8,21 +10,10 @@ import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
+import { concourseRelease } from "../support/concourse";
 import { ensureEngine, makeProject, makeStack, PASSPHRASE, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
-
-/** A stand-in Concourse release: a `concourse` that only waits, and the real runc beside it. */
-function fakeConcourseTarball(dir: string): string {
-    const bin = path.join(dir, "concourse", "bin");
-    fs.mkdirSync(bin, { recursive: true });
-    fs.writeFileSync(path.join(bin, "concourse"), "#!/bin/sh\necho \"$@\" > /run/fake-concourse.args\nexec sleep infinity\n", { mode: 0o755 });
-    fs.copyFileSync(execFileSync("sh", ["-c", "command -v runc"], { encoding: "utf8" }).trim(), path.join(bin, "runc"));
-    fs.chmodSync(path.join(bin, "runc"), 0o755);
-    const tarball = path.join(dir, "concourse.tgz");
-    execFileSync("tar", ["-czf", tarball, "-C", dir, "concourse"]);
-    return tarball;
-}
 
 function changes(result: { summary: { resourceChanges?: Record<string, number> } }): Record<string, number> {
     return Object.fromEntries(Object.entries(result.summary.resourceChanges ?? {}).filter(([, n]) => n > 0));
@@ -41,7 +32,7 @@ describe("end to end through the Pulumi engine", function () {
         env = ensureEngine(path.join(root, "state"));
         lxd.start();
         project = makeProject(path.join(root, "project"));
-        tarball = fakeConcourseTarball(path.join(root, "concourse"));
+        tarball = concourseRelease();
     });
 
     after(async () => {
@@ -61,7 +52,7 @@ describe("end to end through the Pulumi engine", function () {
         };
     }
 
-    const defaults = () => ({ concourse: { tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball } } });
+    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball }, networkMtu: 1500 } });
 
     describe("an LXD host created by the stack", () => {
         let stack: Stack;
@@ -83,13 +74,13 @@ describe("end to end through the Pulumi engine", function () {
                 "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
                 "test -f /etc/containerd/conf.d/gpu-workers.toml && echo drop-in",
                 "systemctl is-active concourse-worker",
-                "cat /run/fake-concourse.args",
+                "tr '\\0' ' ' < /proc/$(systemctl show -p MainPID --value concourse-worker)/cmdline",
             ].join("; "));
             const [distinct, dropIn, active, args] = onHost.trim().split("\n");
             assert.strictEqual(distinct, "1", "runc, Concourse's runc and the wrapper are one binary");
             assert.strictEqual(dropIn, "drop-in");
             assert.strictEqual(active, "active");
-            assert.strictEqual(args.trim(), "worker --tag=e2e");
+            assert.strictEqual(args.trim(), "/usr/local/concourse/bin/concourse worker --tag=e2e", "the real worker runs with the tags as flags");
         });
 
         it("a second up changes nothing and runs no host command", async () => {

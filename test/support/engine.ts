@@ -104,6 +104,8 @@ export function makeProject(dir: string): string {
 export interface StackConfig {
     defaults: unknown;
     hosts: unknown[];
+    /** gpu-workers:web, when the stack has a web node. */
+    web?: unknown;
     secrets?: Record<string, string>;
 }
 
@@ -115,9 +117,11 @@ export async function makeStack(projectDir: string, name: string, env: Record<st
 }
 
 export async function setStackConfig(stack: Stack, config: StackConfig): Promise<void> {
+    if (config.web === undefined) await stack.removeConfig("gpu-workers:web").catch(() => undefined);
     await stack.setAllConfig({
         "gpu-workers:defaults": { value: JSON.stringify(config.defaults) },
         "gpu-workers:hosts": { value: JSON.stringify(config.hosts) },
+        ...(config.web === undefined ? {} : { "gpu-workers:web": { value: JSON.stringify(config.web) } }),
         ...Object.fromEntries(Object.entries(config.secrets ?? {}).map(([k, v]) => [`gpu-workers:${k}`, { value: v, secret: true }])),
     });
 }

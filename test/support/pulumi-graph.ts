@@ -44,6 +44,7 @@ export class GraphRecorder {
 const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
     "pulumi-nodejs:dynamic/gpu-workers:SshKeyPair": { publicKeyOpenssh: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey mock", privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n" },
     "pulumi-nodejs:dynamic/lxd:Instance": { uuid: "00000000-0000-4000-8000-000000000000", status: "Running" },
+    "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": { value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n", publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock" },
 };
 
 /** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */

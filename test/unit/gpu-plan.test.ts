@@ -10,9 +10,8 @@ describe("GPU plan (one source of truth)", () => {
     it("no GPU: no gpu tags, and a task cannot ask the runtime for one", () => {
         const plan = planWorkerGpus(inv(NO_GPU), { ...base, extraTags: ["linux"] });
         assert.deepStrictEqual(plan.tags, ["linux"]);
-        assert.deepStrictEqual(plan.env, { NVIDIA_VISIBLE_DEVICES: "void" });
-        assert.ok(plan.unsetEnv.includes("AMD_VISIBLE_DEVICES"));
-        assert.ok(!plan.unsetEnv.includes("NVIDIA_VISIBLE_DEVICES"));
+        assert.deepStrictEqual(plan.env, {}, "no GPU variable at all");
+        assert.deepStrictEqual(plan.unsetEnv, GPU_CONTROL_VARIABLES, "every GPU variable a task brings is removed");
         assert.strictEqual(plan.fabricManager.enabled, false);
     });
 

@@ -8,10 +8,10 @@ import * as pulumi from "@pulumi/pulumi";
 import { ConcourseWorker } from "../../components/chain/concourse-worker";
 import { GpuWorker } from "../../components/chain/gpu-worker";
 import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
-import { HostPlan, planHost } from "../../components/lib/plan/host-plan";
+import { HostPlan } from "../../components/lib/plan/host-plan";
 import { parseStackConfig } from "../../stacks/config";
 import { workerArgs } from "../../stacks/fleet";
-import { renderHost } from "../../stacks/offline-render";
+import { planStack, renderPlan } from "../../stacks/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { recordGraph, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
@@ -27,7 +27,7 @@ function lxdTransport(name: string, port: number) {
 
 async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
     const g = recordGraph();
-    new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("key")));
+    new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("key"), process.cwd()));
     await settle(g);
     const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
     const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
@@ -39,6 +39,11 @@ async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
 
 const sorted = (xs: string[]) => [...xs].sort();
 
+/** The host's plan through the stack's own mapping, as the offline render makes it. */
+function planOf(host: ReturnType<typeof parseStackConfig>[number]): HostPlan {
+    return planStack({ hosts: [host] }, process.cwd()).hosts[0];
+}
+
 describe("one plan per host: offline render = resource graph", function () {
     this.timeout(60000);
 
@@ -48,7 +53,7 @@ describe("one plan per host: offline render = resource graph", function () {
                 const name = `${kind}-${transport}`;
                 const extra = transport === "lxd" ? lxdTransport(name, 2400) : {};
                 const [host] = parseStackConfig(stackWith({ name, inventory, extra }));
-                const { manifest } = renderHost(host);
+                const { manifest } = renderPlan(planOf(host));
                 const graph = await graphOf(host);
                 assert.deepStrictEqual(sorted(graph.stepNames), sorted(manifest.steps.map((s) => s.name)), "steps");
                 assert.strictEqual(graph.stepNames.length, manifest.steps.length, "no step twice");
@@ -61,7 +66,7 @@ describe("one plan per host: offline render = resource graph", function () {
 
     it("a path two components place identically is placed once, by the first", async () => {
         const [host] = parseStackConfig(stackWith({ name: "w", inventory: NO_GPU }));
-        const plan: HostPlan = planHost(host);
+        const plan: HostPlan = planOf(host);
         const installer = "/usr/local/lib/gpu-workers/install-runc-wrapper.sh";
         assert.deepStrictEqual(plan.files.filter((f) => f.path === installer).map((f) => f.component), ["RuncWrapper"]);
         const concourse = plan.links.find((l) => l.component === "ConcourseWorker")!;
@@ -73,9 +78,9 @@ describe("one plan per host: offline render = resource graph", function () {
     it("on its own, a component places everything it runs", async () => {
         const g = recordGraph();
         const [host] = parseStackConfig(stackWith({ name: "solo", inventory: NO_GPU }));
-        const settings = planHost(host).settings.concourse!;
+        const settings = planOf(host).settings.concourse!;
         const rendered = renderConcourseWorker(settings);
-        new ConcourseWorker("solo-concourse", { connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" }, ...settings });
+        new ConcourseWorker("solo-concourse", { connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" }, ...settings, tsaPublicKey: settings.tsaPublicKey! });
         await settle(g);
         const files = g.resources.filter((r) => r.name.startsWith("solo-concourse-file-")).map((r) => r.name);
         assert.strictEqual(files.length, rendered.files.length);

@@ -49,11 +49,11 @@ describe("stack config", () => {
         assert.deepStrictEqual(problemsOf(raw), ["hosts[0].concourse: unknown key tsaHots"]);
     });
 
-    it("names a required setting missing everywhere", () => {
+    it("names a required setting missing everywhere (the TSA, once the worker is to run)", () => {
         const raw = stackWith({ name: "a", inventory: NO_GPU });
-        raw.defaults = {} as typeof raw.defaults;
+        raw.defaults = { concourse: { binary: raw.defaults.concourse.binary } } as typeof raw.defaults;
         const problems = problemsOf(raw);
-        assert.ok(problems.some((p) => p.startsWith("hosts[0].concourse.tsaHost: required") && p.endsWith("set it under defaults or on this host")), problems.join("\n"));
+        assert.ok(problems.some((p) => p.startsWith("hosts[0].concourse.tsaHost: required") && p.endsWith("set it under defaults or on this host, or declare gpu-workers:web")), problems.join("\n"));
     });
 
     it("rejects two hosts with one name and two LXD hosts on one loopback port", () => {
@@ -94,11 +94,11 @@ describe("stack config", () => {
     });
 
     it("reports a host's bad settings together with the settings it is missing", () => {
-        const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { datasets: { root: "srv" }, concourse: { tsaHost: "ci.example.test" } } });
+        const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { datasets: { root: "srv" }, concourse: { tsaHost: "ci.example.test", binary: { path: "concourse.tgz" } } } });
         raw.defaults = {} as typeof raw.defaults;
         assert.deepStrictEqual(problemsOf(raw), [
             "hosts[0].datasets.root: expected an absolute path",
-            "hosts[0].concourse.tsaPublicKey: required (expected string, received undefined) — set it under defaults or on this host",
+            "hosts[0].concourse.tsaPublicKey: required to run the worker (the TSA's host key) — set it under defaults or on this host, or declare gpu-workers:web",
         ]);
     });
 

@@ -25,7 +25,7 @@ const COMPONENT_TYPES = {
 async function buildWorkers(...hosts: { name: string; inventory: GpuInventoryInput; extra?: Record<string, unknown> }[]): Promise<GraphRecorder> {
     const recorder = recordGraph();
     for (const host of parseStackConfig(stackWith(...hosts))) {
-        new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test")));
+        new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()));
     }
     await settle(recorder);
     return recorder;
@@ -125,7 +125,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
 
     it("the worker key is generated and stays secret", async () => {
         const g = await buildWorkers({ name: "k", inventory: NO_GPU });
-        assert.strictEqual(g.ofType("pulumi-nodejs:dynamic/gpu-workers:SshKeyPair").filter((r) => r.name === "k-concourse-key").length, 1);
+        assert.strictEqual(g.ofType("pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret").filter((r) => r.name === "k-concourse-key" && r.inputs.kind === "rsa-private-key").length, 1, "an RSA key: Concourse reads no other");
         const keyFile = g.byName("k-concourse-file-etc-concourse-worker_key");
         const stdin = keyFile.inputs.stdin as { [k: string]: unknown };
         assert.strictEqual(stdin?.[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, "the key file's content is sent as a secret");

@@ -16,15 +16,24 @@ import { GpuDriver } from "../gpu-driver";
 import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu-host";
 import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
+import type { WebForWorkers } from "../concourse-web";
 
 /** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
 export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices"> {
     /** Folder on the LXD server whose subfolders become the worker's datasets. Example: "/srv/datasets". Default: none. */
     datasetSource?: string;
+    /** Subfolders of datasetSource attached each as its own disk, writable ones read-write. Example: ["models", "scratch_rw"]. Default: all of datasetSource, read-only. */
+    datasetFolders?: string[];
     /** Pass GPUs by CDI id (needs an LXD that reads CDI ids; 5.0 on Debian 12 does not). Default: false. */
     gpuCdi?: boolean;
     /** idmap-shift writable dataset disks (needs kernel idmapped mounts). Default: true. */
     shiftWritable?: boolean;
+    /**
+     * Ports of the LXD server the instance reaches as its own 127.0.0.1:<port> (proxy devices,
+     * for an instance without a network of its own). Example: { tsa: { port: 2222, server: { address: "127.0.0.1", port: 2222 } } }.
+     * Default: none.
+     */
+    serverPorts?: Record<string, { port: number; server: { address: string; port: number } }>;
 }
 
 export interface GpuWorkerArgs {
@@ -70,12 +79,12 @@ export interface GpuWorkerArgs {
     concourse?: {
         /** Concourse release version. Example: "8.2.5". Default: "7.14.2". */
         version?: string;
-        /** The TSA's host name or address, as the worker reaches it. Required for the worker. */
+        /** The TSA's host name or address, as the worker reaches it. Required for the worker (or give `web`). */
         tsaHost?: string;
         /** The TSA's port. Default: 2222. */
         tsaPort?: number;
-        /** The TSA's host public key. Example: "ssh-rsa AAAA...". Required for the worker. */
-        tsaPublicKey?: string;
+        /** The TSA's host public key. Example: "ssh-rsa AAAA...". Required for the worker (or give `web`); an output works too. */
+        tsaPublicKey?: pulumi.Input<string>;
         /** Register as a team worker of this team. Default: none (a worker of every team). */
         team?: string;
         /** Tags after the computed ones. Example: ["linux-gpu"]. Default: []. */
@@ -84,34 +93,59 @@ export interface GpuWorkerArgs {
         workDir?: string;
         /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. Without it the chain stops before the worker. */
         binary?: { url: string; sha256: string } | { path: string };
-        /** The worker's TSA private key (OpenSSH); generated (ED25519) when absent. Pass a secret. */
+        /** The worker's TSA private key (OpenSSH or PEM); generated (ED25519) when absent. Pass a secret. */
         workerPrivateKey?: pulumi.Input<string>;
+        /** MTU of the containers' network. Default: the MTU of the host's outbound interface (a host without a network needs it set). */
+        networkMtu?: number;
+        /**
+         * The web of the same stack (ConcourseWeb's `forWorkers()`): the TSA's host, port and key
+         * come from it unless given here, the worker converges after it, and its registration is checked there.
+         */
+        web?: WebForWorkers;
+        /** Check the registration at a web outside this stack: its URL and a user that may list workers. Default: none (or `web`'s). */
+        registration?: { url: string; username: string; password: pulumi.Input<string>; /** Default: 120. */ timeoutSeconds?: number };
     };
 }
 
 export class GpuWorkerArgsError extends Error {}
 
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
+/** How long the registration check waits for the web to list the worker as planned. */
+const REGISTRATION_TIMEOUT_SECONDS = 120;
+
 export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
     const { transport, inventory, concourse, ...rest } = args;
-    const { workerPrivateKey: _secret, ...concourseSettings } = concourse ?? {};
+    const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
+    // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
+    const concourseSettings = {
+        ...given,
+        ...(given.tsaHost ?? web?.tsaHost ? { tsaHost: given.tsaHost ?? web?.tsaHost } : {}),
+        ...(given.tsaPort ?? web?.tsaPort ? { tsaPort: given.tsaPort ?? web?.tsaPort } : {}),
+        ...(typeof tsaPublicKey === "string" ? { tsaPublicKey } : {}),
+    };
     const merged = mergeSettings(WORKER_DEFAULTS, { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) });
     const parsed = settingsSchema.safeParse(merged);
-    if (!parsed.success) {
-        const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-        throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
+    const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    if (parsed.success && parsed.data.concourse.binary) {
+        if (parsed.data.concourse.tsaHost === undefined) problems.push("concourse.tsaHost: required to run the worker (or give concourse.web)");
+        if (tsaPublicKey === undefined && web === undefined) problems.push("concourse.tsaPublicKey: required to run the worker (or give concourse.web)");
     }
+    if (!parsed.success || problems.length > 0) throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
     const shape = onTransport<SshHostTransport, GpuWorkerLxdTransport, HostShape>(transport, {
         ssh: (ssh) => ({ ssh: { user: ssh.user ?? "root" } }),
         lxd: (lxd) => ({
             lxd: {
                 instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
-                datasetSource: lxd.datasetSource, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
-                gpuCdi: lxd.gpuCdi ?? false, shiftWritable: lxd.shiftWritable ?? true,
+                datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
+                gpuCdi: lxd.gpuCdi ?? false, shiftWritable: lxd.shiftWritable ?? true, serverPorts: lxd.serverPorts ?? {},
             },
         }),
     });
-    return { ...parsed.data, name, transport: shape, inventory };
+    const check = registration ?? (web ? { url: web.url, username: web.username } : undefined);
+    return {
+        ...parsed.data, name, transport: shape, inventory,
+        ...(check ? { registration: { url: check.url, username: check.username, timeoutSeconds: registration?.timeoutSeconds ?? REGISTRATION_TIMEOUT_SECONDS } } : {}),
+    };
 }
 
 /**
@@ -149,11 +183,18 @@ export class GpuWorker extends pulumi.ComponentResource {
         }, { parent: this, dependsOn: [gpuHost] });
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
 
+        const c = args.concourse ?? {};
+        const worker: ConcourseExtras = {
+            tsaPublicKey: c.tsaPublicKey ?? c.web?.tsaPublicKey,
+            workerPrivateKey: c.workerPrivateKey,
+            webPassword: c.registration?.password ?? c.web?.password,
+            after: c.web?.resource ? [c.web.resource] : [],
+        };
         const created = new Map<string, pulumi.Resource>();
         let concourse: ConcourseWorker | undefined;
         for (const link of plan.links) {
             const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
-            const resource = createLink(link, plan.settings, { ...access, placedEarlier: link.placedEarlier }, args.concourse?.workerPrivateKey, { parent: this, dependsOn });
+            const resource = createLink(link, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
             if (resource instanceof ConcourseWorker) concourse = resource;
             created.set(link.name, resource);
         }
@@ -166,13 +207,24 @@ export class GpuWorker extends pulumi.ComponentResource {
     }
 }
 
-function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, workerPrivateKey: pulumi.Input<string> | undefined, o: pulumi.ComponentResourceOptions): pulumi.Resource {
+/** What the worker link takes besides its settings: keys and password that only `up` knows, and the web it waits for. */
+interface ConcourseExtras {
+    tsaPublicKey?: pulumi.Input<string>;
+    workerPrivateKey?: pulumi.Input<string>;
+    webPassword?: pulumi.Input<string>;
+    after: pulumi.Resource[];
+}
+
+function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
     switch (link.component) {
         case "GpuDriver": return new GpuDriver(link.name, { ...access, ...s.driver! }, o);
         case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
         case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
         case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
         case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
-        case "ConcourseWorker": return new ConcourseWorker(link.name, { ...access, ...s.concourse!, workerPrivateKey }, o);
+        case "ConcourseWorker": {
+            const { tsaPublicKey: planned, ...settings } = s.concourse!;
+            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, after: worker.after }, o);
+        }
     }
 }

@@ -146,10 +146,9 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         const override = hsaOverride(selected);
         if (override) env.HSA_OVERRIDE_GFX_VERSION = override;
         deviceNodes.push("/dev/kfd", ...selected.map(renderNode));
-    } else {
-        // No GPU for this worker: make sure a task cannot ask a runtime for one.
-        env.NVIDIA_VISIBLE_DEVICES = "void";
     }
+    // No GPU for this worker: env stays empty and every GPU variable is unset, so no task sees
+    // one and none can ask a runtime (or a hook left on the host) for a GPU.
     return {
         vendor: inventory.vendor,
         selected,

@@ -20,8 +20,12 @@ export interface HostFile {
     generated?: GeneratedContent;
 }
 
-/** Contents only `up` knows: the keys GpuHost generates for an LXD instance. */
-export type GeneratedContent = "login-key.public" | "host-key.private" | "host-key.public";
+/**
+ * Contents only `up` knows: the keys generated for an LXD instance's login and sshd, the TSA
+ * host key a web of the same stack generates (as its workers receive it), and the public keys
+ * of the workers a web admits.
+ */
+export type GeneratedContent = "login-key.public" | "host-key.private" | "host-key.public" | "tsa-host-key.public" | "worker-keys.public";
 
 /** A command run on a host: `create` on first up or change, `remove` when the resource is deleted. */
 export interface HostStep {
@@ -38,15 +42,20 @@ export interface HostStep {
 }
 
 /**
- * A check the program (not the host) runs on a step's output: `cdi-spec` validates the CDI
- * spec the vendor's tool generated at `path`, with the project's CDI validator.
+ * A check the program (not the host) runs after a step: `cdi-spec` validates the CDI spec the
+ * vendor's tool generated at `path` with the project's CDI validator; `worker-registration`
+ * waits until the Concourse web at `url` lists the worker as running with exactly its tags.
  */
-export interface ProgramCheck {
-    name: string;
-    kind: "cdi-spec";
-    /** The step whose output is checked. */
-    after: string;
-    path: string;
+export type ProgramCheck = { name: string; after: string } & (
+    | { kind: "cdi-spec"; path: string }
+    | { kind: "worker-registration"; worker: string; tags: string[]; team?: string; unit: string; url: string; username: string; timeoutSeconds: number }
+);
+
+/** What a program check does, in one line (the preview's and the offline render's words). */
+export function describeCheck(check: ProgramCheck): string {
+    return check.kind === "cdi-spec"
+        ? `validate the CDI spec at ${check.path} with the project's validator (in the program)`
+        : `wait up to ${check.timeoutSeconds}s until the web at ${check.url} lists worker ${check.worker} as running with tags [${check.tags.join(", ")}]${check.team ? ` in team ${check.team}` : ""} (in the program)`;
 }
 
 export interface RenderedComponent {

@@ -110,10 +110,24 @@ function datasetDevices(opts: WorkerDeviceOptions): LxdDevices {
     return devices;
 }
 
+/** A TCP endpoint as LXD's proxy device writes it (IPv6 addresses in brackets). */
+function tcp(endpoint: { address: string; port: number }): string {
+    const address = endpoint.address.includes(":") && !endpoint.address.startsWith("[") ? `[${endpoint.address}]` : endpoint.address;
+    return `tcp:${address}:${endpoint.port}`;
+}
+
+/**
+ * A proxy device. bind "host": `listen` is on the LXD server and `connect` inside the instance
+ * (publishing an instance's port); bind "instance": the other way round (reaching a port of
+ * the server from an instance that has no network of its own).
+ */
+export function lxdProxyDevice(listen: { address: string; port: number }, connect: { address: string; port: number }, bind: "host" | "instance"): LxdDevice {
+    return { type: "proxy", listen: tcp(listen), connect: tcp(connect), bind };
+}
+
 /** A proxy device: host tcp:address:port forwards to the instance's sshd on its own loopback. */
 export function lxdSshProxyDevice(ssh: { address: string; port: number }): LxdDevice {
-    const address = ssh.address.includes(":") && !ssh.address.startsWith("[") ? `[${ssh.address}]` : ssh.address;
-    return { type: "proxy", listen: `tcp:${address}:${ssh.port}`, connect: "tcp:127.0.0.1:22", bind: "host" };
+    return lxdProxyDevice(ssh, { address: "127.0.0.1", port: 22 }, "host");
 }
 
 /** The devices map of a worker instance: its GPUs from the plan, the sshd proxy, the dataset disks. */

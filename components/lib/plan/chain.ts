@@ -4,7 +4,7 @@
  * link's settings to that link's component.
  */
 import type { LxdHostShape, WorkerSpec } from "./worker-spec";
-import { lxdConfigForWorker, lxdDevicesForWorker } from "../lxd/devices";
+import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
@@ -62,6 +62,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
     if (host.concourse.binary) {
+        if (host.concourse.tsaHost === undefined) throw new Error(`host ${host.name}: concourse.tsaHost is required to run the worker (the TSA's address as the worker reaches it)`);
         settings.concourse = {
             name: host.name,
             version: host.concourse.version,
@@ -73,6 +74,9 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             workDir: host.concourse.workDir,
             binary: host.concourse.binary,
             containerdConfig: renderConcourseContainerdConfig(),
+            networkMtu: host.concourse.networkMtu,
+            ...(host.registration ? { registration: host.registration } : {}),
+            inUserNamespace: host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true",
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
         };
     } else {
@@ -115,7 +119,10 @@ export function renderChain(hostName: string, s: ChainSettings): ChainLink[] {
 export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: WorkerGpuPlan): { config: Record<string, string>; devices: LxdDevices } {
     return {
         config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
-        devices: lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
+        devices: {
+            ...lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
+            ...Object.fromEntries(Object.entries(lxd.serverPorts).map(([device, p]) => [device, lxdProxyDevice({ address: "127.0.0.1", port: p.port }, p.server, "instance")])),
+        },
     };
 }
 
@@ -123,7 +130,7 @@ export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: W
 export function chainDriftCheck(links: ChainLink[]): string {
     const files = new Map<string, ExpectedFile>();
     for (const file of links.flatMap((l) => l.rendered.files)) {
-        const sha256 = file.secret ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);
+        const sha256 = file.secret || file.generated ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);
         files.set(file.path, { path: file.path, sha256 });
     }
     const checks = links.flatMap((l) => l.rendered.steps.flatMap((s) => (s.check ? [s.check] : [])));

@@ -6,7 +6,7 @@
  */
 import type { VerifyField } from "../discovery/verify";
 import { WorkerGpuPlan } from "../gpu/plan";
-import { fileResourceName, HostFile, stepResourceName } from "../host/steps";
+import { describeCheck, fileResourceName, HostFile, RenderedComponent, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { ChainLink, ChainSettings, chainSettings, lxdInstanceSettings, renderChain } from "./chain";
 import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
@@ -43,27 +43,29 @@ export interface HostPlan {
     stoppedBeforeWorker?: string;
 }
 
+/** A rendered component's steps and checks as planned steps: each waits for `upstream` and for its own files and steps. */
+export function componentSteps(name: string, component: string, rendered: RenderedComponent, upstream: string[]): PlannedStep[] {
+    const steps: PlannedStep[] = rendered.steps.map((step) => ({
+        name: stepResourceName(name, step.name), component,
+        dependsOn: [...upstream, ...step.dependsOn.map((d) => (d.startsWith("/") ? `file:${d}` : stepResourceName(name, d)))],
+        run: step.create,
+        ...(step.remove ? { remove: step.remove } : {}),
+    }));
+    for (const check of rendered.checks ?? []) {
+        steps.push({ name: stepResourceName(name, check.name), component, dependsOn: [stepResourceName(name, check.after)], run: describeCheck(check) });
+    }
+    return steps;
+}
+
 /** The steps of the chain's links, each waiting for its own files and steps and for the link before. */
 function chainSteps(links: ChainLink[], inventoryStep: string): PlannedStep[] {
     const steps: PlannedStep[] = [];
     const stepsOfLink = new Map<string, string[]>();
     for (const link of links) {
         const upstream = link.dependsOn.length > 0 ? link.dependsOn.flatMap((l) => stepsOfLink.get(l) ?? []) : [inventoryStep];
-        const own = link.rendered.steps.map((step) => stepResourceName(link.name, step.name));
-        for (const step of link.rendered.steps) {
-            steps.push({
-                name: stepResourceName(link.name, step.name), component: link.component,
-                dependsOn: [...upstream, ...step.dependsOn.map((d) => (d.startsWith("/") ? `file:${d}` : stepResourceName(link.name, d)))],
-                run: step.create,
-                ...(step.remove ? { remove: step.remove } : {}),
-            });
-        }
-        for (const check of link.rendered.checks ?? []) {
-            const name = stepResourceName(link.name, check.name);
-            steps.push({ name, component: link.component, dependsOn: [stepResourceName(link.name, check.after)], run: `validate the ${check.kind} at ${check.path} with the project's validator (in the program)` });
-            own.push(name);
-        }
-        stepsOfLink.set(link.name, own);
+        const own = componentSteps(link.name, link.component, link.rendered, upstream);
+        steps.push(...own);
+        stepsOfLink.set(link.name, own.map((s) => s.name));
     }
     return steps;
 }

@@ -48,10 +48,11 @@ export const settingsSchema = z.strictObject({
     }),
     concourse: z.strictObject({
         version: version,
-        tsaHost: z.string().min(1, { error: "expected the TSA host name" }),
+        /** The TSA's host name or address as the worker reaches it; taken from the web when the stack has one. */
+        tsaHost: z.string().min(1, { error: "expected the TSA host name" }).optional(),
         tsaPort: port,
-        /** The TSA's host public key ("ssh-rsa AAAA..."). */
-        tsaPublicKey: publicKey,
+        /** The TSA's host public key ("ssh-rsa AAAA..."); taken from the web when the stack has one. */
+        tsaPublicKey: publicKey.optional(),
         team: z.string().min(1).optional(),
         tags: z.array(tag),
         /** Where the worker binary comes from: a URL the host downloads, or a local file uploaded. */
@@ -60,6 +61,8 @@ export const settingsSchema = z.strictObject({
             z.strictObject({ path: z.string().min(1) }),
         ], { error: "expected {url, sha256} or {path}" }).optional(),
         workDir: absolutePath,
+        /** MTU of the containers' network; needed where the host has no network route to detect it from. */
+        networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional(),
     }),
 });
 

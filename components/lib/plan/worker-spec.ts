@@ -26,6 +26,8 @@ export interface LxdHostShape {
     config: Record<string, string>;
     /** Folder on the LXD server whose subfolders become the worker's datasets. */
     datasetSource?: string;
+    /** The subfolders of datasetSource attached each on its own (absent: all of it, read-only). */
+    datasetFolders?: string[];
     /** Loopback address and port on the LXD server that forward to the instance's sshd. */
     sshAddress: string;
     sshPort: number;
@@ -35,6 +37,8 @@ export interface LxdHostShape {
     gpuCdi: boolean;
     /** idmap-shift writable dataset disks. */
     shiftWritable: boolean;
+    /** Ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name. */
+    serverPorts: Record<string, { port: number; server: { address: string; port: number } }>;
 }
 
 export type HostShape = Transport<SshHostShape, LxdHostShape>;
@@ -44,4 +48,6 @@ export interface WorkerSpec extends WorkerSettings {
     name: string;
     transport: HostShape;
     inventory: GpuInventory;
+    /** Where to check, after the worker step, that the web lists the worker as planned. */
+    registration?: { url: string; username: string; timeoutSeconds: number };
 }

@@ -1,6 +1,11 @@
+/**
+ * The Concourse worker's files and step, as pure functions: its env file, TSA keys, the config
+ * of the containerd Concourse starts itself, and the systemd unit with the tags.
+ */
 import { combine, hostScriptFile, scriptStep } from "../host/scripts";
+import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../host/steps";
+import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
 import { WRAPPER_INSTALLER } from "./runc-wrapper";
-import { HOST_LIB_DIR, HostFile, RenderedComponent } from "../host/steps";
 
 export interface ConcourseWorkerSettings {
     /** Worker name as `fly workers` shows it. */
@@ -8,21 +13,32 @@ export interface ConcourseWorkerSettings {
     version: string;
     tsaHost: string;
     tsaPort: number;
-    tsaPublicKey: string;
+    /** The TSA's host public key; absent when it is only known during `up` (a web of the same stack generates it). */
+    tsaPublicKey?: string;
     team?: string;
     /** Every tag, computed ones first (from the worker's GPU plan). */
     tags: string[];
     workDir: string;
     /** Where the release tarball comes from. */
-    binary: { url: string; sha256: string } | { path: string };
+    binary: ConcourseRelease;
     /** Config of the containerd that Concourse starts itself. */
     containerdConfig: string;
+    /** MTU of the containers' network; absent: Concourse takes the host's outbound interface's (a host without a network needs it). */
+    networkMtu?: number;
+    /**
+     * The worker runs in a user namespace (an unprivileged LXD container): overlayfs refuses
+     * `metacopy=on` there, which Concourse's volume driver asks for whenever the kernel offers
+     * it, so the unit hides the offer.
+     */
+    inUserNamespace: boolean;
     /**
      * Put the runc wrapper (already on the host at `wrapper`, with this sha256) in place of
      * Concourse's own runc: its containerd creates containers with no runtime options, so no
      * containerd setting can reach them. The installer script comes with this component.
      */
     wrapRunc?: { wrapper: string; sha256: string };
+    /** Where to check, after the worker step, that the web lists the worker as planned (the password comes at `up`). */
+    registration?: { url: string; username: string; timeoutSeconds: number };
 }
 
 export const CONCOURSE_UNIT = "concourse-worker.service";
@@ -36,6 +52,9 @@ export const CONCOURSE_PATHS = {
     binary: "/usr/local/concourse/bin/concourse",
 } as const;
 
+/** The worker's listeners (garden, baggageclaim, health, debug): the TSA forwards what the web needs. */
+const LOOPBACK_LISTENERS = ["CONCOURSE_BIND_IP", "CONCOURSE_DEBUG_BIND_IP", "CONCOURSE_HEALTHCHECK_BIND_IP", "CONCOURSE_BAGGAGECLAIM_BIND_IP", "CONCOURSE_BAGGAGECLAIM_DEBUG_BIND_IP"];
+
 /** The worker's environment file: everything but the tags, which go on the command line. */
 export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
     const env: [string, string][] = [
@@ -46,7 +65,9 @@ export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
         ["CONCOURSE_TSA_WORKER_PRIVATE_KEY", CONCOURSE_PATHS.workerKey],
         ["CONCOURSE_RUNTIME", "containerd"],
         ["CONCOURSE_CONTAINERD_CONFIG", CONCOURSE_PATHS.containerdConfig],
+        ...LOOPBACK_LISTENERS.map((k): [string, string] => [k, "127.0.0.1"]),
     ];
+    if (s.networkMtu !== undefined) env.push(["CONCOURSE_CONTAINERD_MTU", String(s.networkMtu)]);
     if (s.team) env.push(["CONCOURSE_TEAM", s.team]);
     return "# Rendered by gpu-workers.\n" + env.map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
 }
@@ -74,6 +95,11 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
         "LimitNOFILE=1048576",
         "LimitNPROC=infinity",
         "TasksMax=infinity",
+        ...(s.inUserNamespace ? [
+            "# In a user namespace overlayfs refuses metacopy=on; with the parameter out of sight",
+            "# Concourse's volume driver mounts without it.",
+            "TemporaryFileSystem=/sys/module/overlay/parameters:ro",
+        ] : []),
         "",
         "[Install]",
         "WantedBy=multi-user.target",
@@ -84,28 +110,31 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
 export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedComponent {
     const files: HostFile[] = [
         { path: CONCOURSE_PATHS.env, mode: "0644", content: renderWorkerEnv(s) },
-        { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: s.tsaPublicKey.trim() + "\n" },
+        s.tsaPublicKey === undefined
+            ? { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: "", generated: "tsa-host-key.public" }
+            : { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: s.tsaPublicKey.trim() + "\n" },
         { path: CONCOURSE_PATHS.workerKey, mode: "0600", content: "", secret: true },
         { path: CONCOURSE_PATHS.containerdConfig, mode: "0644", content: s.containerdConfig },
         { path: CONCOURSE_PATHS.unit, mode: "0644", content: renderWorkerUnit(s) },
+        ...concourseReleaseFiles(s.binary, CONCOURSE_PATHS.archive),
     ];
-    const source = "url" in s.binary
-        ? ["--url", s.binary.url, "--sha256", s.binary.sha256]
-        : ["--archive", CONCOURSE_PATHS.archive];
-    if ("path" in s.binary) files.push({ path: CONCOURSE_PATHS.archive, mode: "0644", content: "", localPath: s.binary.path });
     const installer = s.wrapRunc ? hostScriptFile(WRAPPER_INSTALLER) : undefined;
     if (installer) files.push(installer);
     const watched = [CONCOURSE_PATHS.unit, CONCOURSE_PATHS.env, CONCOURSE_PATHS.tsaPublicKey, CONCOURSE_PATHS.workerKey, CONCOURSE_PATHS.containerdConfig];
+    const checks: ProgramCheck[] = s.registration
+        ? [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: s.name, tags: s.tags, ...(s.team ? { team: s.team } : {}), unit: CONCOURSE_UNIT, ...s.registration }]
+        : [];
     return combine(
-        { files, steps: [] },
+        { files, steps: [], checks },
         scriptStep({
             name: "concourse-worker",
             script: "concourse-worker.sh",
             args: [
-                "--version", s.version, ...source, "--unit", CONCOURSE_UNIT, ...watched.flatMap((w) => ["--watch", w]),
+                ...concourseReleaseArgs(s.version, s.binary, CONCOURSE_PATHS.archive), "--unit", CONCOURSE_UNIT, "--env", CONCOURSE_PATHS.env,
+                ...watched.flatMap((w) => ["--watch", w]),
                 ...(s.wrapRunc && installer ? ["--wrap-runc", installer.path, "--wrapper", s.wrapRunc.wrapper, "--wrapper-sha256", s.wrapRunc.sha256] : []),
             ],
-            removeArgs: ["--unit", CONCOURSE_UNIT, ...(installer ? ["--wrap-runc", installer.path] : [])],
+            removeArgs: ["--unit", CONCOURSE_UNIT, "--env", CONCOURSE_PATHS.env, ...(installer ? ["--wrap-runc", installer.path] : [])],
             dependsOn: files.map((f) => f.path),
         }),
     );

@@ -15,6 +15,9 @@ export interface HostCommandInputs {
     /** A local file whose bytes are the stdin (binaries); `stdinSha256` makes a new file a change. */
     stdinFile?: string;
     stdinSha256?: string;
+    /** sha256 of the files the command depends on (secret ones apart): a change runs `update` again. */
+    fileSha256?: Record<string, string>;
+    secretFileSha256?: Record<string, string>;
     /** Raised after drift: a new value runs `update` again. */
     reconverge?: number;
     triggers?: unknown[];
@@ -46,7 +49,7 @@ export async function create(inputs: HostCommandInputs) {
     return { id: `${inputs.connection.host}:${inputs.connection.port}:${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, outs: { ...inputs, ...out } };
 }
 
-const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = ["create", "update", "delete", "stdin", "stdinFile", "stdinSha256", "reconverge", "connection"];
+const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = ["create", "update", "delete", "stdin", "stdinFile", "stdinSha256", "fileSha256", "secretFileSha256", "reconverge", "connection"];
 
 export async function diff(_id: string, olds: HostCommandState, news: HostCommandInputs) {
     const differs = (k: keyof HostCommandInputs) => JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);

@@ -17,6 +17,10 @@ export interface HostCommandArgs {
     /** A local file handed to the command on stdin instead, with its sha256. */
     stdinFile?: pulumi.Input<string>;
     stdinSha256?: pulumi.Input<string>;
+    /** sha256 of each file (by host path) the command depends on: a changed file runs `update` again. */
+    fileSha256?: pulumi.Input<Record<string, string>>;
+    /** The same for secret files, kept apart so the others stay readable in the preview. */
+    secretFileSha256?: pulumi.Input<Record<string, string>>;
     /** HostDriftGuard's epoch: when a refresh found drift it goes up, and the command runs again. */
     reconverge?: pulumi.Input<number>;
     /** A change here replaces the resource (delete, then create). */

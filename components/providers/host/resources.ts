@@ -5,7 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
-import { sha256File } from "../../lib/file-hash";
+import { sha256File, sha256Text } from "../../lib/file-hash";
 import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { HostCommand } from "./host-command";
@@ -24,8 +24,8 @@ export interface HostResourceOptions {
     user: string;
     /** Resources every child waits for (the previous component in the chain). */
     dependsOn: pulumi.Input<pulumi.Resource>[];
-    /** Values of the files marked secret, by host path. */
-    secrets?: Record<string, pulumi.Input<string>>;
+    /** Contents known only at `up` (files marked secret or generated), by host path. */
+    values?: Record<string, pulumi.Input<string>>;
     /** Raised by HostDriftGuard when a refresh finds drift: every command then runs again. */
     epoch?: pulumi.Input<number>;
     /** Paths an earlier component of the host places identically: not placed again, steps may still need them. */
@@ -56,6 +56,20 @@ export function removeFileCommand(file: HostFile): string {
     return `rm -f ${shellCommand([file.path])}` + (ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : "");
 }
 
+/** The content of a file that only `up` knows (a secret, a generated key); a secret stays one. */
+function valueOf(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
+    const value = o.values?.[file.path];
+    if (value === undefined) throw new Error(`${o.prefix}: no value given for ${file.path} (${file.secret ? "a secret" : `generated: ${file.generated}`})`);
+    return file.secret ? pulumi.secret(value) : value;
+}
+
+/** sha256 of what the host receives at the file's path. */
+function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
+    if (file.localPath) return sha256File(file.localPath);
+    if (file.secret || file.generated) return pulumi.output(valueOf(file, o)).apply(sha256Text);
+    return sha256Text(file.content);
+}
+
 function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const name = fileResourceName(o.prefix, file.path);
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
@@ -68,16 +82,15 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
             stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
         }, opts);
     }
-    let stdin: pulumi.Input<string> = file.content;
-    if (file.secret) {
-        const value = o.secrets?.[file.path];
-        if (value === undefined) throw new Error(`${o.prefix}: no secret value given for ${file.path}`);
-        stdin = pulumi.secret(value);
-    }
+    const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
     return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch }, opts);
 }
 
-function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>): HostCommand {
+/**
+ * A step carries the sha256 of every file it depends on (secret ones apart, so the others stay
+ * readable in the preview): a changed file runs the step again, even when its command is the same.
+ */
+function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>, files: Map<string, HostFile>): HostCommand {
     const deps = step.dependsOn.flatMap((d) => {
         // A file an earlier component placed is there before this component starts.
         if (o.placedEarlier?.includes(d)) return [];
@@ -85,11 +98,18 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         if (!r) throw new Error(`${o.prefix}: step ${step.name} depends on ${d}, which this component does not create`);
         return [r];
     });
+    const needed = step.dependsOn.flatMap((d) => (files.has(d) ? [files.get(d)!] : []));
+    const sums = (secret: boolean) => {
+        const chosen = needed.filter((f) => Boolean(f.secret) === secret);
+        return chosen.length === 0 ? undefined : pulumi.all(Object.fromEntries(chosen.map((f) => [f.path, fileSha256(f, o)])));
+    };
     return new HostCommand(stepResourceName(o.prefix, step.name), {
         connection: o.connection,
         create: asRoot(o.user, step.create),
         update: asRoot(o.user, step.create),
         delete: step.remove ? asRoot(o.user, step.remove) : undefined,
+        fileSha256: sums(false),
+        secretFileSha256: sums(true),
         reconverge: o.epoch,
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
 }
@@ -104,8 +124,9 @@ export function createHostResources(rendered: RenderedComponent, o: HostResource
         if (o.placedEarlier?.includes(file.path)) continue;
         known.set(file.path, fileResource(file, o));
     }
+    const files = new Map(placed.map((f): [string, HostFile] => [f.path, f]));
     for (const step of rendered.steps) {
-        const r = stepResource(step, o, known);
+        const r = stepResource(step, o, known, files);
         known.set(step.name, r);
         steps.set(step.name, r);
     }

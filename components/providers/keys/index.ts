@@ -18,4 +18,5 @@ export class SshKeyPair extends pulumi.dynamic.Resource {
     }
 }
 
-export { generateOpensshKeyPair, OpensshKeyPair } from "./openssh";
+export { generateOpensshKeyPair, OpensshKeyPair, publicKeyOfPrivateKey } from "./openssh";
+export { GeneratedSecret } from "./generated-secret";

@@ -1,0 +1,157 @@
+import * as pulumi from "@pulumi/pulumi";
+import { onTransport, Transport } from "../../lib/host/transport";
+import { ConcourseRelease } from "../../lib/render/concourse-release";
+import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase } from "../../lib/render/concourse-web";
+import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
+import { localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
+import { GeneratedSecret } from "../../providers/keys";
+import { reachHost, SshHostTransport } from "../host-access";
+import { LxdHostTransport } from "../gpu-host";
+import { HostStepsComponent } from "../host-steps-component";
+
+/** An LXD instance for the web, with its ports published on the LXD server. */
+export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
+    /**
+     * Ports on the LXD server's `sshAddress` that forward to the web (its API and UI) and the TSA
+     * inside the instance. Example: { web: 8080, tsa: 2222 }. Default: none published.
+     */
+    publish?: { web?: number; tsa?: number };
+}
+
+/** The web's PostgreSQL: its own on the web host (the default), or one you run. */
+export type ConcourseWebDatabase =
+    | { local: { /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string } }
+    | { external: { host: string; /** Default: 5432. */ port?: number; /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string; /** Default: "require". */ sslmode?: string; /** Pass a secret. */ password: pulumi.Input<string> } };
+
+export interface ConcourseWebArgs {
+    /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
+    transport: Transport<SshHostTransport, LxdWebTransport>;
+    /** Concourse release version. Example: "8.2.5". */
+    version: string;
+    /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. */
+    binary: ConcourseRelease;
+    /** Address the web and TSA listen on. Default: "0.0.0.0" over SSH, "127.0.0.1" in an LXD instance (reached through `publish`). */
+    bindIp?: string;
+    /** The web's port. Default: 8080. */
+    port?: number;
+    /** The TSA's port (workers register there). Default: 2222. */
+    tsaPort?: number;
+    /** The URL users and fly reach the web on. Default: http://<ssh host>:<port>, or http://<sshAddress>:<publish.web> for an LXD instance. */
+    externalUrl?: string;
+    /** The main team's local user; its password is generated (the `password` output). Default: "admin". */
+    mainTeamUser?: string;
+    /** The database. Default: { local: {} }: PostgreSQL on the web host, database "atc", user "concourse". */
+    postgres?: ConcourseWebDatabase;
+    /** Keep the local database when the web is deleted. Default: false. */
+    keepDatabase?: boolean;
+    /** Public keys of the workers the TSA admits ("ssh-ed25519 AAAA..."); GpuWorker's `workerPublicKey` outputs. */
+    authorizedWorkerKeys: pulumi.Input<pulumi.Input<string>[]>;
+}
+
+/** What a worker needs of a web to register with it and have its registration checked. */
+export interface WebForWorkers {
+    /** The TSA as workers reach it, where the web's address is known as text. */
+    tsaHost?: string;
+    tsaPort?: number;
+    tsaPublicKey: pulumi.Input<string>;
+    url: string;
+    username: string;
+    password: pulumi.Input<string>;
+    /** The web itself: a worker converges after it and is deleted (retired) before it. forWorkers() sets it. */
+    resource?: pulumi.Resource;
+}
+
+export class ConcourseWebArgsError extends Error {}
+
+/** The web's host and settings as planning sees them, defaults applied and checked. */
+export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
+    const { transport, version, binary, postgres, authorizedWorkerKeys: _keys, ...rest } = args;
+    const settings = webSettingsSchema.safeParse(rest);
+    const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    let database: WebDatabase | undefined;
+    if (postgres !== undefined && "external" in postgres) {
+        const { password: _password, ...external } = postgres.external;
+        database = { external: { port: 5432, database: "atc", user: "concourse", sslmode: "require", ...external } };
+    } else {
+        const local = localDatabaseSchema.safeParse(postgres?.local ?? {});
+        if (local.success) database = { local: local.data };
+        else problems.push(...local.error.issues.map((i) => `postgres.local.${i.path.join(".")}: ${i.message}`));
+    }
+    if (!settings.success || database === undefined || problems.length > 0) throw new ConcourseWebArgsError(`ConcourseWeb ${name}: ${problems.join("; ")}`);
+    return {
+        name,
+        version,
+        binary,
+        settings: settings.data,
+        postgres: database,
+        transport: onTransport<SshHostTransport, LxdWebTransport, WebSpec["transport"]>(transport, {
+            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? "root", host: typeof ssh.host === "string" ? ssh.host : undefined } }),
+            lxd: (lxd): { lxd: LxdWebShape } => ({
+                lxd: {
+                    instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
+                    sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root", publish: lxd.publish ?? {},
+                },
+            }),
+        }),
+    };
+}
+
+/**
+ * A Concourse web node on one host (reached over SSH, or an LXD instance it creates): the
+ * release, PostgreSQL (its own, or an external one), the session signing key and the TSA host
+ * key (generated, secret), a main-team local user with a generated password, and the unit.
+ * The TSA admits exactly `authorizedWorkerKeys`. Deleting it drops its local database unless
+ * `keepDatabase`.
+ */
+export class ConcourseWeb extends HostStepsComponent {
+    public readonly plan: WebPlan;
+    public readonly connection: pulumi.Output<unknown>;
+    public readonly externalUrl: string;
+    public readonly username: string;
+    /** The main team user's password (secret). */
+    public readonly password: pulumi.Output<string>;
+    /** The TSA's host public key, as workers pin it ("ssh-ed25519 AAAA..."). */
+    public readonly tsaPublicKey: pulumi.Output<string>;
+
+    constructor(name: string, args: ConcourseWebArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("gpu-workers:concourse:ConcourseWeb", name, opts);
+        this.plan = planWebHost(webSpec(name, args));
+        const { connection, reachable } = reachHost(this, name, args.transport, this.plan.access);
+        const password = new GeneratedSecret(`${name}-password`, { kind: "password" }, { parent: this });
+        const signingKey = new GeneratedSecret(`${name}-session-signing-key`, { kind: "rsa-private-key" }, { parent: this });
+        // Concourse reads only RSA keys in PEM for the TSA (and the workers').
+        const tsaKey = new GeneratedSecret(`${name}-tsa-host-key`, { kind: "rsa-private-key", comment: `${name}-tsa` }, { parent: this });
+        const database = args.postgres && "external" in args.postgres
+            ? pulumi.secret(args.postgres.external.password)
+            : new GeneratedSecret(`${name}-database-password`, { kind: "password" }, { parent: this }).value;
+        const s = this.plan.settings;
+        this.placeOnHost(renderConcourseWeb(s), { connection, user: this.plan.access.user }, {
+            after: reachable,
+            values: {
+                [CONCOURSE_WEB_PATHS.secretEnv]: pulumi.all([password.value, database]).apply(([p, d]) => renderWebSecretEnv(s.mainTeamUser, p, d)),
+                [CONCOURSE_WEB_PATHS.sessionSigningKey]: signingKey.value,
+                [CONCOURSE_WEB_PATHS.tsaHostKey]: tsaKey.value,
+                [CONCOURSE_WEB_PATHS.authorizedWorkerKeys]: pulumi.output(args.authorizedWorkerKeys).apply(renderAuthorizedWorkerKeys),
+            },
+        });
+        this.connection = connection;
+        this.externalUrl = s.externalUrl;
+        this.username = s.mainTeamUser;
+        this.password = password.value;
+        this.tsaPublicKey = tsaKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" "));
+        this.registerOutputs({ files: this.files, steps: this.steps, externalUrl: this.externalUrl, username: this.username, password: this.password, tsaPublicKey: this.tsaPublicKey });
+    }
+
+    /** What GpuWorker takes from this web (`concourse.web`). */
+    forWorkers(): WebForWorkers {
+        return {
+            tsaHost: this.plan.tsaForWorkers?.host,
+            tsaPort: this.plan.tsaForWorkers?.port,
+            tsaPublicKey: this.tsaPublicKey,
+            url: this.externalUrl,
+            username: this.username,
+            password: this.password,
+            resource: this,
+        };
+    }
+}

@@ -1,0 +1,102 @@
+/**
+ * The one plan of a Concourse web host: reaching it (for an LXD instance, with the web and TSA
+ * ports published on the LXD server), and the web's files and steps. ConcourseWeb builds its
+ * resources from it and the offline render writes it out. Pure.
+ */
+import { z } from "zod";
+import { webSettingsSchema } from "./web-settings";
+import { fileResourceName, stepResourceName } from "../host/steps";
+import { onTransport, Transport } from "../host/transport";
+import { lxdProxyDevice } from "../lxd/devices";
+import type { LxdDevices } from "../lxd/types";
+import { ConcourseWebSettings, renderConcourseWeb, WebDatabase } from "../render/concourse-web";
+import { AccessShape, HostAccessPlan, LxdInstancePlanInput, planHostAccess, PlannedStep } from "./host-access";
+import { componentSteps, PlannedFile } from "./host-plan";
+import { placeOnce } from "./place-files";
+import type { SshHostShape } from "./worker-spec";
+
+/** An LXD web instance: the ports it publishes on the LXD server's `sshAddress`. */
+export interface LxdWebShape extends Omit<LxdInstancePlanInput, "devices"> {
+    publish: { web?: number; tsa?: number };
+}
+
+/** An SSH web host: its address, where it is known as plain text (for the default external URL and TSA). */
+export interface SshWebShape extends SshHostShape {
+    host?: string;
+}
+
+export interface WebSpec {
+    /** The web's name: every resource of its host is named from it. */
+    name: string;
+    transport: Transport<SshWebShape, LxdWebShape>;
+    version: string;
+    binary: ConcourseWebSettings["binary"];
+    settings: z.infer<typeof webSettingsSchema>;
+    postgres: WebDatabase;
+}
+
+export interface WebPlan {
+    name: string;
+    transport: "ssh" | "lxd";
+    access: HostAccessPlan;
+    settings: ConcourseWebSettings;
+    /** How a worker reaches the TSA, where the plan knows: the SSH host, or an LXD instance's published port on its server. */
+    tsaForWorkers?: { host: string; port: number };
+    steps: PlannedStep[];
+    files: PlannedFile[];
+}
+
+/** Proxy devices that publish the web's ports on the LXD server. */
+function publishedPorts(lxd: LxdWebShape, web: { port: number; tsaPort: number }): LxdDevices {
+    const devices: LxdDevices = {};
+    if (lxd.publish.web !== undefined) devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
+    if (lxd.publish.tsa !== undefined) devices.tsa = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.tsa }, { address: "127.0.0.1", port: web.tsaPort }, "host");
+    return devices;
+}
+
+function urlHost(address: string): string {
+    return address.includes(":") && !address.startsWith("[") ? `[${address}]` : address;
+}
+
+export function planWebHost(spec: WebSpec): WebPlan {
+    const s = spec.settings;
+    const derived = onTransport(spec.transport, {
+        ssh: (ssh) => ({
+            bindIp: s.bindIp ?? "0.0.0.0",
+            url: ssh.host !== undefined ? `http://${urlHost(ssh.host)}:${s.port}` : undefined,
+            tsa: ssh.host !== undefined ? { host: ssh.host, port: s.tsaPort } : undefined,
+        }),
+        lxd: (lxd) => ({
+            bindIp: s.bindIp ?? "127.0.0.1",
+            url: lxd.publish.web !== undefined ? `http://${urlHost(lxd.sshAddress)}:${lxd.publish.web}` : undefined,
+            tsa: lxd.publish.tsa !== undefined ? { host: lxd.sshAddress, port: lxd.publish.tsa } : undefined,
+        }),
+    });
+    const externalUrl = s.externalUrl ?? derived.url;
+    if (externalUrl === undefined) throw new Error(`web ${spec.name}: externalUrl is required (the web's address is not known as text: give externalUrl, or publish.web for an LXD instance)`);
+    const settings: ConcourseWebSettings = {
+        version: spec.version, binary: spec.binary, externalUrl, bindIp: derived.bindIp, port: s.port, tsaPort: s.tsaPort,
+        postgres: spec.postgres, mainTeamUser: s.mainTeamUser, keepDatabase: s.keepDatabase,
+    };
+    const access = planHostAccess(spec.name, "ConcourseWeb", onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
+        ssh: (ssh) => ({ ssh: { user: ssh.user } }),
+        lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, s) } }),
+    }));
+    const rendered = renderConcourseWeb(settings);
+    const { placed } = placeOnce(spec.name, [{ owner: "ConcourseWeb access", files: access.files }, { owner: "ConcourseWeb", files: rendered.files }]);
+    const instance = stepResourceName(spec.name, "instance");
+    return {
+        name: spec.name,
+        transport: spec.transport.ssh ? "ssh" : "lxd",
+        access,
+        settings,
+        tsaForWorkers: derived.tsa,
+        steps: [...access.steps, ...componentSteps(spec.name, "ConcourseWeb", rendered, access.steps.map((st) => st.name))],
+        files: placed.map(({ owner, ...file }) => ({
+            ...file,
+            component: "ConcourseWeb",
+            // The access files go in with the instance it creates, before the first start.
+            resource: owner === "ConcourseWeb" ? fileResourceName(spec.name, file.path) : instance,
+        })),
+    };
+}

@@ -1,0 +1,23 @@
+/**
+ * A Concourse release on a host, for the web and the worker alike: the tarball uploaded from
+ * here or downloaded by the host (checked against its sha256), unpacked by
+ * host/concourse-install.sh, which both components place and their scripts run.
+ */
+import { hostScriptFile } from "../host/scripts";
+import { HostFile } from "../host/steps";
+
+/** The official release tarball ({url, sha256}), or a tarball in its layout uploaded from here ({path}). */
+export type ConcourseRelease = { url: string; sha256: string } | { path: string };
+
+export const CONCOURSE_INSTALLER = "concourse-install.sh";
+
+/** The installer, and the tarball itself when it is uploaded (to `archive` on the host). */
+export function concourseReleaseFiles(binary: ConcourseRelease, archive: string): HostFile[] {
+    const uploaded: HostFile[] = "path" in binary ? [{ path: archive, mode: "0644", content: "", localPath: binary.path }] : [];
+    return [...uploaded, hostScriptFile(CONCOURSE_INSTALLER)];
+}
+
+/** The installer's arguments for this release. */
+export function concourseReleaseArgs(version: string, binary: ConcourseRelease, archive: string): string[] {
+    return ["--version", version, ...("url" in binary ? ["--url", binary.url, "--sha256", binary.sha256] : ["--archive", archive])];
+}

@@ -1,0 +1,20 @@
+/**
+ * A dynamic resource that waits, after the worker step, until the web lists the worker as
+ * running with the tags and team of its plan, and fails the `up` with what it reports otherwise.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { lazyProvider } from "../lazy-provider";
+import type { WorkerRegistrationInputs } from "./worker-registration-ops";
+
+const provider = lazyProvider("worker-registration", "worker registration");
+
+export class WorkerRegistration extends pulumi.dynamic.Resource {
+    /** The worker's state as the web last reported it (running). */
+    declare public readonly state: pulumi.Output<string>;
+
+    constructor(name: string, args: { [K in keyof WorkerRegistrationInputs]: pulumi.Input<WorkerRegistrationInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
+        super(provider, name, { ...args, api: pulumi.secret(args.api), connection: pulumi.secret(args.connection), state: undefined }, {
+            ...opts, additionalSecretOutputs: ["api", "connection"],
+        }, "gpu-workers", "WorkerRegistration");
+    }
+}

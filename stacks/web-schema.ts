@@ -1,0 +1,46 @@
+/**
+ * `gpu-workers:web`, the stack's Concourse web node: its host (SSH, or an LXD instance that
+ * publishes the web and TSA ports on its server), the release (by default the one the
+ * workers get), and its settings. Unknown keys are errors.
+ */
+import { z } from "zod";
+import type { Transport } from "../components/lib/host/transport";
+import { localDatabaseSchema, webSettingsSchema } from "../components/lib/plan/web-settings";
+import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
+import { hostName, lxdTransportSchema, secretRef, SshTransport, sshTransportSchema } from "./schema";
+
+export const lxdWebTransportSchema = lxdTransportSchema.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true }).extend({
+    /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
+    publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
+});
+
+const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
+
+export const webTransportSchema = z.strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdWebTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
+    .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
+    .transform((t): Transport<SshTransport, LxdWebTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
+
+export const externalDatabaseSchema = z.strictObject({
+    host: z.string().min(1, { error: "expected the database host" }),
+    port: port.default(5432),
+    database: z.string().min(1).default("atc"),
+    user: z.string().min(1).default("concourse"),
+    sslmode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"], { error: "expected a PostgreSQL sslmode such as require" }).default("require"),
+    /** Config key whose secret value is the database user's password. */
+    passwordSecret: secretRef,
+});
+
+export const webSchema = webSettingsSchema.extend({
+    /** DNS label; names every resource of the web. */
+    name: hostName,
+    transport: webTransportSchema,
+    /** Default: defaults.concourse.version. */
+    version: version.optional(),
+    /** The release tarball. Default: defaults.concourse.binary (the workers' release). */
+    binary: workerSettingsSchema.shape.concourse.shape.binary,
+    postgres: z.union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], { error: "expected {local: {...}} or {external: {...}}" })
+        .default({ local: { database: "atc", user: "concourse" } }),
+});
+
+export type LxdWebTransport = z.infer<typeof lxdWebTransportSchema>;
+export type WebConfig = z.infer<typeof webSchema>;

@@ -1,0 +1,139 @@
+/** The Concourse web and worker renderers, the web's plan, and the stack's web section. */
+import * as assert from "assert";
+import { planWebHost } from "../../components/lib/plan/web-plan";
+import { renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebEnv, renderWebSecretEnv } from "../../components/lib/render/concourse-web";
+import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/render/concourse-worker";
+import { webSpec } from "../../components/chain/concourse-web";
+import { parseStack, StackConfigError } from "../../stacks/config";
+import { planStack } from "../../stacks/offline-render";
+import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+
+const release = { url: "https://downloads.example.test/concourse.tgz", sha256: "a".repeat(64) };
+const worker = {
+    name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
+    workDir: "/opt/concourse/worker", binary: release, containerdConfig: "version = 2\n", inUserNamespace: false,
+};
+
+function problemsOf(raw: Parameters<typeof parseStack>[0]): string[] {
+    try {
+        parseStack(raw);
+    } catch (e) {
+        if (e instanceof StackConfigError) return e.problems;
+        throw e;
+    }
+    assert.fail("expected the config to be rejected");
+}
+
+describe("Concourse worker (render)", () => {
+    it("keeps every listener on loopback, sets the MTU only when asked, and tags as flags", () => {
+        const env = renderWorkerEnv({ ...worker, networkMtu: 1400 });
+        for (const k of ["CONCOURSE_BIND_IP", "CONCOURSE_DEBUG_BIND_IP", "CONCOURSE_HEALTHCHECK_BIND_IP", "CONCOURSE_BAGGAGECLAIM_BIND_IP", "CONCOURSE_BAGGAGECLAIM_DEBUG_BIND_IP"]) {
+            assert.match(env, new RegExp(`^${k}=127\\.0\\.0\\.1$`, "m"));
+        }
+        assert.match(env, /^CONCOURSE_CONTAINERD_MTU=1400$/m);
+        assert.doesNotMatch(renderWorkerEnv(worker), /MTU/);
+        assert.match(renderWorkerUnit(worker), / \\\n {2}--tag=gpu-devices=0,1\n/);
+    });
+
+    it("hides overlayfs's metacopy offer only in a user namespace", () => {
+        assert.doesNotMatch(renderWorkerUnit(worker), /TemporaryFileSystem/);
+        assert.match(renderWorkerUnit({ ...worker, inUserNamespace: true }), /^TemporaryFileSystem=\/sys\/module\/overlay\/parameters:ro$/m);
+    });
+
+    it("a TSA key known only during up is a generated file; a registration check follows the worker step", () => {
+        const rendered = renderConcourseWorker({ ...worker, tsaPublicKey: undefined, registration: { url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120 } });
+        const key = rendered.files.find((f) => f.path === "/etc/concourse/tsa_host_key.pub")!;
+        assert.deepStrictEqual({ generated: key.generated, content: key.content }, { generated: "tsa-host-key.public", content: "" });
+        assert.deepStrictEqual(rendered.checks, [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: "gpu-a", tags: worker.tags, unit: "concourse-worker.service", url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120 }]);
+        assert.ok(rendered.files.some((f) => f.path === "/usr/local/lib/gpu-workers/concourse-install.sh"), "the installer the worker script runs comes along");
+    });
+});
+
+describe("Concourse web (render)", () => {
+    const web = {
+        version: "8.2.5", binary: { path: "/tmp/concourse.tgz" }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
+        postgres: { local: { database: "atc", user: "concourse" } }, mainTeamUser: "admin", keepDatabase: false,
+    };
+
+    it("puts no password in the readable env file; the secret one has them", () => {
+        const env = renderWebEnv(web);
+        assert.doesNotMatch(env, /PASSWORD|ADD_LOCAL_USER/);
+        assert.match(env, /^CONCOURSE_POSTGRES_HOST=127\.0\.0\.1$/m);
+        assert.match(env, /^CONCOURSE_TSA_BIND_PORT=2222$/m);
+        assert.strictEqual(renderWebSecretEnv("admin", "pw", "db"), "CONCOURSE_POSTGRES_PASSWORD=db\nCONCOURSE_ADD_LOCAL_USER=admin:pw\n");
+        assert.throws(() => renderWebSecretEnv("ad:min", "pw", "db"), /cannot hold ':'/);
+        assert.throws(() => renderWebSecretEnv("admin", "p\nCONCOURSE_X=1", "db"), /must be one line/);
+    });
+
+    it("renders the worker keys one per line, and the steps in order: database, then the web", () => {
+        assert.strictEqual(renderAuthorizedWorkerKeys([" ssh-ed25519 A a\n", "", "ssh-rsa B"]), "ssh-ed25519 A a\nssh-rsa B\n");
+        const rendered = renderConcourseWeb(web);
+        assert.deepStrictEqual(rendered.steps.map((s) => s.name), ["postgres", "concourse-web"]);
+        assert.ok(rendered.steps[1].dependsOn.includes("postgres"));
+        assert.deepStrictEqual(rendered.files.filter((f) => f.secret).map((f) => f.path).sort(), ["/etc/concourse/session_signing_key", "/etc/concourse/tsa_host_key", "/etc/concourse/web-secrets.env"]);
+        assert.match(rendered.steps[0].remove!, / --user concourse$/);
+        assert.match(renderConcourseWeb({ ...web, keepDatabase: true }).steps[0].remove!, / --keep$/);
+    });
+
+    it("an external database has no local step", () => {
+        const rendered = renderConcourseWeb({ ...web, postgres: { external: { host: "db.example.test", port: 5432, database: "atc", user: "ci", sslmode: "require" } } });
+        assert.deepStrictEqual(rendered.steps.map((s) => s.name), ["concourse-web"]);
+        assert.match(renderWebEnv({ ...web, postgres: { external: { host: "db.example.test", port: 5433, database: "atc", user: "ci", sslmode: "require" } } }), /^CONCOURSE_POSTGRES_PORT=5433$/m);
+    });
+
+    it("in an LXD instance: the web and TSA ports are published on the server, and workers are told where", () => {
+        const plan = planWebHost(webSpec("ci", {
+            transport: { lxd: { server: { socket: "/x" }, instance: "ci", image: "img", sshPort: 2200, publish: { web: 8080, tsa: 2222 } } },
+            version: "8.2.5", binary: release, authorizedWorkerKeys: [],
+        }));
+        assert.strictEqual(plan.settings.externalUrl, "http://127.0.0.1:8080");
+        assert.strictEqual(plan.settings.bindIp, "127.0.0.1");
+        assert.deepStrictEqual(plan.tsaForWorkers, { host: "127.0.0.1", port: 2222 });
+        assert.deepStrictEqual(plan.access.lxd!.instance.devices.tsa, { type: "proxy", listen: "tcp:127.0.0.1:2222", connect: "tcp:127.0.0.1:2222", bind: "host" });
+        assert.deepStrictEqual(plan.steps.map((s) => s.name), ["ci-instance", "ci-postgres", "ci-concourse-web"]);
+    });
+
+    it("bad web arguments are refused with every problem", () => {
+        assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, authorizedWorkerKeys: [], port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
+            (e: Error) => /port: expected a port number/.test(e.message) && /mainTeamUser/.test(e.message) && /postgres\.local\.user/.test(e.message));
+    });
+});
+
+describe("the stack's web", () => {
+    const webEntry = { name: "ci", transport: { lxd: { instance: "ci", image: "img", sshPort: 2200, publish: { web: 8080, tsa: 2222 } } } };
+    const lxdWorker = { name: "w", transport: { lxd: { instance: "w", image: "img", sshPort: 2201 } }, vendor: "none" };
+
+    it("gives the workers the TSA: an LXD worker on the same server reaches it through a proxy device of its own", () => {
+        const raw = stackWith();
+        const defaults = { concourse: { binary: raw.defaults.concourse.binary } };
+        const plans = planStack(parseStack({ defaults, web: webEntry, hosts: [lxdWorker] }), "/");
+        const host = plans.hosts[0];
+        assert.match(plans.web!.files.map((f) => f.path).join(" "), /authorized_worker_keys/);
+        const env = host.files.find((f) => f.path === "/etc/concourse/worker.env")!.content;
+        assert.match(env, /^CONCOURSE_TSA_HOST=127\.0\.0\.1:2222$/m);
+        assert.deepStrictEqual(host.hostTransport.lxd!.devices.tsa, { type: "proxy", listen: "tcp:127.0.0.1:2222", connect: "tcp:127.0.0.1:2222", bind: "instance" });
+        assert.strictEqual(host.files.find((f) => f.path === "/etc/concourse/tsa_host_key.pub")!.generated, "tsa-host-key.public");
+        assert.ok(host.steps.some((s) => s.name === "w-concourse-registration" && /lists worker w as running/.test(s.run)));
+    });
+
+    it("takes the release from the defaults, and reports what does not fit, with paths", () => {
+        const raw = stackWith();
+        assert.deepStrictEqual(problemsOf({ defaults: {}, web: webEntry, hosts: [] }), ["web.binary: required (give {url, sha256} or {path} here or in defaults.concourse.binary)"]);
+        const clash = { ...webEntry, name: "w", transport: { lxd: { ...webEntry.transport.lxd, publish: { web: 2201, tsa: 2200 } } }, colour: "red" };
+        assert.deepStrictEqual(problemsOf({ defaults: raw.defaults, web: clash, hosts: [] }), ["web: unknown key colour"]);
+        const ports = { ...webEntry, name: "w", transport: { lxd: { ...webEntry.transport.lxd, publish: { web: 2201, tsa: 2200 } } } };
+        assert.deepStrictEqual(problemsOf({ defaults: { concourse: { binary: raw.defaults.concourse.binary } }, web: ports, hosts: [lxdWorker] }).sort(), [
+            "hosts[0].name: w is the web's name too",
+            "hosts[0].transport.lxd.sshPort: 2201 is already used by web.transport.lxd.publish.web on the same LXD server",
+            "web.transport.lxd.publish.tsa: 2200 is already used by web.transport.lxd.sshPort",
+        ]);
+    });
+
+    it("an SSH worker cannot reach a TSA published on an LXD server's loopback: it must say where", () => {
+        const raw = stackWith({ name: "far", inventory: NO_GPU });
+        const host = { ...raw.hosts[0], concourse: { tsaHost: undefined } };
+        delete (host.concourse as Record<string, unknown>).tsaHost;
+        const problems = problemsOf({ defaults: { concourse: { binary: raw.defaults.concourse.binary } }, web: webEntry, hosts: [host] });
+        assert.deepStrictEqual(problems, ["hosts[0].concourse.tsaHost: required: the web's TSA is published on its LXD server's 127.0.0.1, which this SSH host cannot reach; give the address it reaches the TSA on"]);
+    });
+});
