@@ -16,6 +16,7 @@ import { GpuDriver } from "../gpu-driver";
 import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu-host";
 import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
+import { WorkerValidator } from "../worker-validator";
 
 /** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
 export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices"> {
@@ -173,6 +174,7 @@ function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs,
         case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
         case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
         case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
+        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
         case "ConcourseWorker": return new ConcourseWorker(link.name, { ...access, ...s.concourse!, workerPrivateKey }, o);
     }
 }

@@ -30,7 +30,12 @@ export const settingsSchema = z.strictObject({
         version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
     }),
     toolkit: z.strictObject({
-        version: version,
+        /**
+         * The container toolkit version, or preinstalled to use (and check) the one on the host.
+         * Unset: the vendor's default (components/lib/toolkit/versions.ts). The vendor's own
+         * version form and the CVE floor are checked where the vendor is known (the host's plan).
+         */
+        version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 1.17.8" }).optional(),
         /** Generate a CDI spec and inject GPUs by CDI id. */
         cdi: z.boolean(),
     }),
@@ -71,7 +76,7 @@ export const WORKER_DEFAULTS = {
     selection: "all",
     verify: { warnOnly: [] },
     driver: { version: "preinstalled" },
-    toolkit: { version: "1.17.8", cdi: true },
+    toolkit: { cdi: true },
     datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
     containerd: { runtimeName: "gpu", default: false },
     fabricManager: { mode: "auto", partitions: [] },
