@@ -10,6 +10,7 @@ packages=(
   busybox-static umoci        # images built with no network
   openssh-server openssh-client
   shellcheck jq bats libvirt-clients
+  gnupg dpkg-dev apt           # vendor apt repositories: keys, signed test repositories
 )
 
 missing=()

@@ -87,11 +87,17 @@ have() { command -v "$1" > /dev/null 2>&1; }
 
 # --- NVIDIA ---------------------------------------------------------------------------
 if have nvidia-smi; then
+  query_ok=no
   run_tool nvidia-smi-query nvidia-smi \
     --query-gpu=index,uuid,name,memory.total,pci.bus_id,driver_version,mig.mode.current \
-    --format=csv,noheader,nounits
+    --format=csv,noheader,nounits && query_ok=yes
   # MIG instances are listed only when a GPU runs in MIG mode.
   mig_on=$(awk -F', *' '$NF == "Enabled" { print "yes"; exit }' "$TMP/out" 2> /dev/null)
+  # Compute capabilities on their own: drivers older than the compute_cap field fail this
+  # query, and that must not cost the table above.
+  if [ "$query_ok" = yes ]; then
+    run_tool nvidia-smi-compute-cap nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader
+  fi
   run_tool nvidia-smi-L nvidia-smi -L
   # The summary table: driver and CUDA versions in its header, GI/CI ids of MIG devices.
   run_tool nvidia-smi nvidia-smi
@@ -150,6 +156,7 @@ if [ -d "$nodes_dir" ]; then
   done
   add_source kfd-nodes "[$(cat "$TMP/kfd")]"
 fi
+add_file rocm-version "$ROOT/opt/rocm/.info/version"
 if [ -e "$ROOT/dev/kfd" ]; then add_source dev-kfd true; else add_source dev-kfd false; fi
 if [ -d "$ROOT/dev/dri" ]; then
   renders=()

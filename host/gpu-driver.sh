@@ -2,20 +2,27 @@
 # Makes sure the GPU driver a worker needs is loaded, and with a pinned version installs it.
 #   gpu-driver.sh ensure --vendor nvidia|amd --version preinstalled|X.Y[.Z]
 #   gpu-driver.sh remove --vendor nvidia|amd --version preinstalled|X.Y[.Z]
+# --apt-source FILE --keyring FILE --fingerprint FPR: the vendor's driver repository that
+# gpu-workers placed, refreshed when no apt list offers the pinned version yet. The apt pin
+# placed beside this step holds a pinned version.
 # "remove" only removes a package this script installed itself (recorded in STATE_DIR).
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 ROOT=${GPU_WORKERS_ROOT:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "gpu-driver: $*" >&2; exit 1; }
 
 action=${1:-}; shift || true
-vendor=""; version=""
+vendor=""; version=""; apt_source=""; keyring=""; fingerprint=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vendor) vendor=$2; shift 2 ;;
     --version) version=$2; shift 2 ;;
+    --apt-source) apt_source=$2; shift 2 ;;
+    --keyring) keyring=$2; shift 2 ;;
+    --fingerprint) fingerprint=$2; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -77,7 +84,10 @@ ensure() {
   esac
   command -v apt-get >/dev/null 2>&1 || die "driver ${version} is pinned but ${running:-no driver} is loaded, and this host has no apt-get to install it"
   local spec
-  spec=$(apt_candidate) || die "driver ${version} is pinned but ${running:-no driver} is loaded, and no apt package offers ${version}; add the vendor's repository or preinstall the driver"
+  if ! spec=$(apt_candidate) && [ -n "$apt_source" ]; then
+    "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
+  fi
+  spec=${spec:-$(apt_candidate)} || die "driver ${version} is pinned but ${running:-no driver} is loaded, and no apt package offers ${version}; add the vendor's repository or preinstall the driver"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$spec"
   mkdir -p "$STATE_DIR"
   echo "${spec%%=*}" > "$STATE_DIR/driver-package"

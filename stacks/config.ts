@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
 import { isPlainObject, mergeSettings } from "../components/lib/plan/settings";
+import { toolkitVersion, toolkitVersionProblems } from "../components/lib/toolkit/versions";
 import { describe, formatPath, issuesOf } from "./issues";
 import { parseWeb, webHostProblems } from "./web-config";
 import type { WebConfig } from "./web-schema";
@@ -30,7 +31,7 @@ export interface StackConfig {
     web?: WebConfig;
 }
 
-const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra"] as const;
+const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
 const HOST_KEYS = new Set<string>(["name", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS]);
 
@@ -161,7 +162,7 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
     hosts.forEach(({ entry, settings: s, reported }, i) => {
         if (!entry || !s) return;
         try {
-            planWorkerGpus(entry.inventory, { selection: s.selection, cdi: s.toolkit.cdi, fabricManager: s.fabricManager, extraTags: s.concourse.tags });
+            planWorkerGpus(entry.inventory, { selection: s.selection, cdi: s.toolkit.cdi, fabricManager: s.fabricManager, extraTags: s.concourse.tags, driverPin: s.driver.version });
         } catch (e) {
             if (!(e instanceof PlanError)) throw e;
             // A dropped bad field stands in for the built-in default here (fabricManager.mode "of" became
@@ -171,6 +172,19 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
         }
     });
     return problems;
+}
+
+/**
+ * The toolkit version against its vendor's published form and the CVE floor: only here is the
+ * vendor known (a version in the defaults may suit one vendor's hosts and not another's).
+ */
+function toolkitProblems(hosts: ParsedHost[]): string[] {
+    return hosts.flatMap(({ entry, settings: s, reported }, i) => {
+        if (!entry || !s || entry.inventory.vendor === "none" || covered("toolkit.version", reported)) return [];
+        const version = toolkitVersion(entry.inventory.vendor, s.toolkit.version);
+        if (version === "preinstalled") return [];
+        return toolkitVersionProblems(entry.inventory.vendor, version).map((p) => `hosts[${i}].toolkit.version: ${p}`);
+    });
 }
 
 /** Validates the whole stack config (hosts only); throws StackConfigError listing every problem. */
@@ -200,6 +214,7 @@ export function parseStack(raw: RawStackConfig): StackConfig {
     const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
     for (const host of hosts) problems.push(...host.problems);
     problems.push(...crossHostProblems(hosts));
+    problems.push(...toolkitProblems(hosts));
     const release = mergeSettings(BUILTIN_DEFAULTS.concourse, defaults.settings.concourse) as { version: string; binary?: unknown };
     const web = raw.web === undefined ? undefined : parseWeb(raw.web, release);
     if (web) problems.push(...web.problems);

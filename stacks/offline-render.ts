@@ -13,6 +13,7 @@ import type { PlannedStep } from "../components/lib/plan/gpu-host";
 import { planWebHost, WebPlan } from "../components/lib/plan/web-plan";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
 import { StackWeb, webArgs, workerArgs } from "./fleet";
+import type { HostConfig } from "./schema";
 
 export const SECRET_PLACEHOLDER = "[secret]";
 export const GENERATED_PLACEHOLDER = "[generated during up]";
@@ -108,6 +109,11 @@ export function planStack(stack: StackConfig, baseDir: string): { web?: WebPlan;
     }
     const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web))));
     return { ...(webPlan ? { web: webPlan } : {}), hosts };
+}
+
+/** One host of a stack without a web, rendered. */
+export function renderHost(host: HostConfig, baseDir = process.cwd()): RenderedHost {
+    return renderPlan(planStack({ hosts: [host] }, baseDir).hosts[0]);
 }
 
 export function renderStack(raw: RawStackConfig, baseDir = process.cwd()): RenderedHost[] {

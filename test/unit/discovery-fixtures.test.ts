@@ -31,7 +31,9 @@ const H100_UUIDS = [
 const HGX_DECLARED: GpuInventory = inventorySchema.parse({
     vendor: "nvidia",
     nvswitches: 4,
-    gpus: H100_UUIDS.map((uuid, index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0` })),
+    driverVersion: "550.127.05",
+    cudaVersion: "12.4",
+    gpus: H100_UUIDS.map((uuid, index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0`, computeCapability: "9.0" })),
 });
 
 describe("discovery on captured outputs (real script + parser)", () => {
@@ -71,8 +73,10 @@ describe("discovery on captured outputs (real script + parser)", () => {
         const r = discover("a100-80gb-mig");
         assert.deepStrictEqual(r.inventory, inventorySchema.parse({
             vendor: "nvidia",
+            driverVersion: "535.104.05",
+            cudaVersion: "12.2",
             gpus: [{
-                index: 0, model: "NVIDIA A100 80GB PCIe", memoryMiB: 81920, uuid: "GPU-4101de38-535a-4255-ac14-a63e072d7a10", pciBusId: "00000000:17:00.0",
+                index: 0, model: "NVIDIA A100 80GB PCIe", memoryMiB: 81920, uuid: "GPU-4101de38-535a-4255-ac14-a63e072d7a10", pciBusId: "00000000:17:00.0", computeCapability: "8.0",
                 mig: [
                     { index: 0, profile: "3g.40gb", gi: 2, ci: 0, uuid: "MIG-d771d938-b556-4f9d-b742-2dd26b864023" },
                     { index: 1, profile: "2g.20gb", gi: 3, ci: 0, uuid: "MIG-08bce7f3-bac7-4715-b56f-91541f15fe37" },

@@ -230,7 +230,7 @@ describe("discovery parsers", () => {
                 },
             ));
             assert.deepStrictEqual(r.problems, []);
-            assert.deepStrictEqual(r.inventory, { vendor: "nvidia", nvswitches: 0, tegra: true, gpus: [{ index: 0, model: "Orin (nvgpu)", memoryMiB: 62827, integrated: true, mig: [] }] });
+            assert.deepStrictEqual(r.inventory, { vendor: "nvidia", nvswitches: 0, tegra: true, driverVersion: "540.4.0", cudaVersion: "12.6", gpus: [{ index: 0, model: "Orin (nvgpu)", memoryMiB: 62827, integrated: true, mig: [] }] });
             assert.deepStrictEqual([r.driverVersion, r.cudaVersion, r.l4t], ["540.4.0", "12.6", "36.4.3"]);
             assert.match(r.warnings[0], /^nvidia-smi --query-gpu failed \(exit 3: Field "mig\.mode\.current" is not supported on this device\); GPUs taken from nvidia-smi -L$/);
         });

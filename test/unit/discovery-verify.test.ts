@@ -63,11 +63,11 @@ describe("inventory verification", () => {
     });
 
     it("rejects an unknown warnOnly field, naming the valid ones; exports its zod schemas", () => {
-        assert.throws(() => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }), /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, integrated, gfx, render, mig, nvswitches, tegra, driver\)/);
+        assert.throws(() => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }), /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/);
         assert.deepStrictEqual(verifyOptionsSchema.parse({ driverPin: "preinstalled" }), { driverPin: "preinstalled", warnOnly: {} });
         assert.deepStrictEqual(warnOnlyFieldsSchema.parse(["memory", "uuid"]), ["memory", "uuid"]);
         assert.ok(!warnOnlyFieldsSchema.safeParse(["size"]).success);
-        assert.strictEqual(VERIFY_FIELDS.length, 13);
+        assert.strictEqual(VERIFY_FIELDS.length, 15);
     });
 
     it("checks the driver against the pin: preinstalled needs a driver, a pin is a floor, 550 matches 550.x", () => {

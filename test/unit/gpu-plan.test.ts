@@ -17,7 +17,10 @@ describe("GPU plan (one source of truth)", () => {
 
     it("RTX A500 laptop: one GPU, 4 GiB", () => {
         const plan = planWorkerGpus(inv(RTX_A500_LAPTOP), base);
-        assert.deepStrictEqual(plan.tags, ["gpu", "gpu-type=nvidia", "gpu-count=1", "gpu-devices=0", "gpu-model=rtx-a500-laptop-gpu", "gpu-memory-gib=4"]);
+        assert.deepStrictEqual(plan.tags, [
+            "gpu", "gpu-type=nvidia", "gpu-count=1", "gpu-devices=0", "gpu-model=rtx-a500-laptop-gpu", "gpu-memory-gib=4",
+            "gpu-family=ampere", "gpu-compute=8.6", "gpu-driver-major=535", "gpu-cuda=12.2", "gpu-mig-strategy=none", "gpu-count-min=1",
+        ]);
         assert.deepStrictEqual(plan.env, { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" });
     });
 

@@ -35,7 +35,7 @@ describe("stack config", () => {
         raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
         const problems = problemsOf(raw);
         assert.deepStrictEqual(problems.sort(), [
-            "defaults.toolkit.version: expected a version such as 1.2.3",
+            "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
             "hosts[0]: unknown key colour",
             "hosts[0].datasets.root: expected an absolute path",
             "hosts[0].gpus[0].memoryMiB: expected a non-negative integer",
@@ -89,7 +89,7 @@ describe("stack config", () => {
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "defaults.concourse.tsaHost: expected the TSA host name",
             "defaults.fabricManager.mode: expected auto, on or off",
-            "defaults.toolkit.version: expected a version such as 1.2.3",
+            "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
         ]);
     });
 
@@ -112,7 +112,7 @@ describe("stack config", () => {
         raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
         const problems = problemsOf({ defaults: raw.defaults, hosts: [...raw.hosts, lxd("x"), lxd("y")] });
         assert.deepStrictEqual(problems.sort(), [
-            "defaults.toolkit.version: expected a version such as 1.2.3",
+            "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
             "hosts[1].name: a is already used by hosts[0]",
             "hosts[1].selection: GPU index 9 is not in the inventory (declared: 0, 1, 2, 3, 4, 5, 6, 7)",
             "hosts[2].datasets.root: expected an absolute path",

@@ -17,6 +17,7 @@ import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu
 import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
 import type { WebForWorkers } from "../concourse-web";
+import { WorkerValidator } from "../worker-validator";
 
 /** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
 export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices"> {
@@ -53,7 +54,7 @@ export interface GpuWorkerArgs {
         version?: string;
     };
     toolkit?: {
-        /** nvidia-container-toolkit (or amd-container-toolkit) version. Example: "1.17.8". Default: "1.17.8". */
+        /** nvidia-container-toolkit (or amd-container-toolkit) version, or "preinstalled" (installs nothing). Example: "1.17.8". Default: per vendor, NVIDIA 1.17.8, AMD 1.3.0; versions with known container escapes are refused. */
         version?: string;
         /** Generate a CDI spec and inject GPUs by CDI id. Default: true. */
         cdi?: boolean;
@@ -222,6 +223,7 @@ function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs,
         case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
         case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
         case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
+        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
             return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, after: worker.after }, o);

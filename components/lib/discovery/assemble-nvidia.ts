@@ -14,6 +14,7 @@ import { NvidiaMigTableRow, parseNvidiaProcVersion, parseNvidiaSmiSummary } from
 import { normalizeBusId } from "./pci";
 import { FoundGpu, FoundVendor } from "./result";
 import { parseMemTotalMiB, parseTegraRelease } from "./tegra";
+import { parseComputeCapabilities } from "./nvidia-compute-cap";
 
 export interface NvidiaFacts {
     found: FoundVendor;
@@ -125,6 +126,8 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
         failure = undefined;
     }
     if (failure) classifyFailure(failure, pciGpus, problems, warnings);
+    const capabilities = sources["nvidia-smi-compute-cap"] ? parseComputeCapabilities(sources["nvidia-smi-compute-cap"]) : new Map<number, string>();
+    if (errors["nvidia-smi-compute-cap"]) warnings.push(`nvidia-smi --query-gpu=compute_cap failed (exit ${errors["nvidia-smi-compute-cap"].exit}: ${firstLine(errors["nvidia-smi-compute-cap"].output)}); compute capabilities unknown (a driver older than the compute_cap field?)`);
     for (const key of ["nvidia-smi-mig-lgi", "nvidia-smi-mig-lci"] as const) {
         if (errors[key]) warnings.push(`\`nvidia-smi mig ${key.endsWith("lgi") ? "-lgi" : "-lci"}\` failed (exit ${errors[key].exit}): ${firstLine(errors[key].output)}`);
     }
@@ -159,6 +162,8 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
                 memoryKnown: row.memoryMiB !== undefined,
             };
             if (uuid && GPU_UUID.test(uuid)) gpu.uuid = uuid;
+            const cc = capabilities.get(row.index);
+            if (cc) gpu.computeCapability = cc;
             if (row.pciBusId && normalizeBusId(row.pciBusId)) gpu.pciBusId = row.pciBusId;
             if (row.migEnabled && gpu.mig.length === 0) warnings.push(`GPU ${row.index} is in MIG mode but has no MIG devices: it runs no CUDA work until GPU and compute instances are created`);
             return gpu;

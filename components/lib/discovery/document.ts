@@ -19,6 +19,8 @@ export const sourcesSchema = z.object({
     "nvidia-smi-query": z.string().optional(),
     "nvidia-smi-L": z.string().optional(),
     "nvidia-smi": z.string().optional(),
+    "nvidia-smi-compute-cap": z.string().optional(),
+    "rocm-version": z.string().optional(),
     "nvidia-smi-mig-lgi": z.string().optional(),
     "nvidia-smi-mig-lci": z.string().optional(),
     "driver-version": z.string().optional(),

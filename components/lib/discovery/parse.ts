@@ -19,10 +19,15 @@ export function interpretDiscovery(doc: DiscoveryDocument): DiscoveryResult {
     if (vendors.includes("amd")) found.amd = amd.found;
     const warnings = [...nvidia.warnings, ...amd.warnings];
     if (vendors.length > 1) warnings.push(`this host has GPUs of ${vendors.length} vendors (${vendors.join(", ")}); a worker uses one`);
+    // "6.2.2-116" -> "6.2.2": the release the driver step pins.
+    const rocmVersion = /^([0-9]+(\.[0-9]+)+)/.exec(doc.sources["rocm-version"]?.trim() ?? "")?.[1];
+    const primary = vendors[0];
+    const versions = primary === "nvidia" ? { driverVersion: nvidia.driverVersion, cudaVersion: nvidia.cudaVersion } : primary === "amd" ? { driverVersion: rocmVersion } : {};
     return {
         vendors,
         found,
-        inventory: inventoryOf(vendors[0] ? found[vendors[0]] : undefined),
+        inventory: inventoryOf(primary ? found[primary] : undefined, versions),
+        ...(rocmVersion ? { rocmVersion } : {}),
         driverVersion: nvidia.driverVersion,
         cudaVersion: nvidia.cudaVersion,
         l4t: nvidia.l4t,

@@ -27,6 +27,8 @@ export interface DiscoveryResult {
     inventory: GpuInventory;
     /** Loaded NVIDIA driver version. */
     driverVersion?: string;
+    /** The ROCm release (/opt/rocm/.info/version). */
+    rocmVersion?: string;
     /** Highest CUDA version the loaded NVIDIA driver supports. */
     cudaVersion?: string;
     /** Jetson: the L4T release, e.g. 35.4.1. */
@@ -46,7 +48,12 @@ export function toInventoryGpu(gpu: FoundGpu): Gpu {
     return plain;
 }
 
-export function inventoryOf(found: FoundVendor | undefined): GpuInventory {
+/** The block to paste: the primary vendor's GPUs, and the driver (and CUDA) versions that go with it. */
+export function inventoryOf(found: FoundVendor | undefined, versions: { driverVersion?: string; cudaVersion?: string } = {}): GpuInventory {
     if (!found || found.gpus.length === 0) return { vendor: "none", gpus: [], nvswitches: 0, tegra: false };
-    return { vendor: found.vendor, gpus: found.gpus.map(toInventoryGpu), nvswitches: found.nvswitches, tegra: found.tegra };
+    return {
+        vendor: found.vendor, gpus: found.gpus.map(toInventoryGpu), nvswitches: found.nvswitches, tegra: found.tegra,
+        ...(versions.driverVersion ? { driverVersion: versions.driverVersion } : {}),
+        ...(found.vendor === "nvidia" && versions.cudaVersion ? { cudaVersion: versions.cudaVersion } : {}),
+    };
 }

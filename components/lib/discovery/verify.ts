@@ -14,7 +14,7 @@ export { parseDiscoveryDocument } from "./parse";
 export type { DiscoveryResult } from "./result";
 
 /** Fields whose differences a stack can downgrade to warnings. */
-export const VERIFY_FIELDS = ["vendor", "count", "model", "memory", "uuid", "pci", "integrated", "gfx", "render", "mig", "nvswitches", "tegra", "driver"] as const;
+export const VERIFY_FIELDS = ["vendor", "count", "model", "memory", "uuid", "pci", "integrated", "gfx", "render", "mig", "nvswitches", "tegra", "driver", "compute", "cuda"] as const;
 export type VerifyField = (typeof VERIFY_FIELDS)[number];
 
 const fieldSchema = z.enum(VERIFY_FIELDS, { error: `expected one of ${VERIFY_FIELDS.join(", ")}` });
@@ -134,7 +134,25 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
             out.add("render", `${path}: ${d.renderNode ? `declared render node ${d.renderNode}` : `no render node declared (default ${declared})`}, but the GPU's is ${f.renderNode}: the worker would get the wrong /dev/dri node`);
         }
     }
+    if (d.computeCapability) {
+        if (!f.computeCapability) out.warn(`${path}: compute capability ${d.computeCapability} not verified (nvidia-smi did not report compute_cap)`);
+        else if (d.computeCapability !== f.computeCapability) out.add("compute", `${path}: declared compute capability ${d.computeCapability}, found ${f.computeCapability}`);
+    }
     compareMig(path, d.mig, f.mig, out);
+}
+
+/** The declared driver (or ROCm) and CUDA versions, which the feature tags come from. */
+function compareVersionsDeclared(declared: GpuInventory, found: DiscoveryResult, out: Collector): void {
+    const foundDriver = declared.vendor === "nvidia" ? found.driverVersion : declared.vendor === "amd" ? found.rocmVersion : undefined;
+    const what = declared.vendor === "amd" ? "ROCm" : "NVIDIA driver";
+    if (declared.driverVersion) {
+        if (!foundDriver) out.warn(`driverVersion: ${what} ${declared.driverVersion} not verified (discovery found no version)`);
+        else if (compareVersions(foundDriver, declared.driverVersion) !== 0) out.add("driver", `driverVersion: declared ${what} ${declared.driverVersion}, found ${foundDriver}`);
+    }
+    if (declared.cudaVersion) {
+        if (!found.cudaVersion) out.warn(`cudaVersion: ${declared.cudaVersion} not verified (nvidia-smi did not report one)`);
+        else if (found.cudaVersion !== declared.cudaVersion) out.add("cuda", `cudaVersion: declared ${declared.cudaVersion}, found ${found.cudaVersion}`);
+    }
 }
 
 function compareDriver(declared: GpuInventory, found: DiscoveryResult, pin: string | undefined, out: Collector): void {
@@ -195,6 +213,7 @@ export function compareInventory(declared: GpuInventory, found: DiscoveryResult,
     const foundTegra = declared.vendor === "nvidia" ? (found.found.nvidia?.tegra ?? false) : false;
     if (declared.tegra !== foundTegra) out.add("tegra", `tegra: declared ${declared.tegra}, found ${foundTegra}${foundTegra ? " (/etc/nv_tegra_release: a Jetson needs CDI in csv mode)" : ""}`);
     compareDriver(declared, found, parsed.data.driverPin, out);
+    compareVersionsDeclared(declared, found, out);
     return { errors: out.errors, warnings: out.warnings };
 }
 

@@ -15,6 +15,7 @@ function gpuBlock(gpu: Gpu): Record<string, unknown> {
     if (gpu.integrated) out.integrated = true;
     if (gpu.gfxTarget) out.gfxTarget = gpu.gfxTarget;
     if (gpu.renderNode) out.renderNode = gpu.renderNode;
+    if (gpu.computeCapability) out.computeCapability = gpu.computeCapability;
     if (gpu.mig.length > 0) out.mig = gpu.mig.map((m) => ({ index: m.index, profile: m.profile, gi: m.gi, ci: m.ci, ...(m.uuid ? { uuid: m.uuid } : {}) }));
     return out;
 }
@@ -24,6 +25,8 @@ function inventoryBlock(inv: GpuInventory): Record<string, unknown> {
     if (inv.vendor !== "none") {
         out.nvswitches = inv.nvswitches;
         out.tegra = inv.tegra;
+        if (inv.driverVersion) out.driverVersion = inv.driverVersion;
+        if (inv.cudaVersion) out.cudaVersion = inv.cudaVersion;
         out.gpus = inv.gpus.map(gpuBlock);
     }
     return out;

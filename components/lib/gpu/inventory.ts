@@ -9,6 +9,12 @@ const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
     .int({ error: "expected a non-negative integer" })
     .nonnegative({ error: "expected a non-negative integer" });
 
+export const COMPUTE_CAPABILITY_PATTERN = /^[0-9]{1,2}\.[0-9]$/;
+/** A driver version as nvidia-smi prints it (550.54.15), or a ROCm release (6.2.2). */
+export const DRIVER_VERSION_PATTERN = /^[0-9]+(\.[0-9]+)+$/;
+/** The CUDA version the driver supports, as the nvidia-smi header prints it (12.4). */
+export const CUDA_VERSION_PATTERN = /^[0-9]+\.[0-9]+$/;
+
 export const MIG_PROFILE_PATTERN = /^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+[a-z.]+)?$/;
 
 /** One MIG device on a GPU, as `nvidia-smi -L` lists it ("MIG 3g.40gb Device 0"). */
@@ -42,6 +48,8 @@ export const gpuSchema = z.strictObject({
     renderNode: z.string().regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" }).optional(),
     /** MIG devices configured on this GPU (empty when MIG is off). */
     mig: z.array(migInstanceSchema).default([]),
+    /** NVIDIA only: the compute capability nvidia-smi reports (compute_cap), e.g. "9.0" for H100; it decides the family tag. */
+    computeCapability: z.string().regex(COMPUTE_CAPABILITY_PATTERN, { error: "expected a compute capability such as 9.0" }).optional(),
 });
 
 export const inventorySchema = z.strictObject({
@@ -51,6 +59,13 @@ export const inventorySchema = z.strictObject({
     nvswitches: nonNegativeInt.default(0),
     /** NVIDIA integrated GPU on Tegra/Jetson: CDI must be generated in csv mode. */
     tegra: z.boolean().default(false),
+    /**
+     * The driver the host runs: NVIDIA's kernel driver (550.54.15), or for AMD the ROCm
+     * release (6.2.2). Discovery prints it; it gives the gpu-driver-major tag.
+     */
+    driverVersion: z.string().regex(DRIVER_VERSION_PATTERN, { error: "expected a driver version such as 550.54.15" }).optional(),
+    /** NVIDIA only: the highest CUDA version the driver supports (nvidia-smi's header), e.g. 12.4. */
+    cudaVersion: z.string().regex(CUDA_VERSION_PATTERN, { error: "expected a CUDA version such as 12.4" }).optional(),
 }).superRefine((inv, ctx) => {
     if (inv.vendor === "none" && inv.gpus.length > 0) {
         ctx.addIssue({ code: "custom", path: ["gpus"], message: "vendor none declares no GPUs; remove them or set the vendor" });
@@ -63,6 +78,7 @@ export const inventorySchema = z.strictObject({
         if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
         seen.add(gpu.index);
         if (gpu.gfxTarget && inv.vendor !== "amd") ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
+        if (gpu.computeCapability && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "computeCapability"], message: "computeCapability is for NVIDIA GPUs only (AMD GPUs are told apart by gfxTarget)" });
         if (gpu.mig.length > 0 && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });
         const migIndexes = new Set<number>();
         gpu.mig.forEach((m, j) => {
@@ -72,6 +88,12 @@ export const inventorySchema = z.strictObject({
     });
     if (inv.nvswitches > 0 && inv.vendor !== "nvidia") {
         ctx.addIssue({ code: "custom", path: ["nvswitches"], message: "NVSwitches exist on NVIDIA boards only" });
+    }
+    if (inv.cudaVersion && inv.vendor !== "nvidia") {
+        ctx.addIssue({ code: "custom", path: ["cudaVersion"], message: "cudaVersion is for NVIDIA hosts only" });
+    }
+    if (inv.driverVersion && inv.vendor === "none") {
+        ctx.addIssue({ code: "custom", path: ["driverVersion"], message: "vendor none has no GPU driver" });
     }
     if (inv.tegra && inv.vendor !== "nvidia") {
         ctx.addIssue({ code: "custom", path: ["tegra"], message: "tegra is for NVIDIA integrated GPUs only" });

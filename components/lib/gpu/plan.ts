@@ -3,6 +3,7 @@
  * depends on it: worker tags, the environment and device nodes the runc wrapper injects,
  * the CDI device ids, and whether fabricmanager runs. Nothing downstream recomputes these.
  */
+import { gpuFamily } from "./families";
 import { Gpu, GpuInventory } from "./inventory";
 
 export type GpuSelection = "all" | number[];
@@ -15,6 +16,11 @@ export interface PlanOptions {
     fabricManager: { mode: FabricManagerMode; partitions: number[] };
     /** Extra Concourse tags from the stack, appended after the computed ones. */
     extraTags: string[];
+    /**
+     * The driver pin ("preinstalled" or a version). A pinned version is what the host runs
+     * after `up`, so it, not the inventory's driverVersion, gives the gpu-driver-major tag.
+     */
+    driverPin?: string;
 }
 
 export interface WorkerGpuPlan {
@@ -112,7 +118,7 @@ function renderNode(gpu: Gpu): string {
     return `/dev/dri/${gpu.renderNode ?? `renderD${128 + gpu.index}`}`;
 }
 
-function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean): string[] {
+function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean, driverPin: string | undefined): string[] {
     if (selected.length === 0) return [];
     const tags = ["gpu", `gpu-type=${inventory.vendor}`, `gpu-count=${selected.length}`, `gpu-devices=${selected.map((g) => g.index).join(",")}`];
     for (const slug of new Set(selected.map((g) => modelSlug(g.model)))) tags.push(`gpu-model=${slug}`);
@@ -122,6 +128,43 @@ function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: numb
     for (const profile of [...profiles].sort()) tags.push(`gpu-mig-profile=${profile}`);
     for (const target of new Set(selected.flatMap((g) => (g.gfxTarget ? [g.gfxTarget] : [])))) tags.push(`gpu-gfx=${target}`);
     if (fabric) for (const id of partitions) tags.push(`gpu-fabric-partition=${id}`);
+    return [...tags, ...featureTags(inventory, selected, driverPin)];
+}
+
+/** MIG strategy as GPU Feature Discovery names it: none, single (one profile everywhere), mixed. */
+export function migStrategy(selected: Gpu[]): "none" | "single" | "mixed" {
+    if (selected.every((g) => g.mig.length === 0)) return "none";
+    const profiles = new Set(selected.flatMap((g) => g.mig.map((m) => m.profile)));
+    return selected.every((g) => g.mig.length > 0) && profiles.size === 1 ? "single" : "mixed";
+}
+
+/** 1, 2, 4, ... up to n: the gpu-count-min values of a worker with n GPUs. */
+function powersOfTwoUpTo(n: number): number[] {
+    const out: number[] = [];
+    for (let p = 1; p <= n; p *= 2) out.push(p);
+    return out;
+}
+
+/**
+ * The tags at GPU Feature Discovery's level: family, compute capability, driver major, CUDA
+ * version, MIG strategy, and gpu-count-min (powers of two) so that a task can ask for "a
+ * hopper with at least 4 GPUs" with two exact tags. Each is left out where the inventory
+ * does not know it, so a task asking for it never lands on a worker that might not match.
+ */
+function featureTags(inventory: GpuInventory, selected: Gpu[], driverPin: string | undefined): string[] {
+    const tags: string[] = [];
+    const families = new Set(selected.map((g) => gpuFamily(inventory.vendor, g)));
+    for (const family of families) if (family) tags.push(`gpu-family=${family}`);
+    for (const cc of new Set(selected.flatMap((g) => (g.computeCapability ? [g.computeCapability] : [])))) tags.push(`gpu-compute=${cc}`);
+    const pinned = driverPin !== undefined && driverPin !== "preinstalled" ? driverPin : undefined;
+    const driver = pinned ?? inventory.driverVersion;
+    if (driver) tags.push(`gpu-driver-major=${driver.split(".")[0]}`);
+    // The declared CUDA version belongs to the declared driver: after a pin to another branch it would be stale.
+    const sameBranch = !pinned || !inventory.driverVersion || pinned.split(".")[0] === inventory.driverVersion.split(".")[0];
+    if (inventory.cudaVersion && sameBranch) tags.push(`gpu-cuda=${inventory.cudaVersion}`);
+    if (inventory.vendor === "nvidia") tags.push(`gpu-mig-strategy=${migStrategy(selected)}`);
+    // "At least N of this family" holds only where every GPU is of one family.
+    if (families.size === 1) for (const n of powersOfTwoUpTo(selected.length)) tags.push(`gpu-count-min=${n}`);
     return tags;
 }
 
@@ -152,7 +195,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     return {
         vendor: inventory.vendor,
         selected,
-        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric), ...options.extraTags],
+        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options.driverPin), ...options.extraTags],
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,

@@ -8,13 +8,17 @@ import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
-import { ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../render/container-toolkit";
+import { CDI_SPEC_PATHS, ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../render/container-toolkit";
 import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
-import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
+import { PlanError, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
+import { vendorRepository } from "../repos/vendor-repos";
+import { toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256File, sha256Text } from "../file-hash";
 import { RenderedComponent } from "../host/steps";
+import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
+import { TOOLKITS } from "../toolkit/versions";
 import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
 
 export interface ChainSettings {
@@ -24,6 +28,8 @@ export interface ChainSettings {
     toolkit?: ContainerToolkitSettings;
     containerd: ContainerdRuntimeSettings;
     wrapper: RuncWrapperSettings;
+    /** The check, after the wrapper, that containers get what the plan says. */
+    validator: WorkerValidatorSettings;
     /** Present only where the inventory declares NVSwitches (and fabricmanager is not off). */
     fabricManager?: FabricManagerSettings;
     /** Absent when the stack gives no Concourse binary: the chain stops before the worker. */
@@ -38,6 +44,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         cdi: host.toolkit.cdi,
         fabricManager: host.fabricManager,
         extraTags: host.concourse.tags,
+        driverPin: host.driver.version,
     });
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
     // nvidia-container-runtime sits between the wrapper and runc on NVIDIA hosts; its own
@@ -47,18 +54,29 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         plan,
         containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined },
         wrapper: { plan, datasets: host.datasets, realRuntime },
+        validator: validatorSettings(host, plan),
     };
     if (gpuVendor) {
-        settings.driver = { vendor: gpuVendor, version: host.driver.version };
+        const version = toolkitVersion(gpuVendor, host.toolkit.version);
+        if (version !== "preinstalled") {
+            const problems = toolkitVersionProblems(gpuVendor, version);
+            if (problems.length > 0) throw new PlanError("toolkit.version", problems.join("; "));
+        }
+        const driverRepository = host.driver.version === "preinstalled" ? undefined : vendorRepository("driver", gpuVendor);
+        settings.driver = { vendor: gpuVendor, version: host.driver.version, ...(driverRepository ? { repository: driverRepository } : {}) };
+        const toolkitRepository = version === "preinstalled" ? undefined : vendorRepository("toolkit", gpuVendor);
         settings.toolkit = {
             vendor: gpuVendor,
-            version: host.toolkit.version,
+            version,
+            ...(toolkitRepository ? { repository: toolkitRepository } : {}),
             cdi: host.toolkit.cdi,
             tegra: host.inventory.tegra,
             cdiDevices: plan.cdiDevices,
             realRuntime: RUNC_REAL_PATH,
             driverVersion: host.driver.version,
         };
+        settings.validator.toolkit = { package: TOOLKITS[gpuVendor].package, version };
+        if (host.toolkit.cdi) settings.validator.cdiSpec = CDI_SPEC_PATHS[gpuVendor];
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
     if (host.concourse.binary) {
@@ -85,9 +103,30 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     return settings;
 }
 
+/** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
+function validatorSettings(host: WorkerSpec, plan: WorkerGpuPlan): WorkerValidatorSettings {
+    const inv = host.inventory;
+    const pinned = host.driver.version === "preinstalled" ? undefined : host.driver.version;
+    const driverVersion = pinned ?? inv.driverVersion;
+    // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
+    const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
+    return {
+        vendor: inv.vendor,
+        gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),
+        selected: plan.selected.map((g) => g.index),
+        ...(driverVersion ? { driverVersion } : {}),
+        ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
+        wrapper: WRAPPER_PATH,
+        env: plan.env,
+        unsetEnv: plan.unsetEnv,
+        deviceNodes: plan.deviceNodes,
+        datasets: host.datasets,
+    };
+}
+
 /** One link of the chain, in order: the component type, its child name and what it places. */
 export interface ChainLink {
-    component: "GpuDriver" | "ContainerToolkit" | "ContainerdRuntime" | "RuncWrapper" | "FabricManager" | "ConcourseWorker";
+    component: "GpuDriver" | "ContainerToolkit" | "ContainerdRuntime" | "RuncWrapper" | "WorkerValidator" | "FabricManager" | "ConcourseWorker";
     name: string;
     rendered: RenderedComponent;
     /** Names of the links this one waits for. */
@@ -108,6 +147,9 @@ export function renderChain(hostName: string, s: ChainSettings): ChainLink[] {
     if (s.toolkit) previous = [add("ContainerToolkit", "toolkit", renderContainerToolkit(s.toolkit), previous)];
     previous = [add("ContainerdRuntime", "containerd", renderContainerdRuntimeComponent(s.containerd), previous)];
     previous = [add("RuncWrapper", "runc-wrapper", renderRuncWrapperComponent(s.wrapper), previous)];
+    // fabricmanager must run before a container can use an NVSwitch board's GPUs.
+    const fabricLinks = links.filter((l) => l.component === "FabricManager").map((l) => l.name);
+    previous = [add("WorkerValidator", "validate", renderWorkerValidator(s.validator), [...previous, ...fabricLinks])];
     if (s.concourse) {
         const fabric = links.filter((l) => l.component === "FabricManager").map((l) => l.name);
         add("ConcourseWorker", "concourse", renderConcourseWorker(s.concourse), [...previous, ...fabric]);

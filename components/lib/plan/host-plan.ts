@@ -101,7 +101,8 @@ export function planHost(spec: WorkerSpec): HostPlan {
         host,
         verify: {
             driverPin: spec.driver.version,
-            warnOnly: spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const])],
+            // A pinned driver changes the driver and CUDA versions during up: before it, they only warn.
+            warnOnly: spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const, "cuda" as const])],
         },
         settings,
         gpu: settings.plan,

@@ -13,6 +13,8 @@ export const port = z.number({ error: "expected a port number" }).int({ error: "
     .min(1, { error: "expected a port number (1-65535)" }).max(65535, { error: "expected a port number (1-65535)" });
 export const absolutePath = z.string({ error: "expected an absolute path" }).regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
 export const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
+/** Any vendor's toolkit version form (1.17.8, 1.18.0~rc.1); the vendor's own form is checked with the host. */
+const toolkitVersionForm = z.string().regex(/^[0-9]+(\.[0-9]+)+(~rc\.[0-9]+)?$/, { error: "expected preinstalled or a version such as 1.17.8" });
 export const publicKey = z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+/, { error: "expected a public key such as 'ssh-rsa AAAA...'" });
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:=+,-]*$/, { error: "expected a tag of letters, digits and _.:=+,-" });
@@ -30,7 +32,12 @@ export const settingsSchema = z.strictObject({
         version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
     }),
     toolkit: z.strictObject({
-        version: version,
+        /**
+         * The container toolkit version, or preinstalled to use (and check) the one on the host.
+         * Unset: the vendor's default (components/lib/toolkit/versions.ts). The vendor's own
+         * version form and the CVE floor are checked where the vendor is known (the host's plan).
+         */
+        version: z.union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" }).optional(),
         /** Generate a CDI spec and inject GPUs by CDI id. */
         cdi: z.boolean(),
     }),
@@ -74,7 +81,7 @@ export const WORKER_DEFAULTS = {
     selection: "all",
     verify: { warnOnly: [] },
     driver: { version: "preinstalled" },
-    toolkit: { version: "1.17.8", cdi: true },
+    toolkit: { cdi: true },
     datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
     containerd: { runtimeName: "gpu", default: false },
     fabricManager: { mode: "auto", partitions: [] },

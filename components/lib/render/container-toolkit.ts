@@ -1,10 +1,17 @@
 import { stringify } from "smol-toml";
 import { combine, hostScriptFile, scriptStep } from "../host/scripts";
-import { RenderedComponent, shellCommand } from "../host/steps";
+import { HostFile, RenderedComponent, shellCommand } from "../host/steps";
+import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "./apt-sources";
+import type { VendorRepository } from "../repos/vendor-repos";
+import { toolkitPin } from "../toolkit/pins";
+import { cveFloorArgs } from "../toolkit/versions";
 
 export interface ContainerToolkitSettings {
     vendor: "nvidia" | "amd";
+    /** A version to install and hold, or "preinstalled" to use (and check against the CVE floor) the one on the host. */
     version: string;
+    /** The vendor's apt repository, when the project ships its key; absent: the host's own apt sources. */
+    repository?: VendorRepository;
     /** Generate a CDI spec and check every selected device has an entry in it. */
     cdi: boolean;
     /** NVIDIA Tegra/Jetson: CDI in csv mode. */
@@ -20,6 +27,21 @@ export interface ContainerToolkitSettings {
 export const NVIDIA_RUNTIME_CONFIG = "/etc/nvidia-container-runtime/config.toml";
 export const NVIDIA_RUNTIME_BINARY = "/usr/bin/nvidia-container-runtime";
 export const CDI_SPEC_PATHS = { nvidia: "/etc/cdi/nvidia.yaml", amd: "/etc/cdi/amd.json" } as const;
+/** The udev rule that keeps /dev/char links for the NVIDIA device nodes. */
+export const DEV_CHAR_RULE_PATH = "/etc/udev/rules.d/71-gpu-workers-nvidia-dev-char.rules";
+export const NVIDIA_CTK = "/usr/bin/nvidia-ctk";
+
+/**
+ * Under systemd's cgroup driver a `systemctl daemon-reload` re-applies device rules that name
+ * /dev/char/MAJOR:MINOR links, and running containers lose their GPUs ("Failed to initialize
+ * NVML: Unknown Error") where those links are missing. This is the rule NVIDIA gives for it:
+ * create the links whenever the driver binds.
+ */
+export function renderDevCharRule(): string {
+    return "# Rendered by gpu-workers: changes here are replaced on the next pulumi up.\n"
+        + "# /dev/char links for the NVIDIA device nodes, so that a systemctl daemon-reload does not take GPUs from running containers.\n"
+        + `ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="${NVIDIA_CTK} system create-dev-char-symlinks --create-all"\n`;
+}
 
 /**
  * nvidia-container-runtime's config. Its runtimes list names the real runc, so the wrapper
@@ -53,13 +75,33 @@ export function renderNvidiaRuntimeConfig(settings: Pick<ContainerToolkitSetting
     return "# Rendered by gpu-workers: changes here are replaced on the next pulumi up.\n" + stringify(config) + "\n";
 }
 
-/** The toolkit: its package, its runtime config (NVIDIA), and the CDI spec with a check of the selected ids. */
+/** The toolkit's apt files: the vendor repository (when its key is shipped) and the pin of a pinned version. */
+export function renderToolkitAptFiles(settings: Pick<ContainerToolkitSettings, "vendor" | "version" | "repository">, paths: AptPaths = APT_PATHS): HostFile[] {
+    if (settings.version === "preinstalled") return [];
+    return [
+        ...(settings.repository ? renderVendorRepository(settings.repository, paths) : []),
+        renderAptPinFile(toolkitPin(settings.vendor, settings.version), paths),
+    ];
+}
+
+/** container-toolkit.sh's arguments (its file dependencies are the apt files). */
+export function toolkitScriptArgs(settings: Pick<ContainerToolkitSettings, "vendor" | "version" | "repository">, paths: AptPaths = APT_PATHS): string[] {
+    const repo = settings.repository && settings.version !== "preinstalled"
+        ? ["--apt-source", sourcePath(settings.repository, paths), "--keyring", keyringPath(settings.repository, paths), "--fingerprint", settings.repository.fingerprint]
+        : [];
+    return ["--vendor", settings.vendor, "--version", settings.version, ...cveFloorArgs(settings.vendor), ...repo, ...(settings.vendor === "nvidia" ? ["--dev-char-links"] : [])];
+}
+
+/** The toolkit: its apt files and package, its runtime config (NVIDIA), the /dev/char rule (NVIDIA), and the CDI spec with a check of the selected ids. */
 export function renderContainerToolkit(settings: ContainerToolkitSettings): RenderedComponent {
-    const install = scriptStep({ name: "container-toolkit", script: "container-toolkit.sh", args: ["--vendor", settings.vendor, "--version", settings.version] });
+    const aptFiles = renderToolkitAptFiles(settings);
+    const helper = aptFiles.length > 0 && settings.repository ? [hostScriptFile("apt-vendor-source.sh")] : [];
+    const install = scriptStep({ name: "container-toolkit", script: "container-toolkit.sh", args: toolkitScriptArgs(settings), dependsOn: [...aptFiles, ...helper].map((f) => f.path) });
+    const apt: RenderedComponent = { files: [...aptFiles, ...helper], steps: [] };
     const config: RenderedComponent = settings.vendor === "nvidia"
-        ? { files: [{ path: NVIDIA_RUNTIME_CONFIG, mode: "0644", content: renderNvidiaRuntimeConfig(settings) }], steps: [] }
+        ? { files: [{ path: NVIDIA_RUNTIME_CONFIG, mode: "0644", content: renderNvidiaRuntimeConfig(settings) }, { path: DEV_CHAR_RULE_PATH, mode: "0644", content: renderDevCharRule() }], steps: [] }
         : { files: [], steps: [] };
-    if (!settings.cdi) return combine(config, install);
+    if (!settings.cdi) return combine(apt, config, install);
     const cdiScript = hostScriptFile("generate-cdi.sh");
     const cdiArgs = ["--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor], ...(settings.tegra ? ["--tegra"] : []), "--driver-pin", settings.driverVersion, "--", ...settings.cdiDevices];
     const cdi: RenderedComponent = {
@@ -75,5 +117,5 @@ export function renderContainerToolkit(settings: ContainerToolkitSettings): Rend
         // The spec the vendor's tool wrote goes through the project's CDI validator too.
         checks: [{ name: "cdi-spec-check", kind: "cdi-spec", after: "cdi-spec", path: CDI_SPEC_PATHS[settings.vendor] }],
     };
-    return combine(config, install, cdi);
+    return combine(apt, config, install, cdi);
 }

@@ -1,0 +1,146 @@
+/**
+ * The validator step with real containerd, the real runc wrapper and real runc, on a worker
+ * of vendor none (this machine has no GPU): it starts containers through the wrapper with the
+ * host's root read-only as their root file system and checks, from inside, the environment,
+ * the datasets and a device node. Each check is also made to fail: a wrapper settings file
+ * that injects the wrong selection, a dataset in the wrong mode, a node a non-root user
+ * cannot open. The script is the one rendered for hosts (host/validate-worker.sh), run with
+ * the arguments the renderer gives it.
+ */
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import { spawnSync } from "child_process";
+import { inventorySchema } from "../../components/lib/gpu/inventory";
+import { planWorkerGpus, WorkerGpuPlan } from "../../components/lib/gpu/plan";
+import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
+import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { validatorArgs, WorkerValidatorSettings } from "../../components/lib/render/worker-validator";
+import { NO_GPU } from "../fixtures/stacks/inventories";
+import { buildTestWrapper, ensureWrapperTools, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
+
+const SCRIPT = path.join(HOST_DIR, "validate-worker.sh");
+
+describe("validator step (real containerd, runc wrapper, runc; vendor none)", function () {
+    this.timeout(600_000);
+    let dir: string;
+    let settingsPath: string;
+    let wrapper: string;
+    let realRunc: string;
+    let datasets: string;
+    let device: string;
+    let containerd: TestContainerd;
+    const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), { selection: "all", cdi: false, fabricManager: { mode: "auto", partitions: [] }, extraTags: [] });
+
+    /** The wrapper's settings as the chain renders them, with `change` applied to the plan or datasets. */
+    function wrapperSettings(change: { plan?: Partial<WorkerGpuPlan>; writableSuffixes?: string[] } = {}): void {
+        writeSettings(settingsPath, renderWrapperConfig({
+            plan: { ...plan, deviceNodes: [device], ...change.plan },
+            datasets: { root: datasets, writableSuffixes: change.writableSuffixes ?? ["_writable", "_rw"] },
+            realRuntime: realRunc,
+            logPath: path.join(dir, "wrapper.log"),
+        }));
+    }
+
+    function validator(): WorkerValidatorSettings {
+        return {
+            vendor: "none", gpus: [], selected: [], wrapper, socket: containerd.socket,
+            env: plan.env, unsetEnv: plan.unsetEnv, deviceNodes: [device],
+            datasets: { root: datasets, writableSuffixes: ["_writable", "_rw"] },
+            cdiSpec: path.join(dir, "spec.json"),
+        };
+    }
+
+    function validate(action: "ensure" | "check", s = validator()) {
+        const r = spawnSync("bash", [SCRIPT, action, ...validatorArgs(s)], { encoding: "utf8", env: { ...process.env, GPU_WORKERS_STATE_DIR: path.join(dir, "state") }, timeout: 300_000 });
+        return { status: r.status, out: `${r.stdout}\n${r.stderr}` };
+    }
+
+    before(async () => {
+        ensureWrapperTools();
+        dir = tempDir("gw-validate-");
+        settingsPath = path.join(dir, "runc-wrapper.json");
+        wrapper = buildTestWrapper(dir, settingsPath);
+        realRunc = sh("sh", ["-c", "command -v runc"]).trim();
+        datasets = path.join(dir, "datasets");
+        fs.mkdirSync(path.join(datasets, "models"), { recursive: true });
+        fs.mkdirSync(path.join(datasets, "scratch_rw"));
+        // A node like /dev/kfd: root-owned, reachable through its group only (the numbers of /dev/null).
+        device = path.join(dir, "dev", "kfd-test");
+        fs.mkdirSync(path.dirname(device));
+        sh("mknod", ["-m", "0660", device, "c", "1", "3"]);
+        sh("chgrp", ["44", device]);
+        // Like /dev: a task's user may pass through the folders above the node.
+        fs.chmodSync(dir, 0o755);
+        fs.chmodSync(path.dirname(device), 0o755);
+        fs.writeFileSync(path.join(dir, "spec.json"), "{}\n");
+        wrapperSettings();
+        const config = path.join(dir, "containerd.toml");
+        fs.writeFileSync(config, renderConcourseContainerdConfig());
+        containerd = new TestContainerd(dir, config);
+        await containerd.start();
+    });
+
+    after(async () => {
+        await containerd?.stop();
+        if (dir) fs.rmSync(dir, { recursive: true, force: true });
+        fs.rmSync("/run/containerd/runc/gpu-workers-validate", { recursive: true, force: true });
+    });
+
+    it("passes when the wrapper gives containers what the plan says, and records what it validated", () => {
+        wrapperSettings();
+        const r = validate("ensure");
+        assert.strictEqual(r.status, 0, r.out);
+        assert.match(r.out, /ok env: NVIDIA_VISIBLE_DEVICES unset/, "a worker without GPUs gives containers no GPU variable");
+        assert.match(r.out, new RegExp(`ok datasets: ${datasets}/models is read-only`));
+        assert.match(r.out, new RegExp(`ok datasets: ${datasets}/scratch_rw is read-write`));
+        assert.match(r.out, new RegExp(`ok devices: ${device} opens for a non-root user in group 44`));
+        assert.match(r.out, /the worker gives containers what its plan says/);
+        assert.strictEqual(validate("check").status, 0, "a refresh right after finds nothing changed");
+    });
+
+    it("fails, expected against found, when the wrapper injects the wrong selection", () => {
+        wrapperSettings({ plan: { env: { NVIDIA_VISIBLE_DEVICES: "all" }, unsetEnv: plan.unsetEnv.filter((v) => v !== "NVIDIA_VISIBLE_DEVICES") } });
+        const r = validate("ensure");
+        assert.notStrictEqual(r.status, 0, r.out);
+        assert.match(r.out, /FAILED env: expected NVIDIA_VISIBLE_DEVICES unset, found NVIDIA_VISIBLE_DEVICES=all/);
+        assert.match(r.out, /check\(s\) failed/);
+    });
+
+    it("fails when a task's own NVIDIA_VISIBLE_DEVICES=all gets through", () => {
+        // A wrapper that forgets the variable: the task's own value reaches the runtime.
+        wrapperSettings({ plan: { env: {}, unsetEnv: plan.unsetEnv.filter((v) => v !== "NVIDIA_VISIBLE_DEVICES") } });
+        const r = validate("ensure");
+        assert.notStrictEqual(r.status, 0, r.out);
+        assert.match(r.out, /FAILED env: expected NVIDIA_VISIBLE_DEVICES unset, found NVIDIA_VISIBLE_DEVICES=all/);
+        assert.match(r.out, /found NVIDIA_VISIBLE_DEVICES=all/, "the container that asks for all is the one caught");
+    });
+
+    it("fails when a dataset has the wrong mode", () => {
+        wrapperSettings({ writableSuffixes: [] });
+        const r = validate("ensure");
+        assert.notStrictEqual(r.status, 0, r.out);
+        assert.match(r.out, new RegExp(`FAILED datasets: expected ${datasets}/scratch_rw read-write, found it read-only`));
+    });
+
+    it("fails when a non-root user cannot open a device node through its group", () => {
+        wrapperSettings();
+        fs.chmodSync(device, 0o600);
+        try {
+            const r = validate("ensure");
+            assert.notStrictEqual(r.status, 0, r.out);
+            assert.match(r.out, new RegExp(`FAILED devices: expected ${device} to open for a non-root user in its group 44`));
+        } finally {
+            fs.chmodSync(device, 0o660);
+        }
+    });
+
+    it("a refresh notices a changed CDI spec (the next up validates again)", () => {
+        wrapperSettings();
+        assert.strictEqual(validate("ensure").status, 0);
+        fs.writeFileSync(path.join(dir, "spec.json"), "{\"changed\":true}\n");
+        const r = validate("check");
+        assert.strictEqual(r.status, 1, r.out);
+        assert.match(r.out, /validated with 'driver=\S* toolkit=\S* cdi=[0-9a-f]{64}', now/);
+    });
+});
