@@ -10,6 +10,9 @@ packages=(
   busybox-static umoci        # images built with no network
   openssh-server openssh-client
   shellcheck jq bats libvirt-clients
+  libxml2-utils                # virt-xml-validate runs xmllint
+  libvirt-daemon qemu-utils genisoimage  # the service VM script against libvirt's test driver
+  dnsmasq-base                 # a managed LXD bridge, for the worker VMs' nics
 )
 
 missing=()

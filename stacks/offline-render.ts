@@ -5,10 +5,12 @@
  */
 import * as fs from "fs";
 import { sha256Text } from "../components/lib/file-hash";
+import { BoardPlan, planBoard } from "../components/lib/plan/board-plan";
 import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
 import type { PlannedStep } from "../components/lib/plan/gpu-host";
-import { parseStackConfig, RawStackConfig } from "./config";
-import { HostConfig } from "./schema";
+import { boardSpecOf } from "./board-config";
+import { parseStack, RawStackConfig } from "./config";
+import { BoardConfig, HostConfig } from "./schema";
 
 export const SECRET_PLACEHOLDER = "[secret]";
 export const GENERATED_PLACEHOLDER = "[generated during up]";
@@ -25,6 +27,8 @@ export interface HostManifest {
     steps: ManifestStep[];
     files: ManifestFile[];
     stoppedBeforeWorker?: string;
+    /** A shared board: the partition each worker got, its module ids and the GPUs' PCI addresses. */
+    partitions?: { worker: string; partition: number; modules: number[]; pci: string[] }[];
 }
 export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
 
@@ -50,13 +54,18 @@ function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
     };
 }
 
-export function renderPlan(plan: HostPlan): RenderedHost {
+function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
     const contents = new Map<string, Buffer>();
-    const files = plan.files.map((file) => {
+    const files = planned.map((file) => {
         const bytes = renderedBytes(file);
         contents.set(file.path, bytes);
         return manifestFile(file, bytes);
     });
+    return { files, contents };
+}
+
+export function renderPlan(plan: HostPlan): RenderedHost {
+    const { files, contents } = renderFiles(plan.files);
     return {
         manifest: {
             host: plan.name,
@@ -70,10 +79,32 @@ export function renderPlan(plan: HostPlan): RenderedHost {
     };
 }
 
+/** A shared board: the board host itself (no tags: it is no worker), then each of its worker VMs. */
+export function renderBoardPlan(plan: BoardPlan): RenderedHost[] {
+    const { files, contents } = renderFiles(plan.files);
+    const board: RenderedHost = {
+        manifest: {
+            host: plan.name,
+            transport: "ssh",
+            tags: [],
+            steps: plan.steps,
+            files,
+            partitions: plan.partitions.map((p) => ({ worker: p.worker, partition: p.partition.id, modules: p.partition.modules, pci: p.gpus.map((g) => g.pciBusId ?? "") })),
+        },
+        contents,
+    };
+    return [board, ...plan.workers.map(renderPlan)];
+}
+
 export function renderHost(host: HostConfig): RenderedHost {
     return renderPlan(planHost(host));
 }
 
+export function renderBoard(board: BoardConfig): RenderedHost[] {
+    return renderBoardPlan(planBoard(boardSpecOf(board)));
+}
+
 export function renderStack(raw: RawStackConfig): RenderedHost[] {
-    return parseStackConfig(raw).map(renderHost);
+    const stack = parseStack(raw);
+    return [...stack.hosts.map(renderHost), ...stack.boards.flatMap(renderBoard)];
 }

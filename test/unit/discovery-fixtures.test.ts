@@ -31,7 +31,11 @@ const H100_UUIDS = [
 const HGX_DECLARED: GpuInventory = inventorySchema.parse({
     vendor: "nvidia",
     nvswitches: 4,
-    gpus: H100_UUIDS.map((uuid, index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0` })),
+    gpus: H100_UUIDS.map((uuid, index) => ({
+        index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
+        // From `nvidia-smi -q` (run because the host has NVSwitches): not in PCI order.
+        moduleId: [2, 4, 1, 3, 6, 8, 5, 7][index],
+    })),
 });
 
 describe("discovery on captured outputs (real script + parser)", () => {

@@ -42,6 +42,11 @@ export const gpuSchema = z.strictObject({
     renderNode: z.string().regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" }).optional(),
     /** MIG devices configured on this GPU (empty when MIG is off). */
     mig: z.array(migInstanceSchema).default([]),
+    /**
+     * NVIDIA boards with NVSwitches: the GPU's module id (1-8 on an HGX H100), as `nvidia-smi -q`
+     * reports it ("Module ID"). Fabric partitions name GPUs by module id, not by index.
+     */
+    moduleId: z.number({ error: "expected a module id (1 or more)" }).int({ error: "expected a module id (1 or more)" }).min(1, { error: "expected a module id (1 or more)" }).optional(),
 });
 
 export const inventorySchema = z.strictObject({
@@ -59,9 +64,15 @@ export const inventorySchema = z.strictObject({
         ctx.addIssue({ code: "custom", path: ["gpus"], message: `vendor ${inv.vendor} needs at least one GPU` });
     }
     const seen = new Set<number>();
+    const modules = new Set<number>();
     inv.gpus.forEach((gpu, i) => {
         if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
         seen.add(gpu.index);
+        if (gpu.moduleId !== undefined) {
+            if (modules.has(gpu.moduleId)) ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: `duplicate module id ${gpu.moduleId}` });
+            modules.add(gpu.moduleId);
+            if (inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: "moduleId is for NVIDIA GPUs only" });
+        }
         if (gpu.gfxTarget && inv.vendor !== "amd") ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
         if (gpu.mig.length > 0 && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });
         const migIndexes = new Set<number>();

@@ -35,13 +35,26 @@ export interface LxdHostShape {
     gpuCdi: boolean;
     /** idmap-shift writable dataset disks. */
     shiftWritable: boolean;
+    /** virtual-machine only: the managed bridge network and the VM's static IPv4 address on it. */
+    network?: string;
+    address?: string;
 }
 
 export type HostShape = Transport<SshHostShape, LxdHostShape>;
+
+/** The fabric partition a worker VM of a shared board gets (from lib/fabric/partitions.ts). */
+export interface WorkerFabricPartition {
+    /** The partition id: the gpu-fabric-partition tag. */
+    id: number;
+    /** Host PCI address of each of the VM's GPUs, by the index the VM numbers it with. */
+    hostPciBusIds: string[];
+}
 
 export interface WorkerSpec extends WorkerSettings {
     /** The host's name: every resource of the host is named from it. */
     name: string;
     transport: HostShape;
     inventory: GpuInventory;
+    /** A worker VM of a shared board: its partition (the inventory is then the VM's own view of the GPUs). */
+    fabricPartition?: WorkerFabricPartition;
 }
