@@ -13,6 +13,7 @@ packages=(
   libxml2-utils                # virt-xml-validate runs xmllint
   libvirt-daemon qemu-utils genisoimage  # the service VM script against libvirt's test driver
   dnsmasq-base                 # a managed LXD bridge, for the worker VMs' nics
+  cloud-init                   # cloud-init schema checks the rendered user-data
 )
 
 missing=()

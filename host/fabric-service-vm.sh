@@ -68,18 +68,21 @@ console_tail() {
   if [ -r "$console" ]; then tail -n 20 "$console" | sed 's/^/    /'; else echo "    (no console log at $console)"; fi
 }
 
+# The VM's last report on plan ID (every boot reports again; the log keeps earlier boots).
+last_report() {
+  [ -r "$console" ] || return 0
+  grep -E "gpu-workers-fabric: (ready|failed) plan=${plan}[ :]" "$console" | tail -n 1 | tr -d '\r' || true
+}
+
 wait_ready() {
   local deadline line
   deadline=$((SECONDS + timeout))
   while :; do
-    if [ -r "$console" ]; then
-      if grep -q "gpu-workers-fabric: ready plan=${plan} " "$console"; then
-        echo "fabric-service-vm: ${name} runs fabricmanager: $(grep "gpu-workers-fabric: ready plan=${plan} " "$console" | tail -n 1 | tr -d '\r')"
-        return 0
-      fi
-      line=$(grep "gpu-workers-fabric: failed plan=${plan}:" "$console" | tail -n 1 | tr -d '\r' || true)
-      [ -z "$line" ] || die "the service VM ${name} reports: ${line#*: } (console log: ${console})"
-    fi
+    line=$(last_report)
+    case "$line" in
+      *"gpu-workers-fabric: ready "*) echo "fabric-service-vm: ${name} runs fabricmanager: ${line#*gpu-workers-fabric: }"; return 0 ;;
+      *"gpu-workers-fabric: failed "*) die "the service VM ${name} reports: ${line#*gpu-workers-fabric: } (console log: ${console})" ;;
+    esac
     [ "$SECONDS" -lt "$deadline" ] || die "no word from the service VM ${name} within ${timeout}s (plan ${plan}); its console (${console}) ends with:
 $(console_tail)"
     sleep 2
@@ -138,7 +141,10 @@ check() {
   info=$(virsh_ dominfo "$name" 2>/dev/null) || { echo "fabric-service-vm: ${name} is not defined" >&2; exit 1; }
   [ "$(virsh_ domstate "$name")" = running ] || { echo "fabric-service-vm: ${name} is not running" >&2; exit 1; }
   grep -Eq '^Autostart: +enable' <<< "$info" || { echo "fabric-service-vm: ${name} is not marked autostart" >&2; exit 1; }
-  grep -q "gpu-workers-fabric: ready plan=${plan} " "$console" 2>/dev/null || { echo "fabric-service-vm: ${name} has not reported plan ${plan} ready" >&2; exit 1; }
+  case "$(last_report)" in
+    *"gpu-workers-fabric: ready "*) ;;
+    *) echo "fabric-service-vm: ${name} has not reported plan ${plan} ready since it last started" >&2; exit 1 ;;
+  esac
 }
 
 remove() {

@@ -177,7 +177,7 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         const plan = servicePlanId(settings);
         const [result] = await Promise.all([script("ensure", plan), vmReports(`gpu-workers-fabric: ready plan=${plan} partitions=1,2`)]);
         assert.strictEqual(result.code, 0, result.out);
-        assert.match(result.out, new RegExp(`hgx-a-fabric runs fabricmanager: gpu-workers-fabric: ready plan=${plan} partitions=1,2`));
+        assert.match(result.out, new RegExp(`hgx-a-fabric runs fabricmanager: ready plan=${plan} partitions=1,2`));
         const p = paths();
         assert.match(execFileSync("isoinfo", ["-d", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }), /^Volume id: cidata$/m);
         const listing = execFileSync("isoinfo", ["-R", "-f", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }).split("\n").filter(Boolean).sort();
@@ -197,6 +197,16 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         const again = await script("ensure", plan);
         assert.strictEqual(again.code, 0, again.out);
         assert.strictEqual(virsh("domid", name).stdout.trim(), id, "the same running domain");
+    });
+
+    it("check goes by the VM's last report: a failure at a later boot fails it, a later ready passes again", async () => {
+        const plan = servicePlanId(settings);
+        fs.appendFileSync(paths().console, `gpu-workers-fabric: failed plan=${plan}: fmpm -a 1 failed\r\n`);
+        const failed = await script("check", plan);
+        assert.strictEqual(failed.code, 1);
+        assert.match(failed.out, /has not reported plan \w+ ready since it last started/);
+        fs.appendFileSync(paths().console, `gpu-workers-fabric: ready plan=${plan} partitions=1,2\r\n`);
+        assert.strictEqual((await script("check", plan)).code, 0);
     });
 
     it("a new plan (other partitions) restarts the VM with the new seed and waits for the new report", async () => {

@@ -26,15 +26,15 @@ export function authorizedKeysPath(user: string): string {
 /**
  * The same access files as cloud-init user-data, for a virtual machine (it takes no file
  * pushes before its agent runs). write_files runs before cloud-init's ssh module, which must
- * then keep our host key (no deletion, no new keys) and leave root's keys as they are; sshd
- * starts after cloud-init, so it starts with our key and drop-in.
+ * then keep our host key (no deletion; it generates only key types that are missing) and
+ * leave root's keys as they are; sshd starts after cloud-init, with our key and drop-in.
  */
 export function renderAccessUserData(files: { path: string; content: string; mode: string }[]): string {
     const doc = {
         disable_root: false,
         ssh_pwauth: false,
         ssh_deletekeys: false,
-        ssh_genkeytypes: [],
+        ssh_genkeytypes: ["ed25519"],
         write_files: files.map((f) => ({ path: f.path, permissions: f.mode, owner: "root:root", content: f.content })),
     };
     return `#cloud-config\n# Rendered by gpu-workers: the SSH access of this instance.\n${stringify(doc, { lineWidth: 0 })}`;
