@@ -126,7 +126,6 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const unknown = Object.keys(raw).filter((k) => !HOST_KEYS.has(k));
     if (unknown.length > 0) problems.push(`${prefix}: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
     const boardWorker = raw.board !== undefined;
-    const withPaths = (error: z.ZodError, at: string) => issuesOf(error, at);
 
     let entry: ParsedHost["entry"];
     if (boardWorker) {
@@ -137,7 +136,7 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
         if (raw.fabric !== undefined) problems.push(`${prefix}.fabric: a board's worker is no board (fabric is for a host whose fabricManager.mode is service-vm)`);
         const parsed = boardWorkerEntrySchema.safeParse({ name: raw.name, transport: raw.transport }, { reportInput: true });
         if (parsed.success) entry = parsed.data;
-        else problems.push(...withPaths(parsed.error, prefix));
+        else problems.push(...issuesOf(parsed.error, prefix));
     } else {
         const parsed = hostEntrySchema.safeParse({
             name: raw.name,
@@ -157,13 +156,13 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     if (boardWorker) {
         const parsed = boardRefSchema.safeParse(raw.board, { reportInput: true });
         if (parsed.success) board = parsed.data;
-        else problems.push(...withPaths(parsed.error, `${prefix}.board`));
+        else problems.push(...issuesOf(parsed.error, `${prefix}.board`));
     }
     let fabric: BoardFabric | undefined;
     if (raw.fabric !== undefined && !boardWorker) {
         const parsed = boardFabricSchema.safeParse(raw.fabric, { reportInput: true });
         if (parsed.success) fabric = parsed.data;
-        else problems.push(...withPaths(parsed.error, `${prefix}.fabric`));
+        else problems.push(...issuesOf(parsed.error, `${prefix}.fabric`));
     }
 
     const own = checkLayer(raw, prefix);
@@ -288,8 +287,9 @@ function boardProblems(hosts: ParsedHost[]): string[] {
         try {
             planBoard(boardSpecOf(board));
         } catch (e) {
-            if (e instanceof PartitionPlanError) problems.push(e.request === undefined ? `hosts[${at}] (board ${board.name}): ${e.message}` : `hosts[${workersAt[e.request]}].board: ${e.message}`);
-            else if (e instanceof PlanError) problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
+            // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
+            // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.
+            if (e instanceof PartitionPlanError && e.request !== undefined) problems.push(`hosts[${workersAt[e.request]}].board: ${e.message}`);
             else if (e instanceof Error) problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
             else throw e;
         }
