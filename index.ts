@@ -37,7 +37,7 @@ function projectDirectory(): string {
 
 const fleet = buildFleet(readStack(), config, projectDirectory());
 
-/** Per host: the worker tags, the public key to authorize on the TSA, and why a chain stopped early. */
+/** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
 export const workers = Object.fromEntries(fleet.workers.map((w) => [w.hostName, {
     tags: w.tags,
     workerPublicKey: w.workerPublicKey ?? null,
@@ -46,3 +46,6 @@ export const workers = Object.fromEntries(fleet.workers.map((w) => [w.hostName, 
 
 /** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
 export const web = fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null;
+
+/** Per shared board: the partition each of its workers got. */
+export const sharedBoards = Object.fromEntries(fleet.boards.map((b) => [b.boardName, b.partitions]));

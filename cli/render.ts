@@ -58,6 +58,7 @@ function main(): void {
         }
         fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
+        for (const p of manifest.partitions ?? []) console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
         if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
         for (const file of manifest.files.filter((f) => f.sha256 === MISSING_PLACEHOLDER)) {
             console.log(`  note: ${file.path} is uploaded from ${file.uploadedFrom}, which is not there yet (pulumi up would stop on it)`);

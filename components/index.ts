@@ -14,6 +14,8 @@ export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
 export { RuncWrapper, RuncWrapperArgs } from "./chain/runc-wrapper";
 export { WorkerValidator, WorkerValidatorArgs } from "./chain/worker-validator";
 export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
+export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
+export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker, boardSpec } from "./chain/shared-gpu-board";
 export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
 export { HostAccessArgs, HostStepsComponent } from "./chain/host-steps-component";
 
@@ -28,11 +30,11 @@ export * as lxd from "./providers/lxd";
 
 // Pure libraries.
 export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./lib/gpu/inventory";
-export { planWorkerGpus, selectGpus, modelSlug, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection } from "./lib/gpu/plan";
+export { planWorkerGpus, selectGpus, modelSlug, normalizeFabricMode, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection, FabricManagerMode } from "./lib/gpu/plan";
 export { HostFile, HostStep, RenderedComponent, ProgramCheck, shellQuote, shellCommand, asRoot } from "./lib/host/steps";
 export { Transport, onTransport } from "./lib/host/transport";
 export { settingsSchema, WORKER_DEFAULTS, WorkerSettings, mergeSettings } from "./lib/plan/settings";
-export { WorkerSpec, HostShape, SshHostShape, LxdHostShape } from "./lib/plan/worker-spec";
+export { WorkerSpec, HostShape, SshHostShape, LxdHostShape, WorkerFabricPartition } from "./lib/plan/worker-spec";
 export { planHost, HostPlan, PlannedLink, PlannedFile } from "./lib/plan/host-plan";
 export { planGpuHost, GpuHostPlan, PlannedStep } from "./lib/plan/gpu-host";
 export { placeOnce, Placement } from "./lib/plan/place-files";
@@ -44,6 +46,10 @@ export { renderWrapperConfig, renderRuncWrapperComponent, RuncWrapperSettings } 
 export { renderWorkerValidator, WorkerValidatorSettings } from "./lib/render/worker-validator";
 export { TOOLKITS, toolkitVersionProblems, VendorToolkit, ToolkitCve } from "./lib/toolkit/versions";
 export { renderFabricManager, renderFabricManagerConfig, FabricManagerSettings } from "./lib/render/fabric-manager";
+export { renderFabricServiceVm, renderServiceVmDomain, renderServiceVmUserData, renderServiceVmMetaData, FabricServiceVmSettings } from "./lib/render/fabric-service-vm";
+export { planPartitions, possibleShapes, PartitionPlanError, PartitionRequest, PlannedPartition } from "./lib/fabric/partitions";
+export { HGX_H100_8GPU, BUILTIN_PARTITION_TABLES, partitionTable, partitionListSchema, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
+export { planBoard, partitionWorkerSpec, BoardPlan, BoardSpec, ServiceVmSpec } from "./lib/plan/board-plan";
 export { renderConcourseWorker, renderWorkerUnit, renderWorkerEnv, ConcourseWorkerSettings } from "./lib/render/concourse-worker";
 export { renderDriftCheck } from "./lib/render/drift-check";
 export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS, VerifyField } from "./lib/discovery/verify";

@@ -11,6 +11,10 @@ packages=(
   openssh-server openssh-client
   shellcheck jq bats libvirt-clients
   gnupg dpkg-dev apt           # vendor apt repositories: keys, signed test repositories
+  libxml2-utils                # virt-xml-validate runs xmllint
+  libvirt-daemon qemu-utils genisoimage  # the service VM script against libvirt's test driver
+  dnsmasq-base                 # a managed LXD bridge, for the worker VMs' nics
+  cloud-init                   # cloud-init schema checks the rendered user-data
 )
 
 missing=()

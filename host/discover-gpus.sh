@@ -105,6 +105,21 @@ if have nvidia-smi; then
     run_tool nvidia-smi-mig-lgi nvidia-smi mig -lgi
     run_tool nvidia-smi-mig-lci nvidia-smi mig -lci
   fi
+  # Module ids (fabric partitions name GPUs by them) only matter where NVSwitches are: the
+  # driver's list, or NVIDIA bridge functions (class 0x0680) on PCI when they are bound to
+  # vfio-pci for a service VM.
+  has_switches=no
+  for entry in "$ROOT"/proc/driver/nvidia-nvswitch/devices/*; do
+    [ -e "$entry" ] && has_switches=yes
+  done
+  for dev in "$ROOT"/sys/bus/pci/devices/*; do
+    if [ -r "$dev/vendor" ] && [ -r "$dev/class" ] && [ "$(tr -d '\n' < "$dev/vendor")" = 0x10de ]; then
+      case "$(tr -d '\n' < "$dev/class")" in 0x0680*) has_switches=yes ;; esac
+    fi
+  done
+  if [ "$has_switches" = yes ]; then
+    run_tool nvidia-smi-q nvidia-smi -q
+  fi
 fi
 add_file driver-version "$ROOT/proc/driver/nvidia/version"
 if [ -d "$ROOT/proc/driver/nvidia-nvswitch/devices" ]; then

@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Runs NVIDIA fabricmanager on an NVSwitch system, at exactly the loaded driver's version.
-#   fabric-manager.sh ensure --config PATH [--partition ID]...
+#   fabric-manager.sh ensure --config PATH [--partition ID]... [--report FILE --plan ID]
 #   fabric-manager.sh remove
 # It refuses to start without NVSwitches, restarts the service only when the config
 # changed, and activates the requested partitions (shared NVSwitch mode) through fmpm.
+# In a service VM it reports the outcome to FILE (the serial console, which the host logs):
+# "gpu-workers-fabric: ready plan=ID partitions=1,2", or "... failed plan=ID: why".
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 ROOT=${GPU_WORKERS_ROOT:-}
 SERVICE=nvidia-fabricmanager
+report=""; plan=""; reported=no
 
-die() { echo "fabric-manager: $*" >&2; exit 1; }
+say() {
+  if [ -n "$report" ] && [ "$reported" = no ]; then
+    reported=yes
+    printf 'gpu-workers-fabric: %s\n' "$1" > "$report" || true
+  fi
+}
+die() { echo "fabric-manager: $*" >&2; say "failed plan=${plan}: $*"; exit 1; }
+# A command that fails under set -e says nothing itself: report that much.
+on_exit() {
+  local rc=$1
+  [ "$rc" -eq 0 ] || say "failed plan=${plan}: exit ${rc} (see the journal of the unit)"
+}
+trap 'on_exit $?' EXIT
 
 action=${1:-}; shift || true
 config=""; partitions=()
@@ -18,6 +33,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
     --partition) partitions+=("$2"); shift 2 ;;
+    --report) report=$2; shift 2 ;;
+    --plan) plan=$2; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -94,6 +111,9 @@ ensure() {
     fmpm -a "$id" || die "could not activate fabric partition ${id} (fmpm -a ${id} failed)"
   done
   echo "fabric-manager: running for ${switches} NVSwitches, driver ${version}"
+  local joined
+  joined=$(IFS=,; echo "${partitions[*]+"${partitions[*]}"}")
+  say "ready plan=${plan} partitions=${joined}"
 }
 
 remove() {

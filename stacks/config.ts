@@ -3,13 +3,17 @@
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
+import { PartitionPlanError } from "../components/lib/fabric/partitions";
+import { normalizeFabricMode, PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
+import { planBoard } from "../components/lib/plan/board-plan";
 import { isPlainObject, mergeSettings } from "../components/lib/plan/settings";
 import { toolkitVersion, toolkitVersionProblems } from "../components/lib/toolkit/versions";
 import { describe, formatPath, issuesOf } from "./issues";
 import { parseWeb, webHostProblems } from "./web-config";
 import type { WebConfig } from "./web-schema";
-import { BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema } from "./schema";
+import { GpuWorkerArgsError } from "../components/chain/gpu-worker";
+import { boardSpecOf } from "./board-config";
+import { BoardConfig, BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, BoardWorkerConfig, BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 
 export class StackConfigError extends Error {
     constructor(public readonly problems: string[]) {
@@ -25,15 +29,18 @@ export interface RawStackConfig {
     web?: unknown;
 }
 
-/** The validated stack: its worker hosts and, when it has one, its web node. */
+/** The validated stack: the hosts that are workers on their own, the shared boards with their workers, and the web node when it has one. */
 export interface StackConfig {
     hosts: HostConfig[];
+    boards: BoardConfig[];
     web?: WebConfig;
 }
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
-const HOST_KEYS = new Set<string>(["name", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS]);
+const HOST_KEYS = new Set<string>(["name", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
+/** What a shared board itself may set: it is no worker, so worker settings belong on its workers. */
+const BOARD_OWN_SETTINGS = new Set(["fabricManager", "verify"]);
 
 
 
@@ -90,33 +97,68 @@ function pickSettings(layer: Record<string, unknown>): Record<string, unknown> {
 }
 
 interface ParsedHost {
-    /** Name, transport and inventory, when they parsed. */
-    entry?: Pick<HostConfig, "name" | "transport" | "inventory">;
+    /** Name, transport and inventory, when they parsed (a board's worker has no inventory of its own). */
+    entry?: Pick<HostConfig, "name" | "transport"> & { inventory?: HostConfig["inventory"] };
     /** Settings with defaults applied and the reported bad fields left out, when the rest parsed. */
     settings?: Settings;
     /** Setting paths reported in the defaults or on this host. */
     reported: string[];
     problems: string[];
+    /** A shared board's fabric, when given and valid. */
+    fabric?: BoardFabric;
+    /** A board's worker: which board, and what it asks for. */
+    board?: BoardRef;
+    /** Whether `board` was given (valid or not): the host is a board's worker. */
+    boardWorker: boolean;
 }
+
+/** A board's worker: name and transport only (its GPUs come from its partition). */
+const boardWorkerEntrySchema = z.object({ name: hostEntrySchema.shape.name, transport: transportSchema });
 
 function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const prefix = `hosts[${i}]`;
-    if (!isPlainObject(raw)) return { reported: [], problems: [`${prefix}: expected an object with name, transport and the GPU inventory`] };
+    if (!isPlainObject(raw)) return { reported: [], problems: [`${prefix}: expected an object with name, transport and the GPU inventory`], boardWorker: false };
     const problems: string[] = [];
     const unknown = Object.keys(raw).filter((k) => !HOST_KEYS.has(k));
     if (unknown.length > 0) problems.push(`${prefix}: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
+    const boardWorker = raw.board !== undefined;
 
-    const entry = hostEntrySchema.safeParse({
-        name: raw.name,
-        transport: raw.transport,
-        inventory: Object.fromEntries(INVENTORY_KEYS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
-    }, { reportInput: true });
-    if (!entry.success) {
-        // Inventory fields sit directly on the host, so drop the internal "inventory" segment.
-        problems.push(...entry.error.issues.map((issue) => {
-            const path = issue.path[0] === "inventory" ? issue.path.slice(1) : issue.path;
-            return `${formatPath(prefix, path)}: ${describe(issue)}`;
-        }));
+    let entry: ParsedHost["entry"];
+    if (boardWorker) {
+        for (const key of INVENTORY_KEYS.filter((k) => raw[k] !== undefined)) problems.push(`${prefix}.${key}: a board's worker takes its GPUs from its partition; declare the GPUs on the board`);
+        for (const key of ["selection", "fabricManager"].filter((k) => raw[k] !== undefined)) {
+            problems.push(`${prefix}.${key}: ${key === "selection" ? "a board's worker gets every GPU of its partition" : "a board's worker runs no fabricmanager (the board's service VM does)"}`);
+        }
+        if (raw.fabric !== undefined) problems.push(`${prefix}.fabric: a board's worker is no board (fabric is for a host whose fabricManager.mode is service-vm)`);
+        const parsed = boardWorkerEntrySchema.safeParse({ name: raw.name, transport: raw.transport }, { reportInput: true });
+        if (parsed.success) entry = parsed.data;
+        else problems.push(...issuesOf(parsed.error, prefix));
+    } else {
+        const parsed = hostEntrySchema.safeParse({
+            name: raw.name,
+            transport: raw.transport,
+            inventory: Object.fromEntries(INVENTORY_KEYS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
+        }, { reportInput: true });
+        if (parsed.success) entry = { name: parsed.data.name, transport: parsed.data.transport, inventory: parsed.data.inventory };
+        else {
+            // Inventory fields sit directly on the host, so drop the internal "inventory" segment.
+            problems.push(...parsed.error.issues.map((issue) => {
+                const path = issue.path[0] === "inventory" ? issue.path.slice(1) : issue.path;
+                return `${formatPath(prefix, path)}: ${describe(issue)}`;
+            }));
+        }
+    }
+    let board: BoardRef | undefined;
+    if (boardWorker) {
+        const parsed = boardRefSchema.safeParse(raw.board, { reportInput: true });
+        if (parsed.success) board = parsed.data;
+        else problems.push(...issuesOf(parsed.error, `${prefix}.board`));
+    }
+    let fabric: BoardFabric | undefined;
+    if (raw.fabric !== undefined && !boardWorker) {
+        const parsed = boardFabricSchema.safeParse(raw.fabric, { reportInput: true });
+        if (parsed.success) fabric = parsed.data;
+        else problems.push(...issuesOf(parsed.error, `${prefix}.fabric`));
     }
 
     const own = checkLayer(raw, prefix);
@@ -132,12 +174,42 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
             problems.push(`${prefix}.${path}: ${describe(issue)}${issue.input === undefined ? " — set it under defaults or on this host" : ""}`);
         }
     }
+    if (settings.success) problems.push(...roleProblems(raw, prefix, entry, settings.data, boardWorker));
     return {
-        entry: entry.success ? { name: entry.data.name, transport: entry.data.transport, inventory: entry.data.inventory } : undefined,
+        entry,
         settings: settings.success ? settings.data : undefined,
         reported,
         problems,
+        fabric,
+        board,
+        boardWorker,
     };
+}
+
+function isBoard(settings: Settings | undefined): boolean {
+    return settings !== undefined && normalizeFabricMode(settings.fabricManager.mode) === "service-vm";
+}
+
+/** What a shared board, a board's worker and any other host may and must have. */
+function roleProblems(raw: Record<string, unknown>, prefix: string, entry: ParsedHost["entry"], settings: Settings, boardWorker: boolean): string[] {
+    const problems: string[] = [];
+    const lxd = entry && "lxd" in entry.transport ? entry.transport.lxd : undefined;
+    if (boardWorker) {
+        if (entry && lxd?.type !== "virtual-machine") problems.push(`${prefix}.transport: a board's worker is an LXD virtual machine on the board (lxd: {type: virtual-machine, network, address, ...}): its GPUs are whole PCI devices`);
+        return problems;
+    }
+    if (lxd?.type === "virtual-machine") problems.push(`${prefix}.transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers`);
+    if (!isBoard(settings)) {
+        if (raw.fabric !== undefined) problems.push(`${prefix}.fabric: only for a shared board (fabricManager.mode: service-vm)`);
+        return problems;
+    }
+    if (entry && !("ssh" in entry.transport)) problems.push(`${prefix}.transport: a shared board is reached over SSH (its libvirt runs the fabricmanager service VM; its workers are LXD VMs)`);
+    if (raw.fabric === undefined) problems.push(`${prefix}.fabric: required for fabricManager.mode service-vm (the partition table, the NVSwitches' PCI addresses and the service VM)`);
+    for (const key of SETTINGS_KEYS.filter((k) => raw[k] !== undefined && !BOARD_OWN_SETTINGS.has(k))) {
+        problems.push(`${prefix}.${key}: a shared board is no worker itself; give worker settings to its workers (or under defaults)`);
+    }
+    if (settings.fabricManager.partitions.length > 0) problems.push(`${prefix}.fabricManager.partitions: a board's partitions come from its workers (board: {name, gpus} or {name, partition} on each)`);
+    return problems;
 }
 
 /** Checks across hosts, and each host's GPU plan, on whatever parsed (a host with other problems included). */
@@ -159,8 +231,9 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
         if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
         else ports.set(key, i);
     });
-    hosts.forEach(({ entry, settings: s, reported }, i) => {
-        if (!entry || !s) return;
+    hosts.forEach(({ entry, settings: s, reported, boardWorker }, i) => {
+        // Boards and their workers are planned together below.
+        if (!entry?.inventory || !s || boardWorker || isBoard(s)) return;
         try {
             planWorkerGpus(entry.inventory, { selection: s.selection, cdi: s.toolkit.cdi, fabricManager: s.fabricManager, extraTags: s.concourse.tags, driverPin: s.driver.version });
         } catch (e) {
@@ -171,6 +244,7 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
             if (!reported.some((r) => r === "" || r.split(/[.[]/)[0] === setting)) problems.push(`hosts[${i}].${e.message}`);
         }
     });
+    problems.push(...boardProblems(hosts));
     return problems;
 }
 
@@ -180,19 +254,66 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
  */
 function toolkitProblems(hosts: ParsedHost[]): string[] {
     return hosts.flatMap(({ entry, settings: s, reported }, i) => {
-        if (!entry || !s || entry.inventory.vendor === "none" || covered("toolkit.version", reported)) return [];
+        if (!entry?.inventory || !s || entry.inventory.vendor === "none" || covered("toolkit.version", reported)) return [];
         const version = toolkitVersion(entry.inventory.vendor, s.toolkit.version);
         if (version === "preinstalled") return [];
         return toolkitVersionProblems(entry.inventory.vendor, version).map((p) => `hosts[${i}].toolkit.version: ${p}`);
     });
 }
 
-/** Validates the whole stack config (hosts only); throws StackConfigError listing every problem. */
+/** The boards with their workers, from hosts that parsed whole; each board's workers in stack order. */
+function collectBoards(hosts: ParsedHost[]): { board: BoardConfig; at: number; workersAt: number[] }[] {
+    return hosts.flatMap((h, at) => {
+        if (!h.entry?.inventory || !h.settings || !isBoard(h.settings) || !h.fabric || !h.entry.transport.ssh) return [];
+        const workersAt = hosts.map((w, j) => (w.board?.name === h.entry!.name ? j : -1)).filter((j) => j >= 0);
+        const workers: BoardWorkerConfig[] = workersAt.flatMap((j) => {
+            const w = hosts[j];
+            return w.entry && w.settings && w.board ? [{ ...w.settings, name: w.entry.name, transport: w.entry.transport, board: w.board }] : [];
+        });
+        if (workers.length !== workersAt.length) return [];
+        return [{ board: { name: h.entry.name, transport: { ssh: h.entry.transport.ssh }, inventory: h.entry.inventory, verify: h.settings.verify, fabric: h.fabric, workers }, at, workersAt }];
+    });
+}
+
+/** Each worker's board exists and is one; each board has workers; the planner can meet every board's workers. */
+function boardProblems(hosts: ParsedHost[]): string[] {
+    const problems: string[] = [];
+    const byName = new Map(hosts.flatMap((h, i) => (h.entry ? [[h.entry.name, { h, i }] as const] : [])));
+    hosts.forEach((w, i) => {
+        if (!w.board) return;
+        const target = byName.get(w.board.name);
+        if (!target) problems.push(`hosts[${i}].board.name: there is no host ${w.board.name}`);
+        else if (target.h.settings && !isBoard(target.h.settings)) problems.push(`hosts[${i}].board.name: ${w.board.name} (hosts[${target.i}]) is not a shared board (its fabricManager.mode is ${target.h.settings.fabricManager.mode}, not service-vm)`);
+    });
+    hosts.forEach((h, i) => {
+        if (!h.entry || !isBoard(h.settings) || h.boardWorker) return;
+        // A worker whose board: did not parse may well mean this board; it is reported already.
+        if (!hosts.some((w) => w.boardWorker && (w.board === undefined || w.board.name === h.entry!.name))) {
+            problems.push(`hosts[${i}]: no worker uses board ${h.entry.name} (give a worker board: {name: ${h.entry.name}, gpus: N})`);
+        }
+    });
+    for (const { board, at, workersAt } of collectBoards(hosts)) {
+        try {
+            planBoard(boardSpecOf(board));
+        } catch (e) {
+            // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
+            // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.
+            // A worker's own settings (its TSA, say) are reported at their own paths.
+            if (e instanceof GpuWorkerArgsError) continue;
+            if (e instanceof PartitionPlanError && e.request !== undefined) problems.push(`hosts[${workersAt[e.request]}].board: ${e.message}`);
+            else if (e instanceof Error) problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
+            else throw e;
+        }
+    }
+    return problems;
+}
+
+/** The hosts that are workers on their own (boards and their workers: parseStack). Throws like parseStack. */
 export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
     return parseStack(raw).hosts;
 }
 
-/** Validates the whole stack config, web included; throws StackConfigError listing every problem. */
+/** Validates the whole stack config, web and boards included; throws StackConfigError listing every problem. */
 export function parseStack(raw: RawStackConfig): StackConfig {
     const problems: string[] = [];
     let defaults: Layer = { settings: {}, reported: [], problems: [] };
@@ -218,9 +339,14 @@ export function parseStack(raw: RawStackConfig): StackConfig {
     const release = mergeSettings(BUILTIN_DEFAULTS.concourse, defaults.settings.concourse) as { version: string; binary?: unknown };
     const web = raw.web === undefined ? undefined : parseWeb(raw.web, release);
     if (web) problems.push(...web.problems);
-    const whole = hosts.map(({ entry, settings }) => (entry && settings ? { ...settings, ...entry } : undefined));
+    // Shared boards are no workers; their workers take the web's TSA like any other.
+    const whole = hosts.map(({ entry, settings }) => (entry?.inventory && settings && !isBoard(settings) ? { ...settings, ...entry, inventory: entry.inventory } : undefined));
     if (!web || web.web) problems.push(...webHostProblems(web?.web, hosts.map((h, i) => ({ config: whole[i], reported: (path: string) => covered(path, h.reported) }))));
     if (problems.length > 0) throw new StackConfigError(problems);
     // No problems means every host parsed whole.
-    return { hosts: whole.filter((h): h is HostConfig => h !== undefined), ...(web?.web ? { web: web.web } : {}) };
+    return {
+        hosts: hosts.flatMap(({ entry, settings, boardWorker }) => (entry?.inventory && settings && !boardWorker && !isBoard(settings) ? [{ ...settings, ...entry, inventory: entry.inventory }] : [])),
+        boards: collectBoards(hosts).map(({ board }) => board),
+        ...(web?.web ? { web: web.web } : {}),
+    };
 }

@@ -7,6 +7,8 @@ import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import { ConcourseWeb, ConcourseWebArgs, WebForWorkers } from "../components/chain/concourse-web";
 import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport } from "../components/chain/gpu-worker";
+import type { SharedGpuBoard } from "../components/chain/shared-gpu-board";
+import { buildBoards } from "./boards";
 import { onTransport } from "../components/lib/host/transport";
 import type { ConcourseRelease } from "../components/lib/render/concourse-release";
 import type { StackConfig } from "./config";
@@ -45,7 +47,8 @@ function tsaRoute(host: HostConfig, web: StackWeb): TsaRoute {
     const webLxd = web.config.transport.lxd;
     const published = webLxd?.publish.tsa;
     const lxd = host.transport.lxd;
-    if (host.concourse.tsaHost || !webLxd || published === undefined || !lxd || serverKey(lxd.server) !== serverKey(webLxd.server)) return {};
+    // A VM reaches no port of its server's loopback (LXD proxies to a VM only through NAT): it names its TSA.
+    if (host.concourse.tsaHost || !webLxd || published === undefined || !lxd || lxd.type === "virtual-machine" || serverKey(lxd.server) !== serverKey(webLxd.server)) return {};
     return { tsaHost: "127.0.0.1", tsaPort: published, serverPorts: { tsa: { port: published, server: { address: webLxd.sshAddress, port: published } } } };
 }
 
@@ -98,20 +101,24 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string, a
 
 export interface Fleet {
     web?: ConcourseWeb;
+    /** Every worker: those on hosts of their own, then those on shared boards. */
     workers: GpuWorker[];
+    boards: SharedGpuBoard[];
 }
 
 /**
  * The web first, admitting the public keys of every worker in the stack (known once the
- * workers exist: a deferred output), then the workers, each converging after the web.
+ * workers exist: a deferred output), then the workers, each converging after the web, and the
+ * shared boards with theirs.
  */
-export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir = process.cwd()): Fleet {
+export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: string): Fleet {
     const secret: SecretLookup = (key) => config.requireSecret(key);
-    if (!stack.web) return { workers: stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir))) };
     const [workerKeys, resolveWorkerKeys] = pulumi.deferredOutput<string[]>();
-    const web = new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir, workerKeys));
-    const stackWeb: StackWeb = { config: stack.web, forWorkers: web.forWorkers() };
-    const workers = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb)));
+    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir, workerKeys)) : undefined;
+    const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
+    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb)));
+    const boards = buildBoards(stack.boards, secret, baseDir, stackWeb);
+    const workers = [...own, ...boards.flatMap((b) => b.workers)];
     resolveWorkerKeys(pulumi.all(workers.flatMap((w) => (w.workerPublicKey ? [w.workerPublicKey] : []))));
-    return { web, workers };
+    return { ...(web ? { web } : {}), workers, boards };
 }

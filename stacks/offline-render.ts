@@ -8,14 +8,16 @@ import { sha256Text } from "../components/lib/file-hash";
 import * as pulumi from "@pulumi/pulumi";
 import { webSpec } from "../components/chain/concourse-web";
 import { workerSpec } from "../components/chain/gpu-worker";
+import { BoardPlan, planBoard } from "../components/lib/plan/board-plan";
 import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
 import type { PlannedStep } from "../components/lib/plan/gpu-host";
 import { planWebHost, WebPlan } from "../components/lib/plan/web-plan";
+import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
 import { StackWeb, webArgs, workerArgs } from "./fleet";
 import type { HostConfig } from "./schema";
 
-export const SECRET_PLACEHOLDER = "[secret]";
+export { SECRET_PLACEHOLDER };
 export const GENERATED_PLACEHOLDER = "[generated during up]";
 /** A file uploaded from here that is not there yet (a release tarball not built yet): the render says so; `up` would fail. */
 export const MISSING_PLACEHOLDER = "[not on this machine yet]";
@@ -34,6 +36,8 @@ export interface HostManifest {
     stoppedBeforeWorker?: string;
     /** For the web node: where users reach it, and its main team user. */
     web?: { externalUrl: string; username: string };
+    /** A shared board: the partition each worker got, its module ids and the GPUs' PCI addresses. */
+    partitions?: { worker: string; partition: number; modules: number[]; pci: string[] }[];
 }
 export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
 
@@ -56,10 +60,10 @@ function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
     };
 }
 
-/** A plan's files and steps as the render writes them: `tags` for a worker, none for a web. */
-function renderFiles(plannedFiles: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
+/** A plan's files as the render writes them: each file's bytes (or placeholder), and its manifest entry. */
+function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
     const contents = new Map<string, Buffer>();
-    const files = plannedFiles.map((file) => {
+    const files = planned.map((file) => {
         const bytes = renderedBytes(file);
         contents.set(file.path, bytes);
         return manifestFile(file, bytes);
@@ -87,11 +91,34 @@ export function renderWebPlan(plan: WebPlan): RenderedHost {
     return { manifest: { host: plan.name, transport: plan.transport, tags: [], steps: plan.steps, files, web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser } }, contents };
 }
 
+/** A shared board: the board host itself (no tags: it is no worker), then each of its worker VMs. */
+export function renderBoardPlan(plan: BoardPlan): RenderedHost[] {
+    const { files, contents } = renderFiles(plan.files);
+    const board: RenderedHost = {
+        manifest: {
+            host: plan.name,
+            transport: "ssh",
+            tags: [],
+            steps: plan.steps,
+            files,
+            partitions: plan.partitions.map((p) => ({ worker: p.worker, partition: p.partition.id, modules: p.partition.modules, pci: p.gpus.map((g) => g.pciBusId ?? "") })),
+        },
+        contents,
+    };
+    return [board, ...plan.workers.map(renderPlan)];
+}
+
+export interface StackPlans {
+    web?: WebPlan;
+    hosts: HostPlan[];
+    boards: BoardPlan[];
+}
+
 /**
  * The plans of a stack, through the same mapping `pulumi up` takes (stacks/fleet.ts); what only
  * `up` knows (secrets, generated keys) stands in as placeholders.
  */
-export function planStack(stack: StackConfig, baseDir: string): { web?: WebPlan; hosts: HostPlan[] } {
+export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string): StackPlans {
     const secret = () => SECRET_PLACEHOLDER;
     let web: StackWeb | undefined;
     let webPlan: WebPlan | undefined;
@@ -108,7 +135,8 @@ export function planStack(stack: StackConfig, baseDir: string): { web?: WebPlan;
         };
     }
     const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web))));
-    return { ...(webPlan ? { web: webPlan } : {}), hosts };
+    const boards = (stack.boards ?? []).map((board) => planBoard(boardSpecOf(board, baseDir, web)));
+    return { ...(webPlan ? { web: webPlan } : {}), hosts, boards };
 }
 
 /** One host of a stack without a web, rendered. */
@@ -118,5 +146,5 @@ export function renderHost(host: HostConfig, baseDir = process.cwd()): RenderedH
 
 export function renderStack(raw: RawStackConfig, baseDir = process.cwd()): RenderedHost[] {
     const plans = planStack(parseStack(raw), baseDir);
-    return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan)];
+    return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
 }

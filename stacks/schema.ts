@@ -3,6 +3,7 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
+import { BUILTIN_PARTITION_TABLES, partitionListSchema } from "../components/lib/fabric/partition-table";
 import { inventorySchema } from "../components/lib/gpu/inventory";
 import type { Transport as TransportOf } from "../components/lib/host/transport";
 import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
@@ -37,14 +38,19 @@ export const lxdServerSchema = z.strictObject({
     if (s.url && (!s.clientCertSecret || !s.clientKeySecret)) ctx.addIssue({ code: "custom", path: ["clientCertSecret"], message: "an https url needs clientCertSecret and clientKeySecret" });
 });
 
-export const lxdTransportSchema = z.strictObject({
+const ipv4 = z.string().regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
+const pciAddress = z.string().regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI address such as 0000:09:00.0" });
+const positiveInt = z.number({ error: "expected a positive integer" }).int({ error: "expected a positive integer" }).min(1, { error: "expected a positive integer" });
+
+/** The keys of an LXD transport (the web's takes a part of them). */
+export const lxdTransportFields = z.strictObject({
     server: lxdServerSchema.default({}),
     /** LXD instance name (created and owned by this stack). */
     instance: hostName,
     /** Image alias or fingerprint on the LXD server. */
     image: z.string().min(1, { error: "expected an image alias or fingerprint" }),
-    // A worker's SSH keys go in before the first start, which a VM (no agent yet) cannot take.
-    type: z.literal("container", { error: "expected container (a virtual machine cannot take the worker's SSH keys before its first start)" }).default("container"),
+    /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
+    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default("container"),
     profiles: z.array(z.string().min(1)).default(["default"]),
     /** Extra instance config keys (security.nesting is always set for containers). */
     config: z.record(z.string(), z.string()).default({}),
@@ -65,7 +71,22 @@ export const lxdTransportSchema = z.strictObject({
     gpuCdi: z.boolean().default(false),
     /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
     shiftWritable: z.boolean().default(true),
+    /** virtual-machine: the managed bridge network (with DHCP) on the LXD server for the VM's nic. */
+    network: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD network name such as lxdbr0" }).optional(),
+    /** virtual-machine: the VM's static IPv4 address on that network; sshd is reached through NAT to it. */
+    address: ipv4.optional(),
 });
+
+export const lxdTransportSchema = lxdTransportFields.superRefine((l, ctx) => {
+    if (l.type === "container") {
+        for (const key of ["network", "address"] as const) if (l[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
+    }
+    if (l.type !== "virtual-machine") return;
+    // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
+    for (const key of ["network", "address"] as const) if (l[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network" });
+    if (["0.0.0.0", "::"].includes(l.sshAddress)) ctx.addIssue({ code: "custom", path: ["sshAddress"], message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address" });
+// Also when other fields are wrong, so that every problem is reported at once.
+}, { when: () => true });
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 
@@ -93,6 +114,43 @@ export const settingsSchema = workerSettingsSchema.extend({
 /** Built-in defaults; the stack's `defaults` and each host override them, field by field. */
 export const BUILTIN_DEFAULTS = WORKER_DEFAULTS;
 
+/**
+ * A shared board's fabric (a host whose fabricManager.mode is service-vm): its partition table,
+ * the PCI functions its service VM gets, and the service VM.
+ */
+export const boardFabricSchema = z.strictObject({
+    /** A built-in table by name, or the board's own as a list of {id, modules}. */
+    partitionTable: z.union([
+        z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }),
+        partitionListSchema,
+    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default("hgx-h100-8gpu"),
+    /** The board's NVSwitches. */
+    nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }),
+    /** The NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128, "Memory controller" in lspci). */
+    memoryControllerPci: z.array(pciAddress).default([]),
+    serviceVm: z.strictObject({
+        /** Base image on the board host: cloud-init, the NVIDIA driver and its fabricmanager, same version. */
+        image: absolutePath,
+        /** libvirt domain name (default <board>-fabric). */
+        name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected a domain name of letters, digits, _ . -" }).optional(),
+        vcpus: positiveInt.optional(),
+        memoryMiB: positiveInt.optional(),
+        diskGiB: positiveInt.optional(),
+        /** libvirt network for a NIC (apt access for fabricmanager); default none. */
+        network: z.string().min(1).optional(),
+        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\//, { error: "expected a libvirt URI such as qemu:///system" }).optional(),
+        readyTimeoutSeconds: positiveInt.optional(),
+    }),
+});
+
+/** A worker of a shared board: which board, and how many GPUs (or which partition). */
+export const boardRefSchema = z.strictObject({
+    /** The board's host name. */
+    name: hostName,
+    gpus: positiveInt.optional(),
+    partition: z.number({ error: "expected a partition id" }).int({ error: "expected a partition id" }).min(0, { error: "expected a partition id" }).optional(),
+}).refine((b) => b.gpus !== undefined || b.partition !== undefined, { error: "give gpus (how many) or partition (an id of the board's table)" });
+
 export const hostEntrySchema = z.object({
     name: hostName,
     transport: transportSchema,
@@ -109,4 +167,22 @@ export interface HostConfig extends Settings {
     name: string;
     transport: Transport;
     inventory: z.infer<typeof inventorySchema>;
+}
+
+export type BoardFabric = z.infer<typeof boardFabricSchema>;
+export type BoardRef = z.infer<typeof boardRefSchema>;
+
+/** A worker of a shared board: its settings and LXD VM; its GPUs come from its partition. */
+export interface BoardWorkerConfig extends Omit<HostConfig, "inventory"> {
+    board: BoardRef;
+}
+
+/** A board shared through fabricmanager's service VM (fabricManager.mode service-vm), with its workers. */
+export interface BoardConfig {
+    name: string;
+    transport: { ssh: SshTransport };
+    inventory: z.infer<typeof inventorySchema>;
+    verify: Settings["verify"];
+    fabric: BoardFabric;
+    workers: BoardWorkerConfig[];
 }

@@ -63,8 +63,9 @@ export function webHostProblems(web: WebConfig | undefined, hosts: CheckedHost[]
         if (web.transport.ssh) return;
         if (!tsa) {
             problems.push(`hosts[${i}].concourse.tsaHost: required: the web publishes no TSA port (set web.transport.lxd.publish.tsa, or give the TSA's address here)`);
-        } else if (host.transport.ssh && LOOPBACK.test(tsa.address)) {
-            problems.push(`hosts[${i}].concourse.tsaHost: required: the web's TSA is published on its LXD server's ${tsa.address}, which this SSH host cannot reach; give the address it reaches the TSA on`);
+        } else if ((host.transport.ssh || host.transport.lxd?.type === "virtual-machine") && LOOPBACK.test(tsa.address)) {
+            const what = host.transport.ssh ? "this SSH host" : "a virtual machine (reached only through NAT)";
+            problems.push(`hosts[${i}].concourse.tsaHost: required: the web's TSA is published on its LXD server's ${tsa.address}, which ${what} cannot reach; give the address it reaches the TSA on`);
         }
     });
     if (web?.transport.lxd) {

@@ -7,9 +7,11 @@ import { z } from "zod";
 import type { Transport } from "../components/lib/host/transport";
 import { localDatabaseSchema, webSettingsSchema } from "../components/lib/plan/web-settings";
 import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostName, lxdTransportSchema, secretRef, SshTransport, sshTransportSchema } from "./schema";
+import { hostName, lxdTransportFields, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
-export const lxdWebTransportSchema = lxdTransportSchema.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true }).extend({
+export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
+    // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
+    type: z.literal("container", { error: "expected container" }).default("container"),
     /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
     publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
 });

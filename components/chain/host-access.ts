@@ -7,6 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { GeneratedContent, stepResourceName } from "../lib/host/steps";
 import { onTransport, Transport } from "../lib/host/transport";
 import { LxdServer } from "../lib/lxd/types";
+import { renderAccessUserData } from "../lib/render/lxd-access";
 import { HostAccessPlan } from "../lib/plan/host-access";
 import { HostConnection } from "../providers/host/resources";
 import { SshKeyPair } from "../providers/keys";
@@ -38,8 +39,8 @@ export interface ReachedHost {
     reachable: pulumi.Resource[];
 }
 
-/** Creates what reaching the host takes, as children of `parent` named from `name`. */
-export function reachHost(parent: pulumi.ComponentResource, name: string, transport: Transport<SshHostTransport, LxdServerArg>, plan: HostAccessPlan): ReachedHost {
+/** Creates what reaching the host takes, as children of `parent` named from `name`, after `before` (e.g. a board's service VM). */
+export function reachHost(parent: pulumi.ComponentResource, name: string, transport: Transport<SshHostTransport, LxdServerArg>, plan: HostAccessPlan, before: pulumi.Input<pulumi.Resource>[] = []): ReachedHost {
     return onTransport(transport, {
         ssh: (ssh): ReachedHost => ({
             connection: pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: plan.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }) as pulumi.Output<HostConnection>),
@@ -54,6 +55,10 @@ export function reachHost(parent: pulumi.ComponentResource, name: string, transp
                 "host-key.private": hostKey.privateKeyOpenssh,
                 "host-key.public": hostKey.publicKeyOpenssh,
             };
+            const files = planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated]! : pulumi.output(f.content), mode: f.mode }));
+            const delivered = planned.delivery === "cloud-init"
+                ? { userData: pulumi.all(files.map((f) => f.content)).apply((contents) => renderAccessUserData(files.map((f, i) => ({ ...f, content: contents[i] })))) }
+                : { files };
             const instance = new LxdInstance(stepResourceName(name, "instance"), {
                 server: lxd.server,
                 name: planned.instance.instance,
@@ -62,9 +67,9 @@ export function reachHost(parent: pulumi.ComponentResource, name: string, transp
                 profiles: planned.instance.profiles,
                 config: planned.instance.config,
                 devices: planned.instance.devices,
-                files: planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated]! : f.content, mode: f.mode })),
+                ...delivered,
                 waitFor: planned.waitFor,
-            }, { parent });
+            }, { parent, dependsOn: before });
             return {
                 connection: pulumi.secret(pulumi.output({
                     host: planned.instance.sshAddress,

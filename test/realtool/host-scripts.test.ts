@@ -417,6 +417,18 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.deepStrictEqual(h.calls("fmpm -a"), [], "active partitions are left alone");
         });
 
+        it("in a service VM: reports ready (plan and partitions) or the failure on the console file, once", () => {
+            const { h, config } = nvswitchHost("fm-report", 4);
+            h.dpkg("nvidia-fabricmanager-550", "installed", "550.54.15-1");
+            partitions(h, { 1: false, 2: false });
+            const console = path.join(h.dir, "ttyS0");
+            h.ok("fabric-manager.sh", ["ensure", "--config", config, "--partition", "1", "--partition", "2", "--report", console, "--plan", "p1"]);
+            assert.strictEqual(fs.readFileSync(console, "utf8"), "gpu-workers-fabric: ready plan=p1 partitions=1,2\n");
+            h.drop("proc/driver/nvidia/version");
+            h.fails("fabric-manager.sh", ["ensure", "--config", config, "--partition", "1", "--report", console, "--plan", "p2"], /the NVIDIA driver is not loaded/);
+            assert.strictEqual(fs.readFileSync(console, "utf8"), "gpu-workers-fabric: failed plan=p2: the NVIDIA driver is not loaded (/proc/driver/nvidia/version is missing)\n");
+        });
+
         it("partitions without fmpm, or one fmpm cannot activate: names what is wrong", () => {
             const a = nvswitchHost("fm-nofmpm", 2, { without: ["fmpm"] });
             a.h.dpkg("nvidia-fabricmanager-550", "installed", "550.54.15-1");

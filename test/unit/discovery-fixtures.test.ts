@@ -33,7 +33,11 @@ const HGX_DECLARED: GpuInventory = inventorySchema.parse({
     nvswitches: 4,
     driverVersion: "550.127.05",
     cudaVersion: "12.4",
-    gpus: H100_UUIDS.map((uuid, index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0`, computeCapability: "9.0" })),
+    gpus: H100_UUIDS.map((uuid, index) => ({
+        index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid, pciBusId: `00000000:${(0x0d + index).toString(16).toUpperCase().padStart(2, "0")}:00.0`, computeCapability: "9.0",
+        // From `nvidia-smi -q` (run because the host has NVSwitches): not in PCI order.
+        moduleId: [2, 4, 1, 3, 6, 8, 5, 7][index],
+    })),
 });
 
 describe("discovery on captured outputs (real script + parser)", () => {

@@ -6,6 +6,7 @@ import { gfxTargetFromVersion, parseKfdNodes } from "../../components/lib/discov
 import { isGpuFunction, isNvSwitch, parseLspci, pciModelName } from "../../components/lib/discovery/lspci";
 import { parseComputeInstances, parseGpuInstances } from "../../components/lib/discovery/nvidia-mig";
 import { parseNvidiaSmiList } from "../../components/lib/discovery/nvidia-smi-list";
+import { parseNvidiaSmiModuleIds } from "../../components/lib/discovery/nvidia-smi-q";
 import { parseNvidiaSmiQuery } from "../../components/lib/discovery/nvidia-smi-query";
 import { parseNvidiaProcVersion, parseNvidiaSmiSummary } from "../../components/lib/discovery/nvidia-smi-summary";
 import { busIdFromKfdLocation, normalizeBusId } from "../../components/lib/discovery/pci";
@@ -13,6 +14,26 @@ import { parseTegraRelease } from "../../components/lib/discovery/tegra";
 import { migInstanceSchema } from "../../components/lib/gpu/inventory";
 
 describe("discovery parsers", () => {
+    describe("nvidia-smi -q module ids", () => {
+        it("reads each GPU's Module ID by its bus id; N/A and 0 give none; a nested attribute of that name is not the GPU's", () => {
+            // Attribute lines in the published R550/R570 layout (colon at column 42); the values are made up.
+            const text = [
+                "Attached GPUs                             : 3",
+                "GPU 00000000:18:00.0",
+                "    Product Name                          : NVIDIA H100 80GB HBM3",
+                "    Module ID                             : 1",
+                "GPU 00000000:2A:00.0",
+                "    Module ID                             : N/A",
+                "    Platform Info",
+                "        Module ID                         : 7",
+                "GPU 00000000:3A:00.0",
+                "    Module ID                             : 0",
+                "",
+            ].join("\n");
+            assert.deepStrictEqual([...parseNvidiaSmiModuleIds(text)], [["0000:18:00.0", 1]]);
+        });
+    });
+
     describe("nvidia-smi summary header", () => {
         it("reads driver and CUDA versions from the R535/R550 header", () => {
             const s = parseNvidiaSmiSummary("| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n");

@@ -63,11 +63,21 @@ describe("inventory verification", () => {
     });
 
     it("rejects an unknown warnOnly field, naming the valid ones; exports its zod schemas", () => {
-        assert.throws(() => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }), /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/);
+        assert.throws(() => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }), /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/);
         assert.deepStrictEqual(verifyOptionsSchema.parse({ driverPin: "preinstalled" }), { driverPin: "preinstalled", warnOnly: {} });
         assert.deepStrictEqual(warnOnlyFieldsSchema.parse(["memory", "uuid"]), ["memory", "uuid"]);
         assert.ok(!warnOnlyFieldsSchema.safeParse(["size"]).success);
-        assert.strictEqual(VERIFY_FIELDS.length, 15);
+        assert.strictEqual(VERIFY_FIELDS.length, 16);
+    });
+
+    it("checks module ids (fabric partitions pick GPUs by them); one not reported is only a warning", () => {
+        const swapped = clone(declared);
+        swapped.gpus[0].moduleId = 4;
+        swapped.gpus[1].moduleId = 2;
+        assert.deepStrictEqual(compareInventory(swapped, hgx).errors, ["gpus[0]: declared module id 4, found 2", "gpus[1]: declared module id 2, found 4"]);
+        assert.deepStrictEqual(compareInventory(swapped, hgx, { warnOnly: { module: true } }).errors, []);
+        const noDriver = fixture("h100-no-driver-sysfs");
+        assert.ok(compareInventory(declared, noDriver).warnings.includes("gpus[0]: module id 2 not verified (nvidia-smi -q reported none)"));
     });
 
     it("checks the driver against the pin: preinstalled needs a driver, a pin is a floor, 550 matches 550.x", () => {

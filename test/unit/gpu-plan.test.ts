@@ -43,6 +43,25 @@ describe("GPU plan (one source of truth)", () => {
         assert.ok(plan.tags.includes("gpu-count=8"));
     });
 
+    it("host is what on meant; service-vm is a board's, never a worker's", () => {
+        const host = planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "host", partitions: [] } });
+        assert.deepStrictEqual(host, planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "on", partitions: [] } }));
+        assert.strictEqual(host.fabricManager.enabled, true);
+        assert.throws(() => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "host", partitions: [] } }), /fabricManager.mode: host needs NVSwitches/);
+        assert.throws(() => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "service-vm", partitions: [] } }),
+            (e: unknown) => e instanceof PlanError && /^fabricManager\.mode: service-vm makes the host a board shared by several workers/.test(e.message));
+    });
+
+    it("a worker VM of a shared board: tagged with its fabric partition and count, runs no fabricmanager", () => {
+        const vm = inv({ vendor: "nvidia", gpus: [0, 1].map((index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559 })) });
+        const plan = planWorkerGpus(vm, { ...base, cdi: true, fabricManager: { mode: "off", partitions: [] }, fabricPartition: 5, extraTags: ["hgx"] });
+        assert.deepStrictEqual(plan.tags, ["gpu", "gpu-type=nvidia", "gpu-count=2", "gpu-devices=0,1", "gpu-model=h100-80gb-hbm3", "gpu-memory-gib=80", "gpu-fabric-partition=5", "gpu-mig-strategy=none", "gpu-count-min=1", "gpu-count-min=2", "hgx"]);
+        assert.deepStrictEqual(plan.cdiDevices, ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]);
+        assert.strictEqual(plan.env.NVIDIA_VISIBLE_DEVICES, "nvidia.com/gpu=0,nvidia.com/gpu=1");
+        assert.deepStrictEqual([plan.fabricManager.enabled, plan.fabricPartition], [false, 5]);
+        assert.throws(() => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricPartition: 1 }), /a worker on fabric partition 1 runs no fabricmanager of its own/);
+    });
+
     it("fabricmanager never starts without NVSwitches", () => {
         assert.throws(() => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "on", partitions: [] } }),
             (e: unknown) => e instanceof PlanError && /fabricManager.mode: on needs NVSwitches/.test(e.message));

@@ -15,6 +15,11 @@ import { planStack, renderPlan } from "../../stacks/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { recordGraph, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
+import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
+import { parseStack } from "../../stacks/config";
+import { boardArgs } from "../../stacks/boards";
+import { renderBoardPlan } from "../../stacks/offline-render";
+import { exampleStack } from "../fixtures/stacks/boards";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
 const STEP_TYPES = [`${DYNAMIC}HostCommand`, "pulumi-nodejs:dynamic/lxd:Instance", `${DYNAMIC}InventoryCheck`, `${DYNAMIC}CdiSpecCheck`];
@@ -63,6 +68,28 @@ describe("one plan per host: offline render = resource graph", function () {
             });
         }
     }
+
+    it("a shared board (the example HGX stack): the board's and every worker VM's steps and files", async () => {
+        const [board] = parseStack(exampleStack()).boards;
+        const rendered = renderBoardPlan(planStack({ hosts: [], boards: [board] }, process.cwd()).boards[0]);
+        const g = recordGraph();
+        new SharedGpuBoard(board.name, boardArgs(board, () => pulumi.secret("key"), process.cwd()));
+        await settle(g);
+        const manifests = rendered.map((r) => r.manifest);
+        assert.deepStrictEqual(manifests.map((m) => m.host), ["hgx-a", "hgx-a-w1", "hgx-a-w2"]);
+        const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
+        const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+        const instances = new Set(manifests.map((m) => `${m.host}-host-instance`));
+        assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((s) => s.name))), "steps");
+        assert.deepStrictEqual(sorted(fileNames), sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))), "file resources");
+        // A VM takes its access files in cloud-init user-data, not as pushed files.
+        for (const m of manifests.slice(1)) {
+            const instance = g.byName(`${m.host}-host-instance`);
+            assert.strictEqual(instance.inputs.files, undefined, `${m.host}: no file push`);
+            const userData = String((instance.inputs.userData as { value: string }).value);
+            for (const f of m.files.filter((x) => x.resource === instance.name)) assert.ok(userData.includes(`path: ${f.path}`), `${m.host}: ${f.path} in the user-data`);
+        }
+    });
 
     it("a path two components place identically is placed once, by the first", async () => {
         const [host] = parseStackConfig(stackWith({ name: "w", inventory: NO_GPU }));

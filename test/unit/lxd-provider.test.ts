@@ -115,6 +115,12 @@ describe("LXD provider: diff", () => {
         const refreshed = { ...olds, devices: {} };
         assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", refreshed, news)).changes, true);
     });
+    it("user-data: a new one replaces the instance (cloud-init reads it on the first boot only)", async () => {
+        const vm = { ...olds, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" };
+        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" })).changes, false);
+        const d = await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys B\n" });
+        assert.deepStrictEqual(d.replaces, ["userData"]);
+    });
     it("image, type, name: replaced; same name means delete first", async () => {
         const image = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, image: "gpu-workers/debian-12" });
         assert.deepStrictEqual(image.replaces, ["image"]);

@@ -106,6 +106,25 @@ describe("LXD instance validation (before any LXD call)", () => {
         assert.match(problems(withDevice({ type: "proxy", listen: "tcp:127.0.0.1:2201" }, "sshd")).join(), /needs connect/);
     });
 
+    it("proxy in NAT mode (a VM's only mode): host-bound, tcp to tcp, no wildcard listen, one IP family, to an address", () => {
+        const nat = (d: Record<string, string>, type?: "virtual-machine") => problems({ ...withDevice({ type: "proxy", nat: "true", ...d }, "sshd"), ...(type ? { type } : {}) });
+        assert.deepStrictEqual(nat({ listen: "tcp:10.0.0.20:2211", connect: "tcp:10.10.0.11:22", bind: "host" }, "virtual-machine"), []);
+        assert.deepStrictEqual(problems({ ...withDevice({ type: "proxy", listen: "tcp:10.0.0.20:2211", connect: "tcp:127.0.0.1:22", bind: "host" }, "sshd"), type: "virtual-machine" }), [
+            "lxd instance gpu-a: device sshd: a virtual machine's proxy must use NAT (nat=true), the only proxy mode LXD has for VMs; it needs a nic with a static ipv4.address",
+        ]);
+        assert.deepStrictEqual(nat({ listen: "tcp:0.0.0.0:2211", connect: "tcp:10.10.0.11:22" }), ['lxd instance gpu-a: device sshd: listen "tcp:0.0.0.0:2211": a NAT proxy cannot listen on a wildcard address (give the host\'s own address)']);
+        assert.match(nat({ listen: "tcp:10.0.0.20:2211", connect: "tcp:10.10.0.11:22", bind: "instance" }).join(), /a NAT proxy must be bound to the host/);
+        assert.match(nat({ listen: "tcp:10.0.0.20:2211", connect: "udp:10.10.0.11:22" }).join(), /forwards tcp to tcp or udp to udp/);
+        assert.match(nat({ listen: "tcp:10.0.0.20:2211", connect: "tcp:[fd00::11]:22" }).join(), /cannot mix IPv4 and IPv6/);
+        assert.match(nat({ listen: "tcp:10.0.0.20:2211", connect: "tcp:worker:22" }).join(), /connects to the instance's static IP address, not a name/);
+    });
+
+    it("userData: cloud-init user-data, given once (not also in config)", () => {
+        assert.deepStrictEqual(problems({ ...base, type: "virtual-machine", userData: "#cloud-config\n{}\n" }), []);
+        assert.match(problems({ ...base, userData: "hello" }).join(), /userData: expected cloud-init user-data/);
+        assert.match(problems({ ...base, userData: "#cloud-config\n", config: { "cloud-init.user-data": "#cloud-config\n" } }).join(), /config: cloud-init\.user-data and userData both give the user-data/);
+    });
+
     it("bad instance name, empty image, remote image", () => {
         assert.match(problems({ ...base, name: "gpu_a" }).join(), /lxd instance gpu_a: name "gpu_a" must be 1-63 letters/);
         assert.match(problems({ ...base, name: "1gpu" }).join(), /must be 1-63 letters, digits and dashes, start with a letter/);

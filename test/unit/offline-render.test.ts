@@ -50,6 +50,30 @@ describe("offline render", function () {
         assert.ok(fs.existsSync(path.join(r.out, "cpu", "manifest.json")));
     });
 
+    it("the example HGX stack: the board (domain, seed, vfio unit, partitions 1 and 2) and its two worker VMs", () => {
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-hgx-"));
+        const r = spawnSync("node", [CLI, "--project-dir", path.join(__dirname, "..", "..", "..", "examples", "stacks"), "--stack", "hgx", "--out", out], { encoding: "utf8" });
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.match(r.stdout, /^hgx-a: 6 files, 5 steps/m);
+        assert.match(r.stdout, /fabric partition 1 \(modules 1, 2, 3, 4; 0000:0d:00\.0, 0000:0e:00\.0, 0000:0f:00\.0, 0000:10:00\.0\) -> hgx-a-w1/);
+        assert.match(r.stdout, /fabric partition 2 \(modules 5, 6, 7, 8; 0000:11:00\.0, 0000:12:00\.0, 0000:13:00\.0, 0000:14:00\.0\) -> hgx-a-w2/);
+        const board = JSON.parse(fs.readFileSync(path.join(out, "hgx-a", "manifest.json"), "utf8"));
+        assert.deepStrictEqual(board.tags, [], "the board is no worker");
+        assert.deepStrictEqual(board.partitions.map((p: { partition: number }) => p.partition), [1, 2]);
+        assert.deepStrictEqual(board.steps.map((s: { name: string }) => s.name), ["hgx-a-host-discover", "hgx-a-host-inventory", "hgx-a-fabric-vm-nvswitch-vfio", "hgx-a-fabric-vm-nvswitch-vfio-at-boot", "hgx-a-fabric-vm-service-vm"]);
+        const domain = fs.readFileSync(path.join(out, "hgx-a", "etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml"), "utf8");
+        assert.strictEqual((domain.match(/managed="no"/g) ?? []).length, 5, "4 NVSwitch functions and the memory controller");
+        for (const f of ["etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/user-data", "etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/meta-data", "etc/systemd/system/gpu-workers-nvswitch-vfio.service", "usr/local/lib/gpu-workers/nvswitch-vfio.sh", "usr/local/lib/gpu-workers/fabric-service-vm.sh"]) {
+            assert.ok(fs.existsSync(path.join(out, "hgx-a", f)), f);
+        }
+        for (const [worker, partition] of [["hgx-a-w1", 1], ["hgx-a-w2", 2]] as const) {
+            const m = JSON.parse(fs.readFileSync(path.join(out, worker, "manifest.json"), "utf8"));
+            assert.ok(m.tags.includes(`gpu-fabric-partition=${partition}`) && m.tags.includes("gpu-count=4"), m.tags.join(" "));
+            assert.deepStrictEqual(m.steps[0].dependsOn, ["hgx-a-fabric-vm-service-vm"], `${worker}'s VM waits for the service VM`);
+            assert.match(m.steps[0].run, /^LXD: create virtual-machine .* with the SSH keys in its cloud-init\.user-data/);
+        }
+    });
+
     it("shows secrets as [secret]", () => {
         const r = renderStackFile(stackWith({ name: "k", inventory: NO_GPU }));
         assert.strictEqual(r.status, 0, r.stderr);

@@ -64,11 +64,16 @@ describe("stack config", () => {
         assert.deepStrictEqual(problemsOf(ports), ["hosts[1].transport.lxd.sshPort: 2201 is already used by hosts[0] on the same LXD server"]);
     });
 
-    it("an LXD worker host is a container reached as root: a VM or another user is refused, saying why", () => {
+    it("an LXD worker host of its own is a container reached as root: a VM (a shared board's worker only) or another user is refused, saying why", () => {
         const vm = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", user: "ubuntu" } }, vendor: "none" };
         assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [vm] }).sort(), [
-            "hosts[0].transport.lxd.type: expected container (a virtual machine cannot take the worker's SSH keys before its first start)",
+            "hosts[0].transport.lxd.address: required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+            "hosts[0].transport.lxd.network: required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
             "hosts[0].transport.lxd.user: expected root (the SSH key placed in the instance is root's)",
+        ]);
+        const alone = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", network: "lxdbr0", address: "10.10.0.2", sshAddress: "10.0.0.2" } }, vendor: "none" };
+        assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [alone] }), [
+            "hosts[0].transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers",
         ]);
     });
 
@@ -88,7 +93,7 @@ describe("stack config", () => {
         raw.defaults = { ...raw.defaults, concourse: { ...raw.defaults.concourse, tsaHost: "" }, toolkit: { version: "latest" }, fabricManager: { mode: "of", partitions: [1] } } as typeof raw.defaults;
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "defaults.concourse.tsaHost: expected the TSA host name",
-            "defaults.fabricManager.mode: expected auto, on or off",
+            "defaults.fabricManager.mode: expected auto, host, service-vm or off (on is the older name of host)",
             "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
         ]);
     });

@@ -10,6 +10,10 @@ import { workerArgs } from "../../stacks/fleet";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
+import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
+import { parseStack } from "../../stacks/config";
+import { boardArgs } from "../../stacks/boards";
+import { boardStack } from "../fixtures/stacks/boards";
 
 const COMPONENT_TYPES = {
     worker: "gpu-workers:worker:GpuWorker",
@@ -121,6 +125,38 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const b = componentsOf(g, "gpu-b");
         assert.ok(!g.dependsOn(childrenOf(g, b.concourse!)[0], childrenOf(g, a.wrapper!)[0]), "hosts converge independently");
         assert.ok(a.fabric === undefined && b.fabric !== undefined);
+    });
+
+    it("a shared board: vfio step, then the service VM, then each worker VM (its partition active first)", async () => {
+        const g = recordGraph();
+        const [board] = parseStack(boardStack([{ gpus: 4 }, { gpus: 2 }, { gpus: 2 }])).boards;
+        new SharedGpuBoard(board.name, boardArgs(board, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()));
+        await settle(g);
+        const top = g.byName("hgx");
+        assert.strictEqual(top.type, "gpu-workers:board:SharedGpuBoard");
+        const vm = g.byName("hgx-fabric-vm");
+        assert.strictEqual(vm.type, "gpu-workers:fabric:FabricServiceVm");
+        assert.strictEqual(vm.parent, top.urn);
+        const inventory = g.byName("hgx-host-inventory");
+        const vfio = g.byName("hgx-fabric-vm-nvswitch-vfio");
+        const serviceVm = g.byName("hgx-fabric-vm-service-vm");
+        assert.ok(g.dependsOn(vfio, inventory), "the board is checked before its NVSwitches move");
+        assert.ok(g.dependsOn(serviceVm, vfio), "the VM starts with its functions on vfio-pci");
+        assert.ok(g.dependsOn(serviceVm, g.byName("hgx-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-fabric-domain.xml")));
+        for (const [worker, partition, pci] of [["hgx-w1", 1, "0000:18:00.0"], ["hgx-w2", 5, "0000:ba:00.0"], ["hgx-w3", 6, "0000:9a:00.0"]] as const) {
+            const w = g.byName(worker);
+            assert.strictEqual(w.type, COMPONENT_TYPES.worker);
+            assert.strictEqual(w.parent, top.urn);
+            const instance = g.byName(`${worker}-host-instance`);
+            assert.strictEqual(instance.inputs.type, "virtual-machine");
+            assert.ok(g.dependsOn(instance, serviceVm), `${worker}'s VM waits for the service VM (partition ${partition} active)`);
+            const devices = instance.inputs.devices as Record<string, Record<string, string>>;
+            assert.strictEqual(devices.gpu0.pci, pci, `${worker}: the first GPU of partition ${partition}`);
+            assert.strictEqual(devices.sshd.nat, "true");
+            assert.ok(!("nvidia.runtime" in (instance.inputs.config as object)), "a VM has its own driver");
+            assert.match(String(g.byName(`${worker}-concourse-file-etc-systemd-system-concourse-worker.service`).inputs.stdin), new RegExp(`--tag=gpu-fabric-partition=${partition}`));
+        }
+        assert.strictEqual(g.ofType(COMPONENT_TYPES.fabric).length, 0, "no worker runs fabricmanager itself");
     });
 
     it("the worker key is generated and stays secret", async () => {

@@ -33,6 +33,10 @@ export interface LxdHostTransport extends LxdServerArg {
     sshPort: number;
     /** Login user inside the instance (the key placed there is this user's). Default: "root". */
     user?: string;
+    /** virtual-machine only: the managed bridge network on the server for the VM's nic. Example: "lxdbr0". */
+    network?: string;
+    /** virtual-machine only: the VM's static IPv4 address on `network`; sshd is reached through NAT to it. Example: "10.10.0.11". */
+    address?: string;
 }
 
 export interface GpuHostArgs {
@@ -40,7 +44,10 @@ export interface GpuHostArgs {
     transport: Transport<SshHostTransport, LxdHostTransport>;
     /** The declared GPU inventory that discovery verifies (inventorySchema.parse(...)). */
     inventory: GpuInventory;
-    /** The driver pin, checked against the loaded driver. Default: "preinstalled" (any loaded driver). */
+    /**
+     * The driver pin, checked against the loaded driver. "none": the host runs no NVIDIA driver
+     * for its GPUs (a shared board, whose GPUs go to VMs), so none is checked. Default: "preinstalled" (any loaded driver).
+     */
     driverVersion?: string;
     /** Inventory fields whose differences only warn. Example: ["memory"]. Default: []. */
     warnOnly?: VerifyField[];
@@ -65,17 +72,21 @@ export class GpuHost extends pulumi.ComponentResource {
                 lxd: {
                     instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"],
                     config: lxd.config ?? {}, devices: lxd.devices ?? {}, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
+                    ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
                 },
             }),
         }));
         this.user = plan.user;
-        const { connection, reachable } = reachHost(this, name, args.transport, plan);
+        // Children do not inherit a component's dependsOn: what this host waits for, its first resources wait for.
+        const d = opts?.dependsOn;
+        const before = (d === undefined ? [] : Array.isArray(d) ? d : [d]) as pulumi.Input<pulumi.Resource>[];
+        const { connection, reachable } = reachHost(this, name, args.transport, plan, before);
         this.connection = connection;
         const discovery = new HostCommand(stepResourceName(name, "discover"), {
             connection: this.connection,
             create: plan.discover.command,
             stdin: plan.discover.script,
-        }, { parent: this, dependsOn: reachable });
+        }, { parent: this, dependsOn: [...reachable, ...before] });
         const check = new InventoryCheck(stepResourceName(name, "inventory"), {
             host: name,
             declared: args.inventory,

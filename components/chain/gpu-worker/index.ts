@@ -1,12 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
-import type { GpuSelection } from "../../lib/gpu/plan";
+import type { FabricManagerMode, GpuSelection } from "../../lib/gpu/plan";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
-import type { HostShape, WorkerSpec } from "../../lib/plan/worker-spec";
+import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
 import { ConcourseWorker } from "../concourse-worker";
 import { ContainerdRuntime } from "../containerd";
@@ -72,8 +72,8 @@ export interface GpuWorkerArgs {
         default?: boolean;
     };
     fabricManager?: {
-        /** "auto" (runs where NVSwitches are declared), "on" or "off". Default: "auto". */
-        mode?: "auto" | "on" | "off";
+        /** "auto" (on the host where NVSwitches are declared), "host" ("on" is its older name) or "off". Default: "auto". */
+        mode?: FabricManagerMode;
         /** Fabric partition ids to activate (shared NVSwitch mode). Example: [1]. Default: []. */
         partitions?: number[];
     };
@@ -106,6 +106,13 @@ export interface GpuWorkerArgs {
         /** Check the registration at a web outside this stack: its URL and a user that may list workers. Default: none (or `web`'s). */
         registration?: { url: string; username: string; password: pulumi.Input<string>; /** Default: 120. */ timeoutSeconds?: number };
     };
+    /**
+     * A worker VM on a board shared through fabricmanager's service VM (SharedGpuBoard sets it
+     * from the partition planner): the partition's id (tagged gpu-fabric-partition=ID) and the
+     * host PCI address of each of the VM's GPUs. The inventory is then the VM's own view (GPUs
+     * 0..N-1). Default: none.
+     */
+    fabricPartition?: WorkerFabricPartition;
 }
 
 export class GpuWorkerArgsError extends Error {}
@@ -115,7 +122,7 @@ export class GpuWorkerArgsError extends Error {}
 const REGISTRATION_TIMEOUT_SECONDS = 120;
 
 export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
-    const { transport, inventory, concourse, ...rest } = args;
+    const { transport, inventory, concourse, fabricPartition, ...rest } = args;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
     // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
     const concourseSettings = {
@@ -139,6 +146,7 @@ export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
                 instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
                 datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
                 gpuCdi: lxd.gpuCdi ?? false, shiftWritable: lxd.shiftWritable ?? true, serverPorts: lxd.serverPorts ?? {},
+                ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
             },
         }),
     });
@@ -146,6 +154,7 @@ export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
     return {
         ...parsed.data, name, transport: shape, inventory,
         ...(check ? { registration: { url: check.url, username: check.username, timeoutSeconds: registration?.timeoutSeconds ?? REGISTRATION_TIMEOUT_SECONDS } } : {}),
+        ...(fabricPartition ? { fabricPartition } : {}),
     };
 }
 
@@ -177,7 +186,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             inventory: args.inventory,
             driverVersion: plan.verify.driverPin,
             warnOnly: plan.verify.warnOnly,
-        }, { parent: this });
+        }, { parent: this, dependsOn: opts?.dependsOn });
         const guard = new HostDriftGuard(`${name}-drift`, {
             connection: gpuHost.connection,
             check: chainDriftCheck(plan.links),

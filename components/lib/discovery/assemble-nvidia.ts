@@ -9,6 +9,7 @@ import { DiscoverySources, ToolFailure } from "./document";
 import { isGpuFunction, isNvSwitch, PciFunction, pciFunctions, pciModelName } from "./lspci";
 import { ComputeInstance, parseComputeInstances, parseGpuInstances } from "./nvidia-mig";
 import { NvidiaListedGpu, parseNvidiaSmiList } from "./nvidia-smi-list";
+import { parseNvidiaSmiModuleIds } from "./nvidia-smi-q";
 import { NvidiaQueryRow, parseNvidiaSmiQuery } from "./nvidia-smi-query";
 import { NvidiaMigTableRow, parseNvidiaProcVersion, parseNvidiaSmiSummary } from "./nvidia-smi-summary";
 import { normalizeBusId } from "./pci";
@@ -117,6 +118,7 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
     const summary = summaryText !== undefined ? parseNvidiaSmiSummary(summaryText) : { migDevices: [] as NvidiaMigTableRow[] };
     const cis = sources["nvidia-smi-mig-lci"] ? parseComputeInstances(sources["nvidia-smi-mig-lci"]) : [];
     const gis = sources["nvidia-smi-mig-lgi"] ? parseGpuInstances(sources["nvidia-smi-mig-lgi"]) : [];
+    const moduleIds = sources["nvidia-smi-q"] ? parseNvidiaSmiModuleIds(sources["nvidia-smi-q"]) : new Map<string, number>();
 
     let failure: ToolFailure | undefined = errors["nvidia-smi-query"] ?? errors["nvidia-smi-L"] ?? errors["nvidia-smi"];
     // Where only the query fails (JetPack 6's nvidia-smi supports few fields), -L still lists the GPUs.
@@ -165,6 +167,8 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
             const cc = capabilities.get(row.index);
             if (cc) gpu.computeCapability = cc;
             if (row.pciBusId && normalizeBusId(row.pciBusId)) gpu.pciBusId = row.pciBusId;
+            const moduleId = moduleIds.get(normalizeBusId(row.pciBusId) ?? "");
+            if (moduleId !== undefined) gpu.moduleId = moduleId;
             if (row.migEnabled && gpu.mig.length === 0) warnings.push(`GPU ${row.index} is in MIG mode but has no MIG devices: it runs no CUDA work until GPU and compute instances are created`);
             return gpu;
         });

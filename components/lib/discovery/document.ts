@@ -23,6 +23,8 @@ export const sourcesSchema = z.object({
     "rocm-version": z.string().optional(),
     "nvidia-smi-mig-lgi": z.string().optional(),
     "nvidia-smi-mig-lci": z.string().optional(),
+    /** `nvidia-smi -q`, run on hosts with NVSwitches (for the GPUs' module ids). */
+    "nvidia-smi-q": z.string().optional(),
     "driver-version": z.string().optional(),
     "nvswitch-devices": z.array(z.string()).optional(),
     tegra: z.string().optional(),

@@ -14,7 +14,7 @@ export { parseDiscoveryDocument } from "./parse";
 export type { DiscoveryResult } from "./result";
 
 /** Fields whose differences a stack can downgrade to warnings. */
-export const VERIFY_FIELDS = ["vendor", "count", "model", "memory", "uuid", "pci", "integrated", "gfx", "render", "mig", "nvswitches", "tegra", "driver", "compute", "cuda"] as const;
+export const VERIFY_FIELDS = ["vendor", "count", "model", "memory", "uuid", "pci", "module", "integrated", "gfx", "render", "mig", "nvswitches", "tegra", "driver", "compute", "cuda"] as const;
 export type VerifyField = (typeof VERIFY_FIELDS)[number];
 
 const fieldSchema = z.enum(VERIFY_FIELDS, { error: `expected one of ${VERIFY_FIELDS.join(", ")}` });
@@ -120,6 +120,11 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
     }
     if (d.pciBusId && f.pciBusId && normalizeBusId(d.pciBusId) !== normalizeBusId(f.pciBusId)) {
         out.add("pci", `${path}: declared PCI address ${d.pciBusId}, found ${f.pciBusId}`);
+    }
+    if (d.moduleId !== undefined) {
+        // Fabric partitions pick GPUs by module id: a wrong one gives a worker the wrong GPUs.
+        if (f.moduleId === undefined) out.warn(`${path}: module id ${d.moduleId} not verified (nvidia-smi -q reported none)`);
+        else if (d.moduleId !== f.moduleId) out.add("module", `${path}: declared module id ${d.moduleId}, found ${f.moduleId}`);
     }
     if (d.integrated !== f.integrated) {
         out.add("integrated", `${path}: declared ${d.integrated ? "integrated" : "discrete"}, found ${f.integrated ? "integrated" : "discrete"}`);

@@ -12,6 +12,7 @@ function gpuBlock(gpu: Gpu): Record<string, unknown> {
     const out: Record<string, unknown> = { index: gpu.index, model: gpu.model, memoryMiB: gpu.memoryMiB };
     if (gpu.uuid) out.uuid = gpu.uuid;
     if (gpu.pciBusId) out.pciBusId = gpu.pciBusId;
+    if (gpu.moduleId !== undefined) out.moduleId = gpu.moduleId;
     if (gpu.integrated) out.integrated = true;
     if (gpu.gfxTarget) out.gfxTarget = gpu.gfxTarget;
     if (gpu.renderNode) out.renderNode = gpu.renderNode;

@@ -50,6 +50,11 @@ export const gpuSchema = z.strictObject({
     mig: z.array(migInstanceSchema).default([]),
     /** NVIDIA only: the compute capability nvidia-smi reports (compute_cap), e.g. "9.0" for H100; it decides the family tag. */
     computeCapability: z.string().regex(COMPUTE_CAPABILITY_PATTERN, { error: "expected a compute capability such as 9.0" }).optional(),
+    /**
+     * NVIDIA boards with NVSwitches: the GPU's module id (1-8 on an HGX H100), as `nvidia-smi -q`
+     * reports it ("Module ID"). Fabric partitions name GPUs by module id, not by index.
+     */
+    moduleId: z.number({ error: "expected a module id (1 or more)" }).int({ error: "expected a module id (1 or more)" }).min(1, { error: "expected a module id (1 or more)" }).optional(),
 });
 
 export const inventorySchema = z.strictObject({
@@ -74,9 +79,15 @@ export const inventorySchema = z.strictObject({
         ctx.addIssue({ code: "custom", path: ["gpus"], message: `vendor ${inv.vendor} needs at least one GPU` });
     }
     const seen = new Set<number>();
+    const modules = new Set<number>();
     inv.gpus.forEach((gpu, i) => {
         if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
         seen.add(gpu.index);
+        if (gpu.moduleId !== undefined) {
+            if (modules.has(gpu.moduleId)) ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: `duplicate module id ${gpu.moduleId}` });
+            modules.add(gpu.moduleId);
+            if (inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: "moduleId is for NVIDIA GPUs only" });
+        }
         if (gpu.gfxTarget && inv.vendor !== "amd") ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
         if (gpu.computeCapability && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "computeCapability"], message: "computeCapability is for NVIDIA GPUs only (AMD GPUs are told apart by gfxTarget)" });
         if (gpu.mig.length > 0 && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });

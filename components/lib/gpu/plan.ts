@@ -7,7 +7,13 @@ import { gpuFamily } from "./families";
 import { Gpu, GpuInventory } from "./inventory";
 
 export type GpuSelection = "all" | number[];
-export type FabricManagerMode = "auto" | "on" | "off";
+/**
+ * Where fabricmanager runs: `host` on the worker's own host (the whole board is one worker),
+ * `service-vm` in a service VM of a board shared by several workers (the board is no worker
+ * itself), `off`, or `auto` (host where NVSwitches are declared, else off). `on` is the older
+ * name of `host` and means the same.
+ */
+export type FabricManagerMode = "auto" | "host" | "service-vm" | "off" | "on";
 
 export interface PlanOptions {
     selection: GpuSelection;
@@ -21,6 +27,11 @@ export interface PlanOptions {
      * after `up`, so it, not the inventory's driverVersion, gives the gpu-driver-major tag.
      */
     driverPin?: string;
+    /**
+     * The fabric partition the worker's GPUs form, for a worker VM of a shared board (its GPUs
+     * come from the partition planner, lib/fabric/partitions.ts): tagged gpu-fabric-partition=ID.
+     */
+    fabricPartition?: number;
 }
 
 export interface WorkerGpuPlan {
@@ -38,6 +49,8 @@ export interface WorkerGpuPlan {
     /** Fully qualified CDI ids of the selected devices (nvidia.com/gpu=0, nvidia.com/gpu=0:1). */
     cdiDevices: string[];
     fabricManager: { enabled: boolean; partitions: number[] };
+    /** The fabric partition of a worker VM on a shared board (fabricmanager runs in the board's service VM). */
+    fabricPartition?: number;
 }
 
 /** Variables through which a container could ask a GPU runtime for more than its selection. */
@@ -92,10 +105,20 @@ export function selectGpus(inventory: GpuInventory, selection: GpuSelection): Gp
     return byIndex.filter((g) => wanted.has(g.index));
 }
 
+/** `on` is the older name of `host`. */
+export function normalizeFabricMode(mode: FabricManagerMode): Exclude<FabricManagerMode, "on"> {
+    return mode === "on" ? "host" : mode;
+}
+
+/** Whether fabricmanager runs on the worker's own host. */
 function fabricManagerEnabled(inventory: GpuInventory, mode: FabricManagerMode): boolean {
-    if (mode === "off") return false;
-    if (mode === "on" && inventory.nvswitches === 0) {
-        throw new PlanError("fabricManager.mode", "on needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)");
+    const normalized = normalizeFabricMode(mode);
+    if (normalized === "off") return false;
+    if (normalized === "service-vm") {
+        throw new PlanError("fabricManager.mode", "service-vm makes the host a board shared by several workers (each an LXD VM with one fabric partition), not a worker itself; a worker runs fabricmanager on its host (host) or not at all (off)");
+    }
+    if (normalized === "host" && inventory.nvswitches === 0) {
+        throw new PlanError("fabricManager.mode", `${mode} needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)`);
     }
     return inventory.nvswitches > 0;
 }
@@ -118,7 +141,7 @@ function renderNode(gpu: Gpu): string {
     return `/dev/dri/${gpu.renderNode ?? `renderD${128 + gpu.index}`}`;
 }
 
-function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean, driverPin: string | undefined): string[] {
+function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean, options: Pick<PlanOptions, "driverPin" | "fabricPartition">): string[] {
     if (selected.length === 0) return [];
     const tags = ["gpu", `gpu-type=${inventory.vendor}`, `gpu-count=${selected.length}`, `gpu-devices=${selected.map((g) => g.index).join(",")}`];
     for (const slug of new Set(selected.map((g) => modelSlug(g.model)))) tags.push(`gpu-model=${slug}`);
@@ -128,7 +151,8 @@ function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: numb
     for (const profile of [...profiles].sort()) tags.push(`gpu-mig-profile=${profile}`);
     for (const target of new Set(selected.flatMap((g) => (g.gfxTarget ? [g.gfxTarget] : [])))) tags.push(`gpu-gfx=${target}`);
     if (fabric) for (const id of partitions) tags.push(`gpu-fabric-partition=${id}`);
-    return [...tags, ...featureTags(inventory, selected, driverPin)];
+    if (options.fabricPartition !== undefined) tags.push(`gpu-fabric-partition=${options.fabricPartition}`);
+    return [...tags, ...featureTags(inventory, selected, options.driverPin)];
 }
 
 /** MIG strategy as GPU Feature Discovery names it: none, single (one profile everywhere), mixed. */
@@ -171,6 +195,9 @@ function featureTags(inventory: GpuInventory, selected: Gpu[], driverPin: string
 export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): WorkerGpuPlan {
     const selected = selectGpus(inventory, options.selection);
     const fabric = fabricManagerEnabled(inventory, options.fabricManager.mode);
+    if (options.fabricPartition !== undefined && fabric) {
+        throw new PlanError("fabricManager.mode", `a worker on fabric partition ${options.fabricPartition} runs no fabricmanager of its own (the board's service VM does): set it off`);
+    }
     if (!fabric && options.fabricManager.partitions.length > 0 && options.fabricManager.mode !== "off") {
         throw new PlanError("fabricManager.partitions", "partitions need fabricmanager, which runs only on hosts with NVSwitches");
     }
@@ -195,11 +222,12 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     return {
         vendor: inventory.vendor,
         selected,
-        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options.driverPin), ...options.extraTags],
+        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options), ...options.extraTags],
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,
         cdiDevices,
         fabricManager: { enabled: fabric, partitions: fabric ? options.fabricManager.partitions : [] },
+        ...(options.fabricPartition !== undefined ? { fabricPartition: options.fabricPartition } : {}),
     };
 }

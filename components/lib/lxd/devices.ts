@@ -34,6 +34,12 @@ export interface WorkerDeviceOptions {
      * on the host by the instance's mapped root (volatile.idmap.base, e.g. 1000000).
      */
     shiftWritable?: boolean;
+    /**
+     * Host PCI address of each GPU by the index the instance numbers it with, where the two
+     * differ: a worker VM on a shared board numbers its partition's GPUs 0, 1, ... while the
+     * host knows them by their board addresses. Example: { 0: "0000:9a:00.0" }.
+     */
+    hostPci?: Record<number, string>;
 }
 
 /** Group-only access: device nodes are never opened to every user. */
@@ -46,9 +52,10 @@ export function lxdPciAddress(pciBusId: string): string {
     return `${m[1].slice(-4)}:${m[2]}`.toLowerCase();
 }
 
-/** Picks one GPU on the server: by PCI address when the inventory declares it, else by card id. */
-function whichGpu(gpu: Gpu): LxdDevice {
-    return gpu.pciBusId ? { pci: lxdPciAddress(gpu.pciBusId) } : { id: String(gpu.index) };
+/** Picks one GPU on the server: by PCI address when known (the host's, where given), else by card id. */
+function whichGpu(gpu: Gpu, hostPci?: Record<number, string>): LxdDevice {
+    const address = hostPci?.[gpu.index] ?? gpu.pciBusId;
+    return address ? { pci: lxdPciAddress(address) } : { id: String(gpu.index) };
 }
 
 function cdiIdFor(plan: WorkerGpuPlan, name: string): string {
@@ -57,13 +64,13 @@ function cdiIdFor(plan: WorkerGpuPlan, name: string): string {
     return id;
 }
 
-function nvidiaDevices(plan: WorkerGpuPlan, cdi: boolean): LxdDevices {
+function nvidiaDevices(plan: WorkerGpuPlan, cdi: boolean, hostPci?: Record<number, string>): LxdDevices {
     const devices: LxdDevices = {};
     for (const gpu of plan.selected) {
         if (gpu.mig.length === 0) {
             devices[`gpu${gpu.index}`] = cdi
                 ? { type: "gpu", gputype: "physical", id: cdiIdFor(plan, `${gpu.index}`) }
-                : { type: "gpu", gputype: "physical", ...whichGpu(gpu) };
+                : { type: "gpu", gputype: "physical", ...whichGpu(gpu, hostPci) };
             continue;
         }
         for (const mig of [...gpu.mig].sort((a, b) => a.index - b.index)) {
@@ -133,20 +140,35 @@ export function lxdSshProxyDevice(ssh: { address: string; port: number }): LxdDe
 /** The devices map of a worker instance: its GPUs from the plan, the sshd proxy, the dataset disks. */
 export function lxdDevicesForWorker(plan: WorkerGpuPlan, opts: WorkerDeviceOptions): LxdDevices {
     let gpus: LxdDevices = {};
-    if (plan.vendor === "nvidia") gpus = nvidiaDevices(plan, opts.cdi);
+    if (plan.vendor === "nvidia") gpus = nvidiaDevices(plan, opts.cdi, opts.hostPci);
     else if (plan.vendor === "amd") gpus = amdDevices(plan, opts.gpuGid ?? 0);
     return { ...gpus, ...(opts.ssh ? { sshd: lxdSshProxyDevice(opts.ssh) } : {}), ...datasetDevices(opts) };
 }
 
 /**
+ * A virtual machine's sshd, reached through the LXD server: LXD forwards to a VM only in NAT
+ * mode, to a static address of a bridged nic. So the VM gets a nic on `network` with that
+ * address, and a NAT proxy from host address:port to it.
+ */
+export function lxdVmSshDevices(vm: { network: string; address: string }, ssh: { address: string; port: number }): LxdDevices {
+    const bracket = (a: string) => (a.includes(":") && !a.startsWith("[") ? `[${a}]` : a);
+    return {
+        eth0: { type: "nic", network: vm.network, "ipv4.address": vm.address },
+        sshd: { type: "proxy", nat: "true", listen: `tcp:${bracket(ssh.address)}:${ssh.port}`, connect: `tcp:${bracket(vm.address)}:22`, bind: "host" },
+    };
+}
+
+/**
  * Instance config a worker needs: nesting for containers (the worker runs containerd inside),
- * and for NVIDIA without CDI, LXD's nvidia.runtime with the plan's driver capabilities.
- * (With CDI the CDI spec brings the driver libraries; nvidia.runtime must stay off.)
+ * and for NVIDIA containers without CDI, LXD's nvidia.runtime with the plan's driver capabilities.
+ * (With CDI the CDI spec brings the driver libraries; nvidia.runtime must stay off. A VM has its
+ * own driver: its GPUs are whole PCI devices.)
  */
 export function lxdConfigForWorker(plan: WorkerGpuPlan, opts: { cdi: boolean; type?: LxdInstanceType }): Record<string, string> {
     const config: Record<string, string> = {};
-    if ((opts.type ?? "container") === "container") config["security.nesting"] = "true";
-    if (plan.vendor === "nvidia" && plan.selected.length > 0 && !opts.cdi) {
+    const container = (opts.type ?? "container") === "container";
+    if (container) config["security.nesting"] = "true";
+    if (container && plan.vendor === "nvidia" && plan.selected.length > 0 && !opts.cdi) {
         config["nvidia.runtime"] = "true";
         config["nvidia.driver.capabilities"] = plan.env.NVIDIA_DRIVER_CAPABILITIES ?? "compute,utility";
     }

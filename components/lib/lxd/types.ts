@@ -56,6 +56,12 @@ export interface LxdInstanceSpec {
     config?: Record<string, string>;
     devices?: LxdDevices;
     files?: LxdFile[];
+    /**
+     * cloud-init user-data for the first boot, set as LXD's cloud-init.user-data key: how a
+     * virtual machine (which takes no files before its agent runs) gets its SSH keys. A secret
+     * input; a new one replaces the instance, since cloud-init reads it on the first boot only.
+     */
+    userData?: string;
     waitFor?: LxdWaitFor;
     /** Keep the instance running (default true). */
     running?: boolean;

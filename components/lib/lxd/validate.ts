@@ -5,6 +5,9 @@
  */
 import type { LxdDevice, LxdInstanceSpec } from "./types";
 
+/** The config keys LXD reads cloud-init user-data from (the second is the older name). */
+export const USER_DATA_KEYS = ["cloud-init.user-data", "user.user-data"];
+
 /** What Pulumi passes for a value not known yet during preview; such values are not checked. */
 export const PULUMI_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
@@ -148,8 +151,30 @@ function proxyAddressProblem(key: string, value: string): string | undefined {
     return undefined;
 }
 
-function proxyProblems(d: LxdDevice): string[] {
+/** LXD's rules for a proxy in NAT mode (lxd/device/proxy.go): host-bound, tcp or udp on both sides, one IP family, no wildcard listen. */
+function natProblems(d: LxdDevice): string[] {
+    if (!known(d.listen) || !known(d.connect)) return [];
     const problems: string[] = [];
+    if (known(d.bind) && d.bind !== "host") problems.push("a NAT proxy must be bound to the host (bind=host)");
+    const side = (v: string) => /^(tcp|udp):(.+):[^:\]]+$/.exec(v);
+    const listen = side(d.listen);
+    const connect = side(d.connect);
+    if (!listen || !connect || listen[1] !== connect[1]) {
+        problems.push(`a NAT proxy forwards tcp to tcp or udp to udp (listen "${d.listen}", connect "${d.connect}")`);
+        return problems;
+    }
+    const ip = (host: string) => host.replace(/^\[|\]$/g, "");
+    if (["0.0.0.0", "::"].includes(ip(listen[2]))) problems.push(`listen "${d.listen}": a NAT proxy cannot listen on a wildcard address (give the host's own address)`);
+    const v6 = (host: string) => ip(host).includes(":");
+    if (v6(listen[2]) !== v6(connect[2])) problems.push("a NAT proxy cannot mix IPv4 and IPv6 between listen and connect");
+    if (!/^[0-9.]+$|:/.test(ip(connect[2]))) problems.push(`connect "${d.connect}": a NAT proxy connects to the instance's static IP address, not a name`);
+    return problems;
+}
+
+function proxyProblems(d: LxdDevice, type: string | undefined): string[] {
+    const problems: string[] = [];
+    const nat = d.nat === "true";
+    if (type === "virtual-machine" && d.nat !== PULUMI_UNKNOWN && !nat) problems.push("a virtual machine's proxy must use NAT (nat=true), the only proxy mode LXD has for VMs; it needs a nic with a static ipv4.address");
     const extra = unknownKeys(d, PROXY_KEYS);
     if (extra.length > 0) problems.push(`unknown key${extra.length > 1 ? "s" : ""} ${extra.join(", ")} (allowed: ${PROXY_KEYS.slice(1).join(", ")})`);
     for (const k of ["listen", "connect"]) {
@@ -161,11 +186,12 @@ function proxyProblems(d: LxdDevice): string[] {
     }
     if (known(d.bind) && !["host", "instance"].includes(d.bind)) problems.push(`bind "${d.bind}" must be host or instance`);
     problems.push(...boolProblems(d, ["nat", "proxy_protocol"]));
+    if (nat && problems.length === 0) problems.push(...natProblems(d));
     return problems;
 }
 
-/** Problems of one device, without the instance prefix ("device gpu0: ..."). */
-export function lxdDeviceProblems(deviceName: string, device: unknown): string[] {
+/** Problems of one device, without the instance prefix ("device gpu0: ..."); `type` is the instance's type where known. */
+export function lxdDeviceProblems(deviceName: string, device: unknown, type?: string): string[] {
     const at = `device ${deviceName}`;
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(deviceName)) return [`${at}: name must be letters, digits, _ . - (no / or spaces)`];
     if (device === PULUMI_UNKNOWN) return [];
@@ -180,7 +206,7 @@ export function lxdDeviceProblems(deviceName: string, device: unknown): string[]
         case "gpu": problems = gpuProblems(d); break;
         case "unix-char": case "unix-block": problems = unixProblems(d); break;
         case "disk": problems = diskProblems(d); break;
-        case "proxy": problems = proxyProblems(d); break;
+        case "proxy": problems = proxyProblems(d, type); break;
         case "nic": if (d.nictype === undefined && d.network === undefined) problems = ["a nic needs nictype or network"]; break;
         case "none": if (Object.keys(d).length > 1) problems = ["a none device (it hides a profile's device of that name) takes no other keys"]; break;
         default: break; // LXD checks the rest
@@ -259,7 +285,11 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
     }
     if (known(spec.devices)) {
         if (typeof spec.devices !== "object" || spec.devices === null) problems.push("devices: expected a map of device names to devices");
-        else for (const [deviceName, device] of Object.entries(spec.devices)) problems.push(...lxdDeviceProblems(deviceName, device));
+        else for (const [deviceName, device] of Object.entries(spec.devices)) problems.push(...lxdDeviceProblems(deviceName, device, known(spec.type) ? spec.type : undefined));
+    }
+    if (known(spec.userData)) {
+        if (typeof spec.userData !== "string" || !/^#(cloud-config|!)/.test(spec.userData)) problems.push("userData: expected cloud-init user-data (a document starting #cloud-config, or a script starting #!)");
+        if (known(spec.config) && spec.config && USER_DATA_KEYS.some((k) => k in spec.config!)) problems.push(`config: ${USER_DATA_KEYS.filter((k) => k in spec.config!).join(", ")} and userData both give the user-data; give it once, as userData (kept secret)`);
     }
     problems.push(...fileProblems(spec.files));
     if (spec.type === "virtual-machine" && Array.isArray(spec.files) && spec.files.length > 0) {

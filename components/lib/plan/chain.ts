@@ -45,6 +45,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         fabricManager: host.fabricManager,
         extraTags: host.concourse.tags,
         driverPin: host.driver.version,
+        ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
     // nvidia-container-runtime sits between the wrapper and runc on NVIDIA hosts; its own
@@ -159,17 +160,18 @@ export function renderChain(hostName: string, s: ChainSettings): ChainLink[] {
 
 /** The GPU, dataset and config of a worker's LXD instance (GpuHost adds the sshd proxy). */
 export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: WorkerGpuPlan): { config: Record<string, string>; devices: LxdDevices } {
+    const hostPci = host.fabricPartition ? Object.fromEntries(host.fabricPartition.hostPciBusIds.map((pci, index) => [index, pci])) : undefined;
     return {
         config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
         devices: {
-            ...lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, datasets: host.datasets, shiftWritable: lxd.shiftWritable }),
+            ...lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, datasets: host.datasets, shiftWritable: lxd.shiftWritable, hostPci }),
             ...Object.fromEntries(Object.entries(lxd.serverPorts).map(([device, p]) => [device, lxdProxyDevice({ address: "127.0.0.1", port: p.port }, p.server, "instance")])),
         },
     };
 }
 
 /** The drift check of a whole chain: every file it places, and every step's own check. */
-export function chainDriftCheck(links: ChainLink[]): string {
+export function chainDriftCheck(links: Pick<ChainLink, "rendered">[]): string {
     const files = new Map<string, ExpectedFile>();
     for (const file of links.flatMap((l) => l.rendered.files)) {
         const sha256 = file.secret || file.generated ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);

@@ -5,7 +5,7 @@
  */
 import { HostFile, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
-import { lxdSshProxyDevice } from "../lxd/devices";
+import { lxdSshProxyDevice, lxdVmSshDevices } from "../lxd/devices";
 import type { LxdDevices, LxdInstanceType, LxdWaitFor } from "../lxd/types";
 import { authorizedKeysPath, LXD_SSHD_DROP_IN, renderSshdDropIn } from "../render/lxd-access";
 import type { SshHostShape } from "./worker-spec";
@@ -22,6 +22,9 @@ export interface LxdInstancePlanInput {
     sshAddress: string;
     sshPort: number;
     user: string;
+    /** Virtual machines: the managed bridge network and the VM's static IPv4 address on it (sshd is reached through NAT to it). */
+    network?: string;
+    address?: string;
 }
 
 export type AccessShape = Transport<SshHostShape, LxdInstancePlanInput>;
@@ -42,8 +45,11 @@ export interface PlannedStep {
 export interface HostAccessPlan {
     /** Login user on the host. */
     user: string;
-    /** The instance, its files and how to know it is up (LXD transport only). */
-    lxd?: { instance: LxdInstancePlanInput; files: HostFile[]; waitFor: LxdWaitFor };
+    /**
+     * The instance, its files and how to know it is up (LXD transport only). A container takes
+     * the files pushed before its first start; a VM takes them in cloud-init user-data.
+     */
+    lxd?: { instance: LxdInstancePlanInput; files: HostFile[]; delivery: "push" | "cloud-init"; waitFor: LxdWaitFor };
     /** The instance step (LXD only): what every other step of the host waits for. */
     steps: PlannedStep[];
     files: HostFile[];
@@ -66,12 +72,18 @@ export function planHostAccess(name: string, component: string, transport: Acces
     return onTransport(transport, {
         ssh: (ssh): HostAccessPlan => ({ user: ssh.user, steps: [], files: [] }),
         lxd: (l): HostAccessPlan => {
-            const instance = { ...l, devices: { ...l.devices, sshd: lxdSshProxyDevice({ address: l.sshAddress, port: l.sshPort }) } };
+            const vm = l.type === "virtual-machine";
+            if (vm && (!l.network || !l.address)) throw new Error(`${name}: a virtual machine needs network and address: LXD forwards sshd to a VM only through NAT to a static address`);
+            const ssh = { address: l.sshAddress, port: l.sshPort };
+            const access = vm ? lxdVmSshDevices({ network: l.network!, address: l.address! }, ssh) : { sshd: lxdSshProxyDevice(ssh) };
+            const instance = { ...l, devices: { ...l.devices, ...access } };
             const files = lxdAccessFiles(l.user);
+            const how = vm ? "with the SSH keys in its cloud-init.user-data" : "push the SSH keys";
             return {
                 user: l.user,
-                lxd: { instance, files, waitFor: { command: SSHD_READY, timeoutSeconds: 120 } },
-                steps: [{ name: stepResourceName(name, "instance"), component, dependsOn: [], run: `LXD: create ${l.type} ${l.instance} from image ${l.image} with config ${JSON.stringify(l.config)} and devices ${JSON.stringify(instance.devices)}, push the SSH keys, start it and wait for sshd` }],
+                // A VM boots a whole kernel and runs cloud-init before sshd.
+                lxd: { instance, files, delivery: vm ? "cloud-init" : "push", waitFor: { command: SSHD_READY, timeoutSeconds: vm ? 300 : 120 } },
+                steps: [{ name: stepResourceName(name, "instance"), component, dependsOn: [], run: `LXD: create ${l.type} ${l.instance} from image ${l.image} with config ${JSON.stringify(l.config)} and devices ${JSON.stringify(instance.devices)}, ${how}, start it and wait for sshd` }],
                 files,
             };
         },

@@ -57,8 +57,17 @@ export function componentSteps(name: string, component: string, rendered: Render
     return steps;
 }
 
+/** A component that runs steps on a host, as the plan orders them (a link of the chain, or a board's service VM). */
+export interface StepsLink {
+    component: string;
+    name: string;
+    rendered: RenderedComponent;
+    /** Names of the links this one waits for. */
+    dependsOn: string[];
+}
+
 /** The steps of the chain's links, each waiting for its own files and steps and for the link before. */
-function chainSteps(links: ChainLink[], inventoryStep: string): PlannedStep[] {
+export function chainSteps(links: StepsLink[], inventoryStep: string): PlannedStep[] {
     const steps: PlannedStep[] = [];
     const stepsOfLink = new Map<string, string[]>();
     for (const link of links) {
@@ -78,6 +87,7 @@ export function planHost(spec: WorkerSpec): HostPlan {
         lxd: (lxd) => ({
             lxd: {
                 instance: lxd.instance, image: lxd.image, type: lxd.type, profiles: lxd.profiles, sshAddress: lxd.sshAddress, sshPort: lxd.sshPort, user: lxd.user,
+                ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
                 ...lxdInstanceSettings(spec, lxd, settings.plan),
             },
         }),

@@ -50,7 +50,8 @@ export const settingsSchema = z.strictObject({
         default: z.boolean(),
     }),
     fabricManager: z.strictObject({
-        mode: z.enum(["auto", "on", "off"], { error: "expected auto, on or off" }),
+        /** host, service-vm, off, or auto (host where NVSwitches are declared); on is the older name of host. */
+        mode: z.enum(["auto", "host", "service-vm", "off", "on"], { error: "expected auto, host, service-vm or off (on is the older name of host)" }),
         partitions: z.array(nonNegativeInt),
     }),
     concourse: z.strictObject({

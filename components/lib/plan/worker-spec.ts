@@ -39,9 +39,20 @@ export interface LxdHostShape {
     shiftWritable: boolean;
     /** Ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name. */
     serverPorts: Record<string, { port: number; server: { address: string; port: number } }>;
+    /** virtual-machine only: the managed bridge network and the VM's static IPv4 address on it. */
+    network?: string;
+    address?: string;
 }
 
 export type HostShape = Transport<SshHostShape, LxdHostShape>;
+
+/** The fabric partition a worker VM of a shared board gets (from lib/fabric/partitions.ts). */
+export interface WorkerFabricPartition {
+    /** The partition id: the gpu-fabric-partition tag. */
+    id: number;
+    /** Host PCI address of each of the VM's GPUs, by the index the VM numbers it with. */
+    hostPciBusIds: string[];
+}
 
 export interface WorkerSpec extends WorkerSettings {
     /** The host's name: every resource of the host is named from it. */
@@ -50,4 +61,6 @@ export interface WorkerSpec extends WorkerSettings {
     inventory: GpuInventory;
     /** Where to check, after the worker step, that the web lists the worker as planned. */
     registration?: { url: string; username: string; timeoutSeconds: number };
+    /** A worker VM of a shared board: its partition (the inventory is then the VM's own view of the GPUs). */
+    fabricPartition?: WorkerFabricPartition;
 }

@@ -4,6 +4,8 @@ import { RenderedComponent } from "../host/steps";
 export interface FabricManagerSettings {
     /** Fabric partitions to activate (shared NVSwitch multi-tenancy); empty: the whole fabric for this host. */
     partitions: number[];
+    /** Shared NVSwitch mode (FABRIC_MODE=1) even without partitions: fabricmanager in a board's service VM. Default: false. */
+    shared?: boolean;
 }
 
 export const FABRIC_MANAGER_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg";
@@ -23,7 +25,7 @@ export function renderFabricManagerConfig(settings: FabricManagerSettings): stri
         ["DAEMONIZE", 1],
         ["BIND_INTERFACE_IP", "127.0.0.1"],
         ["STARTING_TCP_PORT", 16000],
-        ["FABRIC_MODE", settings.partitions.length > 0 ? 1 : 0],
+        ["FABRIC_MODE", settings.shared || settings.partitions.length > 0 ? 1 : 0],
         ["FABRIC_MODE_RESTART", 0],
         ["STATE_FILE_NAME", "/var/tmp/fabricmanager.state"],
         ["FM_CMD_BIND_INTERFACE", "127.0.0.1"],

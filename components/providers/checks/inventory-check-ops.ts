@@ -10,7 +10,7 @@ export interface InventoryCheckInputs {
     declared: GpuInventory;
     /** stdout of host/discover-gpus.sh on the host. */
     discovery: string;
-    /** The driver pin ("preinstalled" or a version). */
+    /** The driver pin ("preinstalled" or a version), or "none" where the host runs no NVIDIA driver for its GPUs (a shared board). */
     driverPin: string;
     /** Fields whose differences only warn. */
     warnOnly: VerifyField[];
@@ -19,7 +19,7 @@ export interface InventoryCheckInputs {
 function verify(inputs: InventoryCheckInputs): { warnings: string[] } {
     const found = parseDiscoveryDocument(inputs.discovery, `discovery on ${inputs.host}`);
     const result = compareInventory(inputs.declared, found, {
-        driverPin: inputs.driverPin,
+        driverPin: inputs.driverPin === "none" ? undefined : inputs.driverPin,
         warnOnly: Object.fromEntries(inputs.warnOnly.map((f) => [f, true])),
     });
     if (result.errors.length > 0) throw new Error(formatVerification(inputs.host, result));

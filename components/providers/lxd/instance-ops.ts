@@ -6,7 +6,7 @@
 import { LxdApiError, LxdClient } from "./client";
 import { isLxdManagedConfigKey, normalizeSpec, userConfig } from "../../lib/lxd/spec";
 import type { LxdFile, LxdInstanceSpec, LxdInstanceState, LxdServer, NormalizedSpec } from "../../lib/lxd/types";
-import { lxdInstanceProblems, LxdValidationError } from "../../lib/lxd/validate";
+import { lxdInstanceProblems, LxdValidationError, USER_DATA_KEYS } from "../../lib/lxd/validate";
 
 /** The subset of LxdClient the operations use (tests substitute their own). */
 export type LxdApi = Pick<LxdClient, "getInstance" | "createInstance" | "putInstance" | "setInstanceState" | "deleteInstance"
@@ -39,7 +39,7 @@ export function prepare(raw: Partial<LxdInstanceSpec>): NormalizedSpec {
 // ---- check / diff (no LXD calls) ---------------------------------------------------------------
 
 const PROPERTY_OF: [RegExp, string][] = [
-    [/^device /, "devices"], [/^files/, "files"], [/^config/, "config"], [/^server/, "server"], [/^waitFor/, "waitFor"],
+    [/^device /, "devices"], [/^files/, "files"], [/^userData/, "userData"], [/^config/, "config"], [/^server/, "server"], [/^waitFor/, "waitFor"],
     [/^profiles/, "profiles"], [/^name/, "name"], [/^needs a name/, "name"], [/^image/, "image"], [/^type/, "type"],
 ];
 
@@ -61,9 +61,9 @@ function canonical(value: unknown): string {
     return JSON.stringify(value ?? null);
 }
 
-/** Changing these means a new instance; everything else is changed in place. */
-const REPLACE_KEYS = ["name", "image", "type"] as const;
-const COMPARED_KEYS = ["name", "image", "type", "profiles", "config", "devices", "files", "waitFor", "running", "server"] as const;
+/** Changing these means a new instance; everything else is changed in place. cloud-init reads user-data on the first boot only. */
+const REPLACE_KEYS = ["name", "image", "type", "userData"] as const;
+const COMPARED_KEYS = ["name", "image", "type", "profiles", "config", "devices", "files", "userData", "waitFor", "running", "server"] as const;
 
 export function diff(_id: string, olds: Partial<LxdInstanceState>, newsRaw: Partial<LxdInstanceSpec>) {
     const news = normalizeSpec(newsRaw);
@@ -126,6 +126,18 @@ async function waitUntil(api: LxdApi, spec: NormalizedSpec): Promise<void> {
     throw new Error(`${JSON.stringify(command)} did not succeed within ${timeout}s (last: ${last})`);
 }
 
+/** The config LXD gets: the spec's, and the user-data under LXD's key. */
+function configSent(spec: NormalizedSpec): Record<string, string> {
+    return spec.userData === undefined ? spec.config : { ...spec.config, [USER_DATA_KEYS[0]]: spec.userData };
+}
+
+/** The config to store: LXD's own keys left out, and the user-data, which is kept (secret) as userData. */
+function configKept(spec: Partial<NormalizedSpec>, config: Record<string, string> | undefined): Record<string, string> {
+    const own = userConfig(config);
+    if (spec.userData !== undefined) delete own[USER_DATA_KEYS[0]];
+    return own;
+}
+
 /** The state to store: the spec, with what LXD really has for type, profiles, config, devices. */
 function stateFrom(spec: NormalizedSpec, instance: any): LxdInstanceState {
     return {
@@ -133,7 +145,7 @@ function stateFrom(spec: NormalizedSpec, instance: any): LxdInstanceState {
         name: instance.name,
         type: instance.type,
         profiles: instance.profiles ?? [],
-        config: userConfig(instance.config),
+        config: configKept(spec, instance.config),
         devices: instance.devices ?? {},
         running: instance.status === "Running",
         status: instance.status,
@@ -162,7 +174,7 @@ export async function create(inputs: Partial<LxdInstanceSpec>, factory: LxdApiFa
     try {
         source = await imageSource(api, spec.image);
         await api.createInstance({
-            name: spec.name, type: spec.type, source, profiles: spec.profiles, config: spec.config, devices: spec.devices,
+            name: spec.name, type: spec.type, source, profiles: spec.profiles, config: configSent(spec), devices: spec.devices,
         });
     } catch (e) {
         throw failure(spec.name, "create", e, ` (image ${spec.image})`);
@@ -217,7 +229,7 @@ export async function update(id: string, olds: Partial<LxdInstanceState>, newsRa
         const managed = Object.fromEntries(Object.entries(current.config ?? {}).filter(([k]) => isLxdManagedConfigKey(k)));
         const body = {
             architecture: current.architecture,
-            config: { ...managed, ...spec.config },
+            config: { ...managed, ...configSent(spec) },
             devices: spec.devices,
             profiles: spec.profiles,
             ephemeral: current.ephemeral ?? false,

@@ -53,6 +53,12 @@ export interface LxdInstanceArgs {
     devices?: pulumi.Input<Record<string, pulumi.Input<Record<string, pulumi.Input<string>>>>>;
     /** Files pushed before the first start (e.g. /root/.ssh/authorized_keys, mode 0600). Stored as a secret. */
     files?: pulumi.Input<pulumi.Input<LxdFileArgs>[]>;
+    /**
+     * cloud-init user-data for the first boot (LXD's cloud-init.user-data): how a virtual machine
+     * gets its SSH keys, since it takes no files before it starts. Stored as a secret; a new one
+     * replaces the instance (cloud-init reads it on the first boot only). Needs cloud-init in the image.
+     */
+    userData?: pulumi.Input<string>;
     /** A command run inside until it exits 0 after each start, e.g. waiting for sshd. */
     waitFor?: pulumi.Input<{ command: pulumi.Input<string>[]; timeoutSeconds?: pulumi.Input<number> }>;
     /** Keep the instance running (default true). */
@@ -91,9 +97,11 @@ export class LxdInstance extends pulumi.dynamic.Resource {
             server: pulumi.secret(args.server),
             // Files may hold keys (e.g. an sshd host key).
             files: args.files === undefined ? undefined : pulumi.secret(args.files),
+            // User-data may hold keys too (a VM's sshd host key).
+            userData: args.userData === undefined ? undefined : pulumi.secret(args.userData),
             status: undefined,
             imageFingerprint: undefined,
             uuid: undefined,
-        }, { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "server", "files"] }, LXD_INSTANCE_MODULE, LXD_INSTANCE_TYPE);
+        }, { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "server", "files", "userData"] }, LXD_INSTANCE_MODULE, LXD_INSTANCE_TYPE);
     }
 }

@@ -1,0 +1,108 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { VerifyField } from "../../lib/discovery/verify";
+import { FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
+import { GpuInventory } from "../../lib/gpu/inventory";
+import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
+import { chainDriftCheck } from "../../lib/plan/chain";
+import { HostDriftGuard } from "../../providers/drift";
+import { FabricServiceVm } from "../fabric-service-vm";
+import { GpuHost, SshHostTransport } from "../gpu-host";
+import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, workerSpec } from "../gpu-worker";
+
+/** One worker of a shared board: an LXD VM on the board's LXD server with one fabric partition's GPUs. */
+export interface SharedGpuBoardWorker extends Omit<GpuWorkerArgs, "transport" | "inventory" | "selection" | "fabricManager" | "fabricPartition"> {
+    /** The worker's name: its resources and its Concourse worker are named from it. Example: "hgx-a-w1". */
+    name: string;
+    /** How many GPUs: the planner picks a partition of that size. Give this, or `partition`. Example: 4. */
+    gpus?: number;
+    /** A partition by id (the board's table). Example: 1. */
+    partition?: number;
+    /**
+     * The worker's VM on the board's LXD server (type virtual-machine). `network` (a managed bridge
+     * with DHCP) and `address` (the VM's static IPv4 address on it) are required: LXD forwards
+     * sshd to a VM only through NAT to that address, from `sshAddress`:`sshPort` (not a wildcard).
+     * The image needs cloud-init (the SSH keys come in its user-data) and the LXD agent.
+     */
+    lxd: Omit<GpuWorkerLxdTransport, "type">;
+}
+
+export interface SharedGpuBoardArgs {
+    /** The board host, over SSH: its libvirt runs the service VM. */
+    ssh: SshHostTransport;
+    /** The whole board: every GPU with its moduleId and pciBusId, and the NVSwitch count. */
+    inventory: GpuInventory;
+    /** Inventory fields whose differences only warn on the board host. Default: []. */
+    warnOnly?: VerifyField[];
+    /** The partition table: a built-in name ("hgx-h100-8gpu") or a list of {id, modules}. Default: "hgx-h100-8gpu". */
+    partitionTable?: string | FabricPartition[];
+    /** PCI addresses of the board's NVSwitches. Example: ["0000:09:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0"]. */
+    nvswitchPci: string[];
+    /** PCI address of the NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128). Example: ["0000:03:00.1"]. Default: []. */
+    memoryControllerPci?: string[];
+    /** The service VM: `image` is required; name defaults to <board>-fabric, 2 vCPUs, 4096 MiB, qemu:///system, a 900 s wait. */
+    serviceVm: Partial<ServiceVmSpec> & { image: string };
+    workers: SharedGpuBoardWorker[];
+}
+
+/** The board as planning sees it: its settings with defaults applied, each worker's spec without an inventory yet. */
+export function boardSpec(name: string, args: SharedGpuBoardArgs): BoardSpec {
+    return {
+        name,
+        user: args.ssh.user ?? "root",
+        inventory: args.inventory,
+        warnOnly: args.warnOnly ?? [],
+        table: partitionTable(args.partitionTable ?? "hgx-h100-8gpu", name),
+        nvswitchPci: args.nvswitchPci,
+        memoryControllerPci: args.memoryControllerPci ?? [],
+        serviceVm: serviceVmSpec(name, args.serviceVm),
+        workers: args.workers.map(({ name: worker, gpus, partition, lxd, ...settings }) => {
+            const { inventory: _board, fabricPartition: _none, ...spec } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory });
+            return { spec, ask: { ...(gpus !== undefined ? { gpus } : {}), ...(partition !== undefined ? { partition } : {}) } };
+        }),
+    };
+}
+
+/**
+ * A GPU board shared by several workers through NVIDIA's shared NVSwitch model: GpuHost checks
+ * the board, FabricServiceVm runs fabricmanager in a service VM with the partitions the planner
+ * picked active, and each worker is a GpuWorker in an LXD VM with its partition's GPUs (by PCI
+ * address), created once the service VM reports the partitions active.
+ */
+export class SharedGpuBoard extends pulumi.ComponentResource {
+    /** The board's name (this component's name). */
+    public readonly boardName: string;
+    /** The workers, in the order given. */
+    public readonly workers: GpuWorker[];
+    public readonly serviceVm: FabricServiceVm;
+    /** Per worker: its partition, the partition's module ids and the GPUs' PCI addresses on the board. */
+    public readonly partitions: { worker: string; partition: number; modules: number[]; pci: string[] }[];
+
+    constructor(name: string, args: SharedGpuBoardArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("gpu-workers:board:SharedGpuBoard", name, {}, opts);
+        this.boardName = name;
+        const plan = planBoard(boardSpec(name, args));
+        const host = new GpuHost(plan.hostComponent, {
+            transport: { ssh: args.ssh },
+            inventory: args.inventory,
+            driverVersion: plan.verify.driverPin,
+            warnOnly: plan.verify.warnOnly,
+        }, { parent: this });
+        const guard = new HostDriftGuard(`${name}-drift`, { connection: host.connection, check: chainDriftCheck([plan.serviceVm]) }, { parent: this, dependsOn: [host] });
+        this.serviceVm = new FabricServiceVm(plan.serviceVm.name, {
+            connection: host.connection, user: host.user, epoch: guard.epoch, ...plan.serviceVm.settings,
+        }, { parent: this, dependsOn: [host, guard] });
+        this.workers = args.workers.map(({ name: worker, gpus: _gpus, partition: _partition, lxd, ...settings }, i) => {
+            const spec = plan.workerSpecs[i];
+            return new GpuWorker(worker, {
+                ...settings,
+                transport: { lxd: { ...lxd, type: "virtual-machine" } },
+                inventory: spec.inventory,
+                selection: spec.selection,
+                fabricManager: spec.fabricManager,
+                fabricPartition: spec.fabricPartition,
+            }, { parent: this, dependsOn: [this.serviceVm] });
+        });
+        this.partitions = plan.partitions.map((p) => ({ worker: p.worker, partition: p.partition.id, modules: p.partition.modules, pci: p.gpus.map((g) => g.pciBusId ?? "") }));
+        this.registerOutputs({ partitions: this.partitions });
+    }
+}

@@ -1,0 +1,18 @@
+/**
+ * A shared board from the stack config as planning sees it (lib/plan/board-plan.ts): through
+ * the same mapping the program takes (stacks/boards.ts, then SharedGpuBoard's own boardSpec),
+ * with placeholders for what only `up` knows. The offline render and the check of the stack
+ * plan from this.
+ */
+import { boardSpec } from "../components/chain/shared-gpu-board";
+import { BoardSpec } from "../components/lib/plan/board-plan";
+import { boardArgs } from "./boards";
+import type { StackWeb } from "./fleet";
+import { BoardConfig } from "./schema";
+
+/** What stands for a secret value where only the plan is wanted. */
+export const SECRET_PLACEHOLDER = "[secret]";
+
+export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb): BoardSpec {
+    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web));
+}

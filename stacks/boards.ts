@@ -1,0 +1,35 @@
+/**
+ * Turns the validated shared boards of the stack into components: one SharedGpuBoard each,
+ * its workers' arguments made the way stacks/fleet.ts makes any worker's (secrets read from
+ * the config keys they name).
+ */
+import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components/chain/shared-gpu-board";
+import { SecretLookup, StackWeb, workerArgs } from "./fleet";
+import { BoardConfig } from "./schema";
+
+/** A board's worker as SharedGpuBoard's argument. */
+function boardWorker(board: BoardConfig, { board: ask, ...worker }: BoardConfig["workers"][number], secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoardWorker {
+    // The board's inventory stands in until the planner gives the worker its partition's GPUs.
+    const { transport, inventory: _board, ...args } = workerArgs({ ...worker, inventory: board.inventory }, secret, baseDir, web);
+    const { type: _vm, ...lxd } = transport.lxd!;
+    return { ...args, name: worker.name, lxd, ...(ask.gpus !== undefined ? { gpus: ask.gpus } : {}), ...(ask.partition !== undefined ? { partition: ask.partition } : {}) };
+}
+
+/** One board of the stack as SharedGpuBoard's arguments, its secrets taken from the keys it names. */
+export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoardArgs {
+    const { privateKeySecret, ...ssh } = board.transport.ssh;
+    return {
+        ssh: { ...ssh, privateKey: secret(privateKeySecret) },
+        inventory: board.inventory,
+        warnOnly: board.verify.warnOnly,
+        partitionTable: board.fabric.partitionTable,
+        nvswitchPci: board.fabric.nvswitchPci,
+        memoryControllerPci: board.fabric.memoryControllerPci,
+        serviceVm: board.fabric.serviceVm,
+        workers: board.workers.map((w) => boardWorker(board, w, secret, baseDir, web)),
+    };
+}
+
+export function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoard[] {
+    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web)));
+}
