@@ -69,6 +69,11 @@ ensure_datasets() {
   chmod 1777 "$DEV_DATASETS/scratch_rw"
 }
 
+remove_datasets() {
+  rm -rf "$DEV_DATASETS"
+  rmdir "$(dirname "$DEV_DATASETS")" 2>/dev/null || true
+}
+
 # fly from the Concourse kit, unpacked once; prints its path.
 ensure_fly() {
   local kit="" candidate cache fly

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# npm run down: destroys the dev stack: the worker is retired, then both LXD instances go.
+# npm run down: destroys the dev stack: the worker is retired, then both LXD instances go, and
+# the dev datasets folder with them. The LXD daemon and the image stay for the next `up`.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=dev-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
@@ -9,3 +10,4 @@ ensure_engine
 ensure_lxd
 ensure_release
 pulumi destroy --yes --stack dev "$@"
+remove_datasets

@@ -139,7 +139,9 @@ host_root() {
 
 run_container() {
   local id="validate-$$-$1"; shift
-  ctr --address "$socket" -n "$NAMESPACE" run --rm --rootfs --read-only --runc-binary "$wrapper" "$@" "$rootfs" "$id" \
+  # No CPU shares (ctr asks for 1024 by default): a task container has none, and a host without
+  # the cpu controller (an LXD container on some kernels) could not set them.
+  ctr --address "$socket" -n "$NAMESPACE" run --rm --rootfs --read-only --cpu-shares 0 --runc-binary "$wrapper" "$@" "$rootfs" "$id" \
     "$SELF" inside "${all_args[@]}" --expect-uuids "$(selected_uuids)"
 }
 

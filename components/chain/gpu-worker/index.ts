@@ -96,6 +96,8 @@ export interface GpuWorkerArgs {
         binary?: { url: string; sha256: string } | { path: string };
         /** The worker's TSA private key (OpenSSH or PEM); generated (ED25519) when absent. Pass a secret. */
         workerPrivateKey?: pulumi.Input<string>;
+        /** The host runs in a user namespace (an unprivileged container), where overlayfs refuses metacopy. Default: true for an LXD container this worker creates, else false. */
+        userNamespace?: boolean;
         /** MTU of the containers' network. Default: the MTU of the host's outbound interface (a host without a network needs it set). */
         networkMtu?: number;
         /**

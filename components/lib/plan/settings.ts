@@ -69,6 +69,11 @@ export const settingsSchema = z.strictObject({
             z.strictObject({ path: z.string().min(1) }),
         ], { error: "expected {url, sha256} or {path}" }).optional(),
         workDir: absolutePath,
+        /**
+         * The worker's host runs in a user namespace (an unprivileged container), where overlayfs
+         * refuses metacopy; absent: true for an LXD container this stack creates, else false.
+         */
+        userNamespace: z.boolean({ error: "expected true or false" }).optional(),
         /** MTU of the containers' network; needed where the host has no network route to detect it from. */
         networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional(),
     }),
