@@ -95,19 +95,21 @@ describe("Concourse's containerd config (render)", () => {
 describe("ContainerdRuntime component (render)", () => {
     const settings = { runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true };
 
-    it("uploads our settings and the script; the step applies and removes", () => {
+    it("uploads our settings and the script; containerd and runc come from the distribution where missing; the step applies and removes", () => {
         const r = renderContainerdRuntimeComponent(settings);
-        assert.deepStrictEqual(r.files.map((f) => f.path), [CONTAINERD_SETTINGS_FILE, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
-        assert.strictEqual(r.files[0].content, renderContainerdDropIn(settings));
-        const [step] = r.steps;
+        assert.deepStrictEqual(r.files.map((f) => f.path), [`${HOST_LIB_DIR}/runtime-packages.sh`, CONTAINERD_SETTINGS_FILE, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
+        assert.strictEqual(r.files[1].content, renderContainerdDropIn(settings));
+        const [packages, step] = r.steps;
+        assert.strictEqual(packages.create, `${HOST_LIB_DIR}/runtime-packages.sh ensure containerd=containerd runc=runc`);
         assert.match(step.create, new RegExp(`apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&")}'$`));
         assert.ok(step.remove!.includes(" remove --main "));
-        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE]);
+        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE, "runtime-packages"]);
     });
 
     it("a settings change changes the step's command (so it runs again), the same settings do not", () => {
-        const a = renderContainerdRuntimeComponent(settings).steps[0].create;
-        assert.strictEqual(renderContainerdRuntimeComponent({ ...settings }).steps[0].create, a);
-        assert.notStrictEqual(renderContainerdRuntimeComponent({ ...settings, makeDefault: false }).steps[0].create, a);
+        const apply = (s: typeof settings) => renderContainerdRuntimeComponent(s).steps.find((step) => step.name === "containerd-runtime")!.create;
+        const a = apply(settings);
+        assert.strictEqual(apply({ ...settings }), a);
+        assert.notStrictEqual(apply({ ...settings, makeDefault: false }), a);
     });
 });

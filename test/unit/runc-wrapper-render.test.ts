@@ -62,25 +62,26 @@ describe("RuncWrapper component (render)", () => {
     it("places settings, binary and script, and one step that installs and removes", () => {
         const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary });
         assert.deepStrictEqual(r.files.map((f) => [f.path, f.mode]), [
+            [`${HOST_LIB_DIR}/runtime-packages.sh`, "0755"],
             [WRAPPER_CONFIG_PATH, "0644"],
             [WRAPPER_PATH, "0755"],
             [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
         ]);
-        assert.strictEqual(r.files[1].localPath, binary);
-        assert.strictEqual(r.files[1].content, "");
-        assert.ok(r.files[2].content.startsWith("#!/usr/bin/env bash"));
-        assert.strictEqual(r.steps.length, 1);
-        const [step] = r.steps;
+        assert.strictEqual(r.files[2].localPath, binary);
+        assert.strictEqual(r.files[2].content, "");
+        assert.ok(r.files[3].content.startsWith("#!/usr/bin/env bash"));
+        assert.deepStrictEqual(r.steps.map((s) => s.name), ["runtime-packages", "runc-wrapper"], "the host's runc from the distribution where it has none, then the wrapper in its place");
+        const step = r.steps[1];
         assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 [0-9a-f]{64} --aside ${RUNC_REAL_PATH}$`));
         assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
-        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH]);
+        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH, "runtime-packages"]);
     });
 
     it("a new wrapper build changes the install command (so the step runs again)", () => {
-        const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary }).steps[0].create;
+        const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary }).steps[1].create;
         const other = path.join(dir, "other");
         fs.writeFileSync(other, "another build");
-        const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other }).steps[0].create;
+        const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other }).steps[1].create;
         assert.notStrictEqual(before.replace(binary, ""), afterBuild.replace(other, ""));
     });
 

@@ -6,7 +6,8 @@
  */
 import { parse, stringify, TomlPrimitive } from "smol-toml";
 import { sha256Text } from "../file-hash";
-import { hostScriptFile } from "../host/scripts";
+import { combine, hostScriptFile } from "../host/scripts";
+import { renderRuntimePackages, RUNTIME_PACKAGES_STEP } from "./runtime-packages";
 import { HOST_LIB_DIR, RenderedComponent, shellCommand } from "../host/steps";
 
 export interface ContainerdRuntimeSettings {
@@ -131,13 +132,14 @@ export function renderContainerdRuntimeComponent(s: ContainerdRuntimeSettings): 
     const ours = renderContainerdDropIn(s);
     const script = hostScriptFile("apply-containerd-config.sh");
     const paths = ["--main", CONTAINERD_MAIN_CONFIG, "--drop-in", CONTAINERD_DROP_IN, "--import", CONTAINERD_IMPORT_GLOB];
-    return {
+    // containerd runs containers with runc: the host gets both where it lacks them.
+    return combine(renderRuntimePackages({ containerd: "containerd", runc: "runc" }), {
         files: [{ path: CONTAINERD_SETTINGS_FILE, mode: "0644", content: ours }, script],
         steps: [{
             name: "containerd-runtime",
             create: shellCommand([script.path, "apply", "--ours", CONTAINERD_SETTINGS_FILE, "--sha256", sha256Text(ours), ...paths]),
             remove: shellCommand([script.path, "remove", ...paths]),
-            dependsOn: [script.path, CONTAINERD_SETTINGS_FILE],
+            dependsOn: [script.path, CONTAINERD_SETTINGS_FILE, RUNTIME_PACKAGES_STEP],
         }],
-    };
+    });
 }

@@ -8,7 +8,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { z } from "zod";
 import { WorkerGpuPlan } from "../gpu/plan";
-import { hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
+import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
+import { renderRuntimePackages } from "./runtime-packages";
 import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
 
 /** Where the wrapper binary is uploaded (and what containerd's BinaryName names). */
@@ -102,14 +103,16 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
     const wrapper: HostFile = { path: WRAPPER_PATH, mode: "0755", content: "", localPath: binary };
     const script = hostScriptFile(WRAPPER_INSTALLER);
     const runc = s.runcPath ? ["--runc", s.runcPath] : [];
-    return {
+    // The host's own runc, from the distribution's packages where it has none (a runc named by path is the caller's).
+    const packages = s.runcPath ? { files: [], steps: [] } : renderRuntimePackages({ runc: "runc" });
+    return combine(packages, {
         files: [config, wrapper, script],
         steps: [{
             name: "runc-wrapper",
             create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", wrapperSha256(binary), "--aside", RUNC_REAL_PATH]),
             remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
             check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
-            dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH],
+            dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH, ...packages.steps.map((step) => step.name)],
         }],
-    };
+    });
 }
