@@ -10,6 +10,8 @@ packages=(
   busybox-static umoci        # images built with no network
   openssh-server openssh-client
   shellcheck jq bats libvirt-clients
+  strace                      # which calls the wrapper makes before runc takes over
+  gcc libc6-dev               # the wrapper's C front, linked statically
 )
 
 missing=()
