@@ -10,7 +10,7 @@ const config = new pulumi.Config("gpu-workers");
 
 function readHosts() {
     try {
-        return parseStackConfig({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts") });
+        return parseStackConfig({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), allowNoHosts: config.getObject("allowNoHosts") });
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
