@@ -13,7 +13,7 @@ const config = new pulumi.Config("gpu-workers");
 
 function readStack() {
     try {
-        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web") });
+        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web"), allowNoHosts: config.getObject("allowNoHosts") });
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);

@@ -10,11 +10,17 @@
  *                 adds (the edited config.json of a wrapper run): same work for runc
  *   wrapper       the wrapper in front of runc for all four calls, on the plain bundle
  * The target ratio is wrapper / bare+mounts: the only difference is the wrapper itself.
- * wrapper / bare is shown too (it includes runc mounting the datasets).
+ * wrapper / bare is shown too (it includes runc mounting the datasets). A second table
+ * shows where the wrapper's time goes: what it adds to each runtime call (create edits the
+ * bundle; start and delete only pass through).
+ *
+ * A third table is the wrapper's own CPU time per call, with no container at all (the
+ * number the cost claims are about): `create` with /bin/true as the real runtime, minus
+ * /bin/true alone, and a pass-through call (`state` of no container) minus runc's own.
  *
  * Bundles live on a tmpfs (/dev/shm), like containerd's state folder under /run. Prints the
  * medians and PASS/MISS per target; always exits 0 (benchmarks report, tests assert).
- *   node dist/bench/wrapper.js [--iterations N]
+ *   node dist/bench/wrapper.js [--iterations N]   (default 100 lifecycles, 30 at 2000 folders)
  */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -23,14 +29,18 @@ import * as path from "path";
 import { renderWrapperConfig } from "../components/lib/render/runc-wrapper";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, writeSettings } from "../test/realtool/wrapper-support";
 
-const FOLDER_COUNTS = [0, 10, 50, 200];
-const TARGETS: Record<number, number> = { 50: 1.15, 200: 1.2 };
+const FOLDER_COUNTS = [0, 50, 200, 2000];
+const TARGETS: Record<number, number> = { 50: 1.15, 200: 1.2, 2000: 1.3 };
+/** Lifecycles per side: runc alone takes long to mount 2000 folders, and its time dominates there. */
+const DEFAULT_ITERATIONS: Record<number, number> = { 0: 100, 50: 100, 200: 100, 2000: 30 };
 
 type Side = "bare" | "bare+mounts" | "wrapper";
+type Call = "create" | "start" | "delete";
+interface Lifecycle { total: number; calls: Record<Call, number> }
 
-function arg(name: string, fallback: number): number {
+function arg(name: string): number | undefined {
     const i = process.argv.indexOf(name);
-    return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+    return i >= 0 ? Number(process.argv[i + 1]) : undefined;
 }
 
 function median(xs: number[]): number {
@@ -41,7 +51,7 @@ function median(xs: number[]): number {
 
 function main(): void {
     ensureWrapperTools();
-    const iterations = arg("--iterations", 100);
+    const iterationsArg = arg("--iterations");
     const work = fs.mkdtempSync(path.join(os.tmpdir(), "gw-bench-"));
     const shm = fs.existsSync("/dev/shm") ? fs.mkdtempSync("/dev/shm/gw-bench-") : fs.mkdtempSync(path.join(work, "bundles-"));
     const runcRoot = path.join(shm, "runc-root");
@@ -71,26 +81,34 @@ function main(): void {
             }
         };
         let n = 0;
-        const lifecycle = (bin: string, spec: Buffer): number => {
+        const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+        const lifecycle = (bin: string, spec: Buffer): Lifecycle => {
             const id = `gwb${process.pid}-${++n}`;
             const bundle = path.join(shm, id);
             fs.mkdirSync(bundle);
             fs.writeFileSync(path.join(bundle, "config.json"), spec);
             const t0 = process.hrtime.bigint();
             call(bin, ["create", "--bundle", bundle, "--pid-file", path.join(bundle, "init.pid"), id]);
+            const create = ms(t0);
             const pid = Number(fs.readFileSync(path.join(bundle, "init.pid"), "utf8"));
+            const t1 = process.hrtime.bigint();
             call(bin, ["start", id]);
+            const start = ms(t1);
             while (!exited(pid)) { /* the container runs /bin/true: a few hundred microseconds */ }
+            const t2 = process.hrtime.bigint();
             call(bin, ["delete", id]);
-            const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+            const del = ms(t2);
+            const total = ms(t0);
             fs.rmSync(bundle, { recursive: true, force: true });
-            return ms;
+            return { total, calls: { create, start, delete: del } };
         };
 
-        console.log(`runc wrapper benchmark: create + start + wait + delete of /bin/true, ${iterations} lifecycles per side and folder count, interleaved`);
-        console.log(`bundles on ${shm} (tmpfs); runc ${spawnSync(runc, ["--version"], { encoding: "utf8" }).stdout.split("\n")[0]}`);
+        console.log(`runc wrapper benchmark: create + start + wait + delete of /bin/true, lifecycles per side and folder count interleaved (${iterationsArg ?? "100, 30 at 2000 folders"})`);
+        console.log(`bundles on ${shm} (tmpfs); runc ${spawnSync(runc, ["--version"], { encoding: "utf8" }).stdout.split("\n")[0]}; ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}`);
         const rows: string[][] = [["folders", "bare ms", "bare+mounts ms", "wrapper ms", "wrapper/bare+mounts", "wrapper/bare", "target"]];
+        const added: string[][] = [["folders", "create +ms", "start +ms", "delete +ms", "lifecycle +ms"]];
         for (const count of FOLDER_COUNTS) {
+            const iterations = iterationsArg ?? DEFAULT_ITERATIONS[count];
             const root = path.join(work, `datasets-${count}`);
             fs.mkdirSync(root);
             for (let i = 0; i < count; i++) fs.mkdirSync(path.join(root, i % 5 === 0 ? `set-${i}_rw` : `set-${i}`));
@@ -111,7 +129,7 @@ function main(): void {
             const mounts = JSON.parse(editedSpec.toString()).mounts.filter((m: { destination: string }) => m.destination.startsWith(root)).length;
             if (mounts !== count) throw new Error(`expected ${count} dataset mounts in the edited spec, got ${mounts}`);
 
-            const times: Record<Side, number[]> = { "bare": [], "bare+mounts": [], "wrapper": [] };
+            const times: Record<Side, Lifecycle[]> = { "bare": [], "bare+mounts": [], "wrapper": [] };
             const sides: [Side, string, Buffer][] = [["bare", runc, plainSpec], ["bare+mounts", runc, editedSpec], ["wrapper", wrapper, plainSpec]];
             for (let i = 0; i < 3; i++) for (const [, bin, spec] of sides) lifecycle(bin, spec); // warm up
             for (let i = 0; i < iterations; i++) {
@@ -121,16 +139,61 @@ function main(): void {
                     times[side].push(lifecycle(bin, spec));
                 }
             }
-            const bare = median(times.bare);
-            const bareMounts = median(times["bare+mounts"]);
-            const wrapped = median(times.wrapper);
+            const total = (side: Side) => median(times[side].map((t) => t.total));
+            const perCall = (side: Side, c: Call) => median(times[side].map((t) => t.calls[c]));
+            const bare = total("bare");
+            const bareMounts = total("bare+mounts");
+            const wrapped = total("wrapper");
             const ratio = wrapped / bareMounts;
             const target = TARGETS[count];
             rows.push([String(count), bare.toFixed(1), bareMounts.toFixed(1), wrapped.toFixed(1), ratio.toFixed(3), (wrapped / bare).toFixed(3),
                 target === undefined ? "-" : `${ratio <= target ? "PASS" : "MISS"} (<= ${target})`]);
+            added.push([String(count), ...(["create", "start", "delete"] as Call[]).map((c) => (perCall("wrapper", c) - perCall("bare+mounts", c)).toFixed(1)), (wrapped - bareMounts).toFixed(1)]);
         }
-        const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-        for (const r of rows) console.log(r.map((cell, c) => cell.padStart(widths[c])).join("  "));
+        // The wrapper's own CPU per call: loops in one bash, whose `times` gives its children's CPU.
+        const CALLS = 200;
+        const childCpuPerCall = (loopBody: string): number => {
+            const out = spawnSync("bash", ["-c", `for i in $(seq ${CALLS}); do ${loopBody}; done >/dev/null 2>&1; times`], { encoding: "utf8", timeout: 600_000 }).stdout.trim().split("\n");
+            const secs = (out[1] ?? "").split(" ").map((t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; });
+            return ((secs[0] + secs[1]) * 1000) / CALLS;
+        };
+        const own: string[][] = [["call", "folders", "wrapper's own CPU ms"]];
+        const bundle = path.join(shm, "cpu");
+        fs.mkdirSync(bundle);
+        const plainFile = path.join(shm, "plain.json");
+        fs.writeFileSync(plainFile, plainSpec);
+        const q = (p: string) => `'${p}'`;
+        for (const count of FOLDER_COUNTS) {
+            writeSettings(settingsPath, renderWrapperConfig({
+                plan: { env: { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" }, unsetEnv: ["AMD_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION"], deviceNodes: [] },
+                datasets: { root: path.join(work, `datasets-${count}`), writableSuffixes: ["_writable", "_rw"] },
+                realRuntime: "/bin/true",
+                logPath: path.join(work, "wrapper.log"),
+            }));
+            const reset = `cp ${q(plainFile)} ${q(path.join(bundle, "config.json"))}`;
+            const diffs: number[] = [];
+            for (let round = 0; round < 3; round++) {
+                const wrapped = childCpuPerCall(`${reset}; ${q(wrapper)} create --bundle ${q(bundle)} cpu-${count}`);
+                diffs.push(wrapped - childCpuPerCall(`${reset}; /bin/true create --bundle ${q(bundle)} cpu-${count}`));
+            }
+            own.push(["create", String(count), median(diffs).toFixed(2)]);
+        }
+        const passDiffs: number[] = [];
+        for (let round = 0; round < 3; round++) {
+            const state = `--root ${q(runcRoot)} state no-such-container`;
+            passDiffs.push(childCpuPerCall(`${q(wrapper)} ${state}`) - childCpuPerCall(`${q(runc)} ${state}`));
+        }
+        own.push(["state (passes through)", "any", median(passDiffs).toFixed(2)]);
+
+        const print = (table: string[][]) => {
+            const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
+            for (const r of table) console.log(r.map((cell, c) => cell.padStart(widths[c])).join("  "));
+        };
+        print(rows);
+        console.log("what the wrapper adds to each call (median wrapper minus median bare+mounts):");
+        print(added);
+        console.log(`the wrapper's own CPU time per call (${CALLS} calls, median of 3 rounds; no container):`);
+        print(own);
     } finally {
         fs.closeSync(devnull);
         fs.rmSync(shm, { recursive: true, force: true });

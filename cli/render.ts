@@ -7,7 +7,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { StackConfigError } from "../stacks/config";
+import { RawStackConfig, StackConfigError } from "../stacks/config";
 import { MISSING_PLACEHOLDER, renderStack } from "../stacks/offline-render";
 
 function usage(message: string): never {
@@ -28,13 +28,13 @@ function parseArgs(argv: string[]): { stack: string; out: string; projectDir: st
     return { stack: args.stack, out: args.out, projectDir: args["project-dir"] ?? process.cwd() };
 }
 
-/** Reads gpu-workers:defaults, gpu-workers:hosts and gpu-workers:web from Pulumi.<stack>.yaml. */
-export function readStackFile(projectDir: string, stack: string): { defaults?: unknown; hosts?: unknown; web?: unknown } {
+/** Reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web and gpu-workers:allowNoHosts from Pulumi.<stack>.yaml. */
+export function readStackFile(projectDir: string, stack: string): RawStackConfig {
     const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(file)) usage(`no stack file ${file}`);
     const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
     const config = (doc.config ?? {}) as Record<string, unknown>;
-    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"] };
+    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"] };
 }
 
 function main(): void {
@@ -48,6 +48,7 @@ function main(): void {
         console.error(`render: ${(e as Error).message}`);
         process.exit(1);
     }
+    if (hosts.length === 0) console.log(`stack ${stack}: no hosts (gpu-workers:allowNoHosts is true), nothing to render`);
     for (const { manifest, contents } of hosts) {
         const root = path.join(out, manifest.host);
         fs.rmSync(root, { recursive: true, force: true });

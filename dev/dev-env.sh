@@ -29,6 +29,8 @@ ensure_dev_tools() {
   command -v debootstrap >/dev/null 2>&1 || { missing+=(debootstrap); packages+=(debootstrap); }
   command -v ssh >/dev/null 2>&1 || { missing+=(ssh); packages+=(openssh-client); }
   command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || missing+=("go (from go.dev or your distribution; it builds the wrapper and the engine)")
+  # The wrapper's C front is linked with the static C library.
+  { command -v gcc >/dev/null 2>&1 && [ -f "$(gcc -print-file-name=libc.a)" ]; } || { missing+=("gcc and the static C library"); packages+=(gcc libc6-dev); }
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -eq 0 ] && [ ${#packages[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -15,6 +15,8 @@ packages=(
   libvirt-daemon qemu-utils genisoimage  # the service VM script against libvirt's test driver
   dnsmasq-base                 # a managed LXD bridge, for the worker VMs' nics
   cloud-init                   # cloud-init schema checks the rendered user-data
+  strace                      # which calls the wrapper makes before runc takes over
+  gcc libc6-dev               # the wrapper's C front, linked statically
 )
 
 missing=()

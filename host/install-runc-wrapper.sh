@@ -12,6 +12,11 @@
 #            (default: the aside path + .state)
 # Both actions are idempotent. Install after a package upgrade wrote a new runc over the
 # wrapper keeps that new runc as the real one; remove restores the original byte for byte.
+#
+# Interrupted at any point (killed, power lost), the next install or remove finishes the
+# job and the real runc is never lost: the state names every wrapper that may be at the
+# runtime path before the path changes, and the real runc is set aside before the wrapper
+# takes its place. Each file changes in one rename.
 set -euo pipefail
 
 LIB_DIR=/usr/local/lib/gpu-workers
@@ -35,13 +40,15 @@ state=${state:-$aside.state}
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-# state file lines: runc=PATH, installed=SHA256 of the wrapper put there.
-state_runc=""; state_installed=""
+# state file lines: runc=PATH; installed=SHA256 of the wrapper that is (or is being put)
+# there; previous=SHA256 of a wrapper it replaces, present only while an update is under way.
+state_runc=""; state_installed=""; state_previous=""
 if [ -f "$state" ]; then
   while IFS='=' read -r key value; do
     case "$key" in
       runc) state_runc=$value ;;
       installed) state_installed=$value ;;
+      previous) state_previous=$value ;;
     esac
   done < "$state"
 fi
@@ -64,11 +71,28 @@ replace_with() {
   mv -f -- "$tmp" "$dst"
 }
 
+# write_state INSTALLED [PREVIOUS]: always before the runtime path changes.
 write_state() {
   local tmp="$state.tmp"
   mkdir -p "$(dirname "$state")"
-  printf 'runc=%s\ninstalled=%s\n' "$runc" "$1" > "$tmp"
+  { printf 'runc=%s\ninstalled=%s\n' "$runc" "$1"
+    if [ -n "${2:-}" ]; then printf 'previous=%s\n' "$2"; fi
+  } > "$tmp"
   mv -f -- "$tmp" "$state"
+}
+
+# is_wrapper FILE SHA256: FILE is a wrapper the state knows, the wrapper binary itself, or
+# any build of the wrapper (each holds the name of its loop marker; no runc does).
+is_wrapper() {
+  local file=$1 sum=$2
+  if [ "$sum" = "$state_installed" ] || [ "$sum" = "$state_previous" ]; then return 0; fi
+  if [ -f "$wrapper" ] && [ "$sum" = "$(sha "$wrapper")" ]; then return 0; fi
+  grep -qF GPU_WORKERS_WRAPPER_ACTIVE -- "$file"
+}
+
+# Leftovers of a copy that was interrupted before its rename.
+rm_partial_copies() {
+  rm -f -- "$runc.gpu-workers.tmp" "$aside.gpu-workers.tmp" "$state.tmp"
 }
 
 install() {
@@ -78,6 +102,7 @@ install() {
   [ ! -L "$runc" ] || die "$runc is a symlink; pass the real file as --runc"
   [ -f "$runc" ] || die "$runc is not a regular file"
   [ "$runc" != "$aside" ] || die "--aside must differ from --runc"
+  rm_partial_copies
   chmod 0755 "$wrapper"
   local current wanted
   current=$(sha "$runc")
@@ -85,12 +110,13 @@ install() {
   if [ -n "$expected" ] && [ "$wanted" != "$expected" ]; then
     die "$wrapper has sha256 $wanted, expected $expected (incomplete upload?); nothing was changed"
   fi
-  if [ -n "$state_installed" ] && { [ "$current" = "$state_installed" ] || [ "$current" = "$wanted" ]; }; then
-    # The wrapper is in place (this version or an older one).
+  if [ -f "$state" ] && is_wrapper "$runc" "$current"; then
+    # A wrapper is in place (this version, an older one, or an update that was interrupted).
     [ -f "$aside" ] || die "$runc holds the wrapper but the real runc $aside is missing; reinstall the runc package, then run install again"
     if [ "$current" = "$wanted" ]; then
       say "$runc already holds the wrapper (real runc at $aside)"
     else
+      write_state "$wanted" "$current"
       replace_with "$wrapper" "$runc"
       chmod 0755 "$runc"
       say "updated the wrapper at $runc"
@@ -98,16 +124,17 @@ install() {
     write_state "$wanted"
     return 0
   fi
-  if [ "$current" = "$wanted" ]; then
+  if is_wrapper "$runc" "$current"; then
     die "$runc already is the wrapper but $state does not say where the real runc is; put the real runc back at $runc first"
   fi
-  # $runc is a real runtime: a first install, or a package upgrade wrote over the wrapper.
-  mkdir -p "$(dirname "$aside")"
-  if [ -n "$state_installed" ]; then
+  # $runc is a real runtime: a first install, an install that was interrupted before the
+  # wrapper took its place, or a package upgrade that wrote over the wrapper.
+  if [ -n "$state_installed" ] && [ -f "$aside" ] && ! cmp -s -- "$runc" "$aside"; then
     say "$runc was replaced since the wrapper was installed (package upgrade?): keeping the new runc as the real one"
   fi
-  replace_with "$runc" "$aside"
   write_state "$wanted"
+  mkdir -p "$(dirname "$aside")"
+  replace_with "$runc" "$aside"
   replace_with "$wrapper" "$runc"
   chmod 0755 "$runc"
   say "installed the wrapper at $runc; the real runc is at $aside"
@@ -115,18 +142,22 @@ install() {
 
 remove() {
   if [ ! -f "$state" ]; then
+    rm -f -- "$state.tmp"
     say "the wrapper is not installed (no $state)"
     return 0
   fi
   resolve_runc
-  if [ -f "$runc" ] && [ "$(sha "$runc")" = "$state_installed" ]; then
+  rm_partial_copies
+  if [ -f "$runc" ] && is_wrapper "$runc" "$(sha "$runc")"; then
     [ -f "$aside" ] || die "$runc holds the wrapper but the real runc $aside is missing; reinstall the runc package"
     replace_with "$aside" "$runc"
     say "restored the real runc at $runc"
   else
-    say "$runc no longer holds the wrapper (package upgrade?); leaving it as it is"
+    say "$runc does not hold the wrapper (package upgrade, or an install that was interrupted); leaving it as it is"
   fi
-  rm -f -- "$aside" "$state"
+  # The state goes last: while it is there, the next remove still knows the wrapper.
+  rm -f -- "$aside"
+  rm -f -- "$state"
 }
 
 # Exit 0 when the runtime path still holds the wrapper and the real runc is aside (a refresh

@@ -27,6 +27,8 @@ export interface RawStackConfig {
     hosts?: unknown;
     /** `gpu-workers:web`: the stack's Concourse web node (optional). */
     web?: unknown;
+    /** gpu-workers:allowNoHosts: true lets an empty hosts list through (up then deletes every worker). */
+    allowNoHosts?: unknown;
 }
 
 /** The validated stack: the hosts that are workers on their own, the shared boards with their workers, and the web node when it has one. */
@@ -35,6 +37,10 @@ export interface StackConfig {
     boards: BoardConfig[];
     web?: WebConfig;
 }
+
+/** Why an empty hosts list is refused, and the two ways on. */
+export const NO_HOSTS_PROBLEM = "hosts: the list is empty, so pulumi up would delete every worker this stack made. " +
+    "To remove them all, run pulumi destroy; to keep a stack with no hosts on purpose, set gpu-workers:allowNoHosts to true";
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
@@ -328,10 +334,14 @@ export function parseStack(raw: RawStackConfig): StackConfig {
         }
         problems.push(...defaults.problems);
     }
+    if (raw.allowNoHosts !== undefined && typeof raw.allowNoHosts !== "boolean") {
+        problems.push("allowNoHosts: expected true or false (gpu-workers:allowNoHosts in the stack config)");
+    }
     if (!Array.isArray(raw.hosts)) {
         problems.push("hosts: expected a list of hosts (gpu-workers:hosts in the stack config)");
         throw new StackConfigError(problems);
     }
+    if (raw.hosts.length === 0 && raw.allowNoHosts !== true) problems.push(NO_HOSTS_PROBLEM);
     const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
     for (const host of hosts) problems.push(...host.problems);
     problems.push(...crossHostProblems(hosts));

@@ -21,9 +21,11 @@ type datasetMount struct {
 // is used as it is (no shell, no parsing), so any UTF-8 name is fine; a name that is not
 // UTF-8 cannot be written into the JSON spec (it would turn into U+FFFD and name a folder
 // that does not exist), so it is skipped. Symlinks are followed only when they end at a
-// folder inside root. notes gets one line per entry that was left out for a reason worth
-// logging. A missing root means no datasets; a root that exists but cannot be listed is an
-// error, so that no container starts silently without its datasets.
+// folder inside root, and a link never opens more than its target: it is read-write only
+// when its own name and the dataset its target lies in both say so (a link scratch_rw ->
+// models mounts models read-only). notes gets one line per entry that was left out or
+// narrowed, for the log. A missing root means no datasets; a root that exists but cannot
+// be listed is an error, so that no container starts silently without its datasets.
 func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount, notes []string, err error) {
 	if root == "" {
 		return nil, nil, nil
@@ -36,9 +38,14 @@ func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount
 		return nil, nil, fmt.Errorf("dataset root %s cannot be listed: %v", root, err)
 	}
 	var realRoot string // resolved lazily: only symlinks need it
+	base := filepath.Clean(root)
+	if base != "/" {
+		base += "/"
+	}
+	mounts = make([]datasetMount, 0, len(entries))
 	for _, e := range entries {
 		name := e.Name()
-		path := filepath.Join(root, name)
+		path := base + name // a name holds no slash: nothing to clean
 		if !utf8.ValidString(name) {
 			notes = append(notes, fmt.Sprintf("dataset %q skipped: its name is not UTF-8, which the spec's JSON cannot carry", path))
 			continue
@@ -72,9 +79,16 @@ func scanDatasets(root string, writableSuffixes []string) (mounts []datasetMount
 				continue // a link to a file: files are not datasets
 			}
 			m.Source = target
+			if owner := topFolder(realRoot, target); m.Writable && !isWritable(owner, writableSuffixes) {
+				m.Writable = false
+				notes = append(notes, fmt.Sprintf("dataset %q mounted read-only although its name ends with a writable suffix: it is a symlink to %s, which lies in the read-only dataset %q", path, target, owner))
+			}
 			mounts = append(mounts, m)
 		}
 		// Files, fifos, sockets and device nodes are not datasets.
+	}
+	if len(mounts) == 0 {
+		mounts = nil
 	}
 	return mounts, notes, nil
 }
@@ -87,6 +101,17 @@ func isWritable(name string, suffixes []string) bool {
 		}
 	}
 	return false
+}
+
+// topFolder is the name of the direct child of root that path lies in (both resolved,
+// path strictly inside root): the dataset whose mode path has.
+func topFolder(root, path string) string {
+	rel := strings.TrimPrefix(path, root)
+	rel = strings.TrimPrefix(rel, "/")
+	if i := strings.IndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return rel
 }
 
 // below reports whether path lies strictly inside dir (both already resolved). The root

@@ -24,7 +24,13 @@ func TestScanDatasets(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(filepath.Join(root, "file.txt"), nil, 0o644))
+	// A link is read-write only when its name and the dataset its target lies in both say so.
 	must(os.Symlink("plain", filepath.Join(root, "link_rw")))
+	must(os.MkdirAll(filepath.Join(root, "nested", "inner_rw"), 0o755))
+	must(os.Symlink("nested/inner_rw", filepath.Join(root, "deep_rw")))
+	must(os.MkdirAll(filepath.Join(root, "data_rw", "sub"), 0o755))
+	must(os.Symlink("data_rw/sub", filepath.Join(root, "scratch_rw")))
+	must(os.Symlink("data_rw", filepath.Join(root, "view")))
 	must(os.Symlink(outside, filepath.Join(root, "escape")))
 	must(os.Symlink("missing", filepath.Join(root, "dangling")))
 	must(os.Symlink(".", filepath.Join(root, "self_rw")))
@@ -35,14 +41,19 @@ func TestScanDatasets(t *testing.T) {
 
 	mounts, notes, err := scanDatasets(root, []string{"_rw", "_writable"})
 	must(err)
+	resolvedRoot, err := filepath.EvalSymlinks(root)
+	must(err)
 	want := []datasetMount{
 		{filepath.Join(root, "DATA_RW"), filepath.Join(root, "DATA_RW"), false},
 		{filepath.Join(root, "café_rw"), filepath.Join(root, "café_rw"), true},
 		{filepath.Join(root, "data_rw"), filepath.Join(root, "data_rw"), true},
-		{filepath.Join(root, "plain"), filepath.Join(root, "link_rw"), true},
+		{filepath.Join(root, "nested", "inner_rw"), filepath.Join(root, "deep_rw"), false},
+		{filepath.Join(root, "plain"), filepath.Join(root, "link_rw"), false},
 		{filepath.Join(root, "nested"), filepath.Join(root, "nested"), false},
 		{filepath.Join(root, "plain"), filepath.Join(root, "plain"), false},
+		{filepath.Join(root, "data_rw", "sub"), filepath.Join(root, "scratch_rw"), true},
 		{filepath.Join(root, "space name $(x)\n"), filepath.Join(root, "space name $(x)\n"), false},
+		{filepath.Join(root, "data_rw"), filepath.Join(root, "view"), false},
 	}
 	// The temp dir may itself sit behind a symlink: compare resolved sources.
 	for i := range want {
@@ -59,7 +70,9 @@ func TestScanDatasets(t *testing.T) {
 		t.Errorf("mounts =\n%+v\nwant\n%+v", mounts, want)
 	}
 	joined := strings.Join(notes, "\n")
-	for _, n := range []string{"escape", "dangling", "self_rw", "not UTF-8"} {
+	for _, n := range []string{"escape", "dangling", "self_rw", "not UTF-8",
+		`link_rw" mounted read-only although its name ends with a writable suffix: it is a symlink to ` + resolvedRoot + `/plain, which lies in the read-only dataset "plain"`,
+		`deep_rw" mounted read-only`} {
 		if !strings.Contains(joined, n) {
 			t.Errorf("no note for %s in %q", n, notes)
 		}

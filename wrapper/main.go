@@ -1,14 +1,16 @@
 // Command runc-wrapper sits where containerd's shim looks for runc. On `create` and `run`
 // it adds the worker's dataset mounts, GPU environment and device nodes to the bundle's
 // config.json, then execs the real runtime with the same arguments; every other call is
-// passed straight through. Its settings come only from a root-owned file at a path
-// fixed at build time, never from the image, the bundle or the caller's environment.
+// passed straight to the real runc by the C front (front.c) before the Go runtime starts.
+// Its settings come only from a root-owned file at a path fixed at build time, never from
+// the image, the bundle or the caller's environment.
 package main
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -20,45 +22,69 @@ const markerEnv = "GPU_WORKERS_WRAPPER_ACTIVE"
 
 const prefix = "gpu-workers runc wrapper: "
 
+// reporter says why a call failed: one line on stderr (what containerd shows) and the same
+// line in the log.
+type reporter struct {
+	sub string
+	log string
+}
+
+func (r *reporter) line(format string, a ...interface{}) string {
+	if r.sub == "" {
+		return prefix + fmt.Sprintf(format, a...)
+	}
+	return prefix + r.sub + ": " + fmt.Sprintf(format, a...)
+}
+
+func (r *reporter) note(format string, a ...interface{}) {
+	appendLog(r.log, r.line(format, a...))
+}
+
+func (r *reporter) fail(format string, a ...interface{}) {
+	line := strings.ReplaceAll(r.line(format, a...), "\n", `\n`) // one line, whatever a path holds
+	fmt.Fprintln(os.Stderr, line)
+	appendLog(r.log, line)
+	os.Exit(1)
+}
+
 func main() {
 	args := os.Args[1:]
 	inv := parseArgs(args)
-	logPath := defaultLogPath
-	fail := func(format string, a ...interface{}) {
-		line := prefix + inv.Subcommand + ": " + fmt.Sprintf(format, a...)
-		if inv.Subcommand == "" {
-			line = prefix + fmt.Sprintf(format, a...)
-		}
-		line = strings.ReplaceAll(line, "\n", `\n`) // one line, whatever a path holds
-		fmt.Fprintln(os.Stderr, line)
-		appendLog(logPath, line)
-		os.Exit(1)
+	r := &reporter{sub: inv.Subcommand, log: defaultLogPath}
+	if configPath == "" {
+		r.fail("built without its paths; build it with dev/build-wrapper.sh")
 	}
 	if _, set := os.LookupEnv(markerEnv); set {
-		fail("refusing to run: %s is set, so the real runtime called this wrapper again (a loop); the runtime it calls must be the real runc, never the wrapper", markerEnv)
+		r.fail("refusing to run: %s is set, so the real runtime called this wrapper again (a loop); the runtime it calls must be the real runc, never the wrapper", markerEnv)
 	}
+	if !editsBundle(inv.Subcommand) {
+		// front.c passes these calls through before Go starts; this is the same rule, for
+		// a build without the front. The settings are not read.
+		execRuntime(r, "real runc", realRunc, args)
+	}
+	// A life of a few milliseconds: a garbage collection would cost more than the memory.
+	debug.SetGCPercent(-1)
 	s, err := loadSettings(configPath)
 	if err != nil {
-		fail("%v", err)
+		r.fail("%v", err)
 	}
-	logPath = s.Log
+	r.log = s.Log
 	real, err := checkRealRuntime(s.RealRuntime)
 	if err != nil {
-		fail("%v", err)
+		r.fail("%v", err)
 	}
-	if editsBundle(inv.Subcommand) {
-		notes, err := prepareBundle(inv.Bundle, s)
-		for _, n := range notes {
-			appendLog(logPath, prefix+inv.Subcommand+": "+n)
-		}
-		if err != nil {
-			fail("%v", err)
-		}
+	if err := prepareBundle(inv.Bundle, s, real, r); err != nil {
+		r.fail("%v", err)
 	}
-	argv := append([]string{real}, args...)
+	execRuntime(r, "real runtime", real, args)
+}
+
+// execRuntime replaces this process with the runtime, marked so that it cannot call us again.
+func execRuntime(r *reporter, what, runtime string, args []string) {
+	argv := append([]string{runtime}, args...)
 	env := append(os.Environ(), markerEnv+"=1")
-	err = syscall.Exec(real, argv, env)
-	fail("cannot exec the real runtime %s: %v", real, err)
+	err := syscall.Exec(runtime, argv, env)
+	r.fail("cannot exec the %s %s: %v", what, runtime, err)
 }
 
 // checkRealRuntime resolves the configured runtime and makes sure it is an executable
@@ -83,7 +109,7 @@ func checkRealRuntime(path string) (string, error) {
 
 // prepareBundle edits <bundle>/config.json. Everything that can fail is done before the
 // file is replaced, so on error the bundle is left exactly as it was.
-func prepareBundle(bundle string, s *settings) (notes []string, err error) {
+func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
 	if bundle == "" {
 		bundle = "."
 	}
@@ -93,32 +119,52 @@ func prepareBundle(bundle string, s *settings) (notes []string, err error) {
 	path := filepath.Join(bundle, "config.json")
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, err)
+		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, err)
+		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
 	for _, p := range s.DeviceNodes {
 		d, err := statDevice(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		e.Devices = append(e.Devices, d)
 	}
+	var notes []string
 	e.Mounts, notes, err = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
+	for _, n := range notes {
+		r.note("%s", n)
+	}
 	if err != nil {
-		return notes, err
+		return err
+	}
+	if anyReadOnly(e.Mounts) {
+		rro := recursiveReadOnly(real)
+		e.RecursiveReadOnly = rro.Supported
+		if rro.Probed && !rro.Supported {
+			r.note("read-only datasets are read-only at their top only, a mount nested inside one keeps its own mode: %s", rro.Why)
+		}
 	}
 	out, err := editSpec(data, e)
 	if err != nil {
-		return notes, fmt.Errorf("cannot edit %s: %v", path, err)
+		return fmt.Errorf("cannot edit %s: %v", path, err)
 	}
 	if err := writeAtomically(path, out, info); err != nil {
-		return notes, fmt.Errorf("cannot write %s: %v", path, err)
+		return fmt.Errorf("cannot write %s: %v", path, err)
 	}
-	return notes, nil
+	return nil
+}
+
+func anyReadOnly(mounts []datasetMount) bool {
+	for _, m := range mounts {
+		if !m.Writable {
+			return true
+		}
+	}
+	return false
 }
 
 // appendLog adds one line to the log file; best effort, the line is on stderr anyway.

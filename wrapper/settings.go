@@ -11,13 +11,8 @@ import (
 	"syscall"
 )
 
-// configPath is fixed at build time (-ldflags "-X main.configPath=..."): nothing a
-// container, its image or its environment says can point the wrapper elsewhere.
-var configPath = "/etc/gpu-workers/runc-wrapper.json"
-
-const defaultLogPath = "/var/log/gpu-workers/runc-wrapper.log"
-
-// settings is the root-owned JSON file rendered by components/runc-wrapper/render.ts.
+// settings is the root-owned JSON file at configPath, rendered by renderWrapperConfig
+// (components/lib/render/runc-wrapper.ts). Only create and run read it.
 type settings struct {
 	RealRuntime      string            `json:"realRuntime"`
 	DatasetRoot      string            `json:"datasetRoot"`

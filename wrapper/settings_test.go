@@ -20,6 +20,8 @@ func writeSettings(t *testing.T, text string, mode os.FileMode) string {
 }
 
 func TestLoadSettings(t *testing.T) {
+	defer func(old string) { defaultLogPath = old }(defaultLogPath)
+	defaultLogPath = "/var/log/test-variant/runc-wrapper.log"
 	s, err := loadSettings(writeSettings(t, `{"realRuntime":"/usr/sbin/runc","datasetRoot":"/srv","writableSuffixes":["_rw"],"env":{"A":"1"},"unsetEnv":["B"],"deviceNodes":["/dev/kfd"]}`, 0o644))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,9 @@ type edits struct {
 	UnsetEnv []string
 	Mounts   []datasetMount
 	Devices  []hostDevice
+	// RecursiveReadOnly adds "rro" to read-only dataset mounts, so that a mount nested
+	// inside one is read-only too (the runtime and kernel must support it: recursive.go).
+	RecursiveReadOnly bool
 }
 
 // editSpec applies e to the OCI spec in data and returns the new document. Only
@@ -34,7 +37,7 @@ func editSpec(data []byte, e edits) ([]byte, error) {
 	if err := editProcessEnv(spec, e); err != nil {
 		return nil, err
 	}
-	if err := addMounts(spec, e.Mounts); err != nil {
+	if err := addMounts(spec, e.Mounts, e.RecursiveReadOnly); err != nil {
 		return nil, err
 	}
 	if len(e.Devices) > 0 {
@@ -42,7 +45,62 @@ func editSpec(data []byte, e edits) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return marshal(spec)
+	size := 2
+	for k, v := range spec {
+		size += len(k) + len(v) + 4
+	}
+	return appendObject(make([]byte, 0, size), spec), nil
+}
+
+// appendObject writes o with its members in key order. Every value is already JSON (kept
+// from the input, or marshalled by us), so it is copied as it is, not encoded again.
+func appendObject(buf []byte, o object) []byte {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, k)
+		buf = append(buf, ':')
+		buf = append(buf, o[k]...)
+	}
+	return append(buf, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string. s is valid UTF-8 (scanDatasets skips other
+// names), so only quotes, backslashes and control characters need escaping.
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
 }
 
 func marshal(v interface{}) ([]byte, error) {
@@ -136,15 +194,11 @@ func editProcessEnv(spec object, e edits) error {
 	return set(spec, "process", process)
 }
 
-type specMount struct {
-	Destination string   `json:"destination"`
-	Type        string   `json:"type"`
-	Source      string   `json:"source"`
-	Options     []string `json:"options"`
-}
-
-// addMounts appends a bind mount per dataset whose destination the spec does not mount yet.
-func addMounts(spec object, mounts []datasetMount) error {
+// addMounts appends a bind mount per dataset whose destination the spec does not mount
+// yet (mounts hold distinct destinations, as one scan gives them). The options are separate items ("rbind", "ro"): one "rbind,ro" string would be
+// passed to mount(2) as data and fail. Each entry is written straight into the array, so
+// thousands of folders cost little more than copying their names.
+func addMounts(spec object, mounts []datasetMount, recursiveReadOnly bool) error {
 	if len(mounts) == 0 {
 		return nil
 	}
@@ -152,7 +206,9 @@ func addMounts(spec object, mounts []datasetMount) error {
 	if err != nil {
 		return err
 	}
-	taken := make(map[string]bool, len(existing)+len(mounts))
+	// Only the spec's own destinations are looked up: one scan's datasets have distinct names.
+	taken := make(map[string]bool, len(existing))
+	size := 2
 	for _, raw := range existing {
 		var m struct {
 			Destination string `json:"destination"`
@@ -161,23 +217,46 @@ func addMounts(spec object, mounts []datasetMount) error {
 			return fmt.Errorf("mounts: an entry is not an object")
 		}
 		taken[filepath.Clean(m.Destination)] = true
+		size += len(raw) + 1
 	}
+	readOnly := `"rbind","ro"`
+	if recursiveReadOnly {
+		readOnly = `"rbind","ro","rro"`
+	}
+	for _, m := range mounts {
+		size += len(m.Destination) + len(m.Source) + 96 // the rest of the entry; escapes are rare
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, '[')
+	for i, raw := range existing {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, raw...)
+	}
+	n := len(existing)
 	for _, m := range mounts {
 		if taken[filepath.Clean(m.Destination)] {
 			continue
 		}
-		taken[filepath.Clean(m.Destination)] = true
-		mode := "ro"
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = append(buf, `{"destination":`...)
+		buf = appendString(buf, m.Destination)
+		buf = append(buf, `,"type":"bind","source":`...)
+		buf = appendString(buf, m.Source)
+		buf = append(buf, `,"options":[`...)
 		if m.Writable {
-			mode = "rw"
+			buf = append(buf, `"rbind","rw"`...)
+		} else {
+			buf = append(buf, readOnly...)
 		}
-		raw, err := marshal(specMount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"rbind", mode}})
-		if err != nil {
-			return err
-		}
-		existing = append(existing, raw)
+		buf = append(buf, "]}"...)
 	}
-	return set(spec, "mounts", existing)
+	spec["mounts"] = append(buf, ']')
+	return nil
 }
 
 type specDevice struct {

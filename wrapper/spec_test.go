@@ -76,6 +76,33 @@ func TestEditSpecMounts(t *testing.T) {
 	}
 }
 
+func TestEditSpecRecursiveReadOnly(t *testing.T) {
+	mounts := []datasetMount{{"/srv/a", "/srv/a", false}, {"/srv/b_rw", "/srv/b_rw", true}}
+	out, err := editSpec([]byte(`{"mounts":[]}`), edits{Mounts: mounts, RecursiveReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"mounts":[{"destination":"/srv/a","type":"bind","source":"/srv/a","options":["rbind","ro","rro"]},{"destination":"/srv/b_rw","type":"bind","source":"/srv/b_rw","options":["rbind","rw"]}]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+}
+
+// appendString writes what encoding/json reads back as the same string, for every byte a
+// UTF-8 folder name can hold.
+func TestAppendStringRoundTrips(t *testing.T) {
+	var all []byte
+	for c := 1; c < 0x80; c++ {
+		all = append(all, byte(c))
+	}
+	for _, s := range []string{"", string(all), "space name $(x)\n\t\r", `quote " back \ slash`, "café_rw 🎉", "\u2028\u2029", "\x7f"} {
+		var back string
+		if err := json.Unmarshal(appendString(nil, s), &back); err != nil || back != s {
+			t.Errorf("appendString(%q) = %s, read back as %q (%v)", s, appendString(nil, s), back, err)
+		}
+	}
+}
+
 func TestEditSpecDevices(t *testing.T) {
 	dev := hostDevice{Path: "/dev/kfd", Type: "c", Major: 1, Minor: 3, FileMode: 0o666}
 	out, err := editSpec([]byte(baseSpec), edits{Devices: []hostDevice{dev}})

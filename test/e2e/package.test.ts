@@ -74,7 +74,7 @@ describe("the npm package, installed by another project", function () {
 
     it("the tarball holds the compiled JS, the types, the host scripts and the built wrapper, and no tests or tooling", () => {
         const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean);
-        for (const f of ["package/dist/components/index.js", "package/dist/components/index.d.ts", "package/dist/wrapper/runc-wrapper", "package/host/install-runc-wrapper.sh", "package/host/discover-gpus.sh", "package/dist/components/providers/registry.js"]) {
+        for (const f of ["package/dist/components/index.js", "package/dist/components/index.d.ts", "package/dist/wrapper/runc-wrapper", "package/dist/containerd-toml/containerd-toml", "package/host/install-runc-wrapper.sh", "package/host/discover-gpus.sh", "package/dist/components/providers/registry.js"]) {
             assert.ok(list.includes(f), `${f} is packed`);
         }
         assert.deepStrictEqual(list.filter((f) => /\/(test|stacks|bench|cli|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f)), [], "nothing but the library");

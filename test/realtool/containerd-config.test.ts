@@ -2,14 +2,15 @@
  * apply-containerd-config.sh with the real containerd as the judge: `containerd config
  * dump` shows what containerd really makes of the main config plus our drop-in. Host
  * settings survive (containerd 1.6 replaces whole plugin sections from imported files),
- * files are written and containerd restarted only when something changed, and remove
- * puts the main config back byte for byte.
+ * whatever TOML form they are written in (containerd-toml parses them), files are written
+ * and containerd restarted only when something changed, a later edit of the main config
+ * is drift that the next apply carries, and remove puts the main config back byte for byte.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { ensureImports, renderContainerdDropIn } from "../../components/lib/render/containerd";
+import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, renderContainerdDropIn } from "../../components/lib/render/containerd";
 import { WRAPPER_PATH } from "../../components/lib/render/runc-wrapper";
 import { ensureWrapperTools, DEV_DIR, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
 
@@ -70,7 +71,12 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
 
     function apply(p: ReturnType<typeof host>, ours: string) {
         fs.writeFileSync(p.ours, ours);
-        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "apply", "--ours", p.ours, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "apply", "--ours", p.ours, "--toml", CONTAINERD_TOML_BUILD_OUTPUT, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+    }
+
+    /** The step's drift check, as a refresh runs it. */
+    function check(p: ReturnType<typeof host>) {
+        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "check", "--ours", p.ours, "--toml", CONTAINERD_TOML_BUILD_OUTPUT, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
     }
 
     function remove(p: ReturnType<typeof host>) {
@@ -135,20 +141,84 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         assert.ok(!fs.existsSync(p.main));
     });
 
-    it("a config it cannot merge without loss is refused, and left exactly as it was", () => {
-        // Dotted keys under [plugins]: valid TOML that the table-level merge does not carry.
-        const odd = `version = 2\n[plugins]\n"io.containerd.grpc.v1.cri".sandbox_image = "registry.example/pause:1"\n`;
+    it("host settings in any TOML form are carried: dotted keys, inline tables, multi-line lists, quoted keys", () => {
+        // Valid TOML that a line-by-line text merge does not carry (the awk merge refused it).
+        const odd = [
+            "version = 2",
+            "[plugins]",
+            '"io.containerd.grpc.v1.cri".sandbox_image = "registry.example/pause:1"',
+            '"io.containerd.grpc.v1.cri".cni = { bin_dir = "/opt/cni/bin", conf_dir = "/etc/cni/net.d" }',
+            '"io.containerd.grpc.v1.cri".registry.config_path = """',
+            '/etc/containerd/certs.d"""',
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."runc"]',
+            '  runtime_type = "io.containerd.runc.v2"',
+            "  pod_annotations = [",
+            '    "a.example/x",  # a comment inside a list',
+            '    "b.example/y",',
+            "  ]",
+            "",
+        ].join("\n");
         const p = host("odd", odd);
+        const r = apply(p, ours(true));
+        assert.strictEqual(r.status, 0, r.stderr);
+        const d = dump(p.main);
+        for (const kept of [/sandbox_image = "registry\.example\/pause:1"/, /bin_dir = "\/opt\/cni\/bin"/, /config_path = "\/etc\/containerd\/certs\.d"/, /pod_annotations = \["a\.example\/x", "b\.example\/y"\]/, /default_runtime_name = "gpu"/, /BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/]) {
+            assert.match(d, kept);
+        }
+        assert.strictEqual(fs.readFileSync(p.main, "utf8"), ensureImports(odd, p.glob), "the main config keeps its own text");
+    });
+
+    it("the main config edited by hand after apply: check says so, and apply carries the edit (containerd's dump shows it)", () => {
+        const p = host("edited", K8S_MAIN);
+        assert.strictEqual(apply(p, ours(false)).status, 0);
+        const fresh = check(p);
+        assert.strictEqual(fresh.status, 0, fresh.stderr);
+        const restartsBefore = restartCount();
+        // A hand edit of a CRI setting: the drop-in, which replaces the whole CRI table, still holds the old one.
+        fs.writeFileSync(p.main, fs.readFileSync(p.main, "utf8").replace("max_concurrent_downloads = 7", "max_concurrent_downloads = 3"));
+        assert.match(dump(p.main), /max_concurrent_downloads = 7/, "until applied again, containerd keeps the value the drop-in froze");
+        const drift = check(p);
+        assert.notStrictEqual(drift.status, 0);
+        assert.match(drift.stderr.trim().split("\n").pop()!, /differs from what .*config\.toml and our settings give now/);
+        const again = apply(p, ours(false));
+        assert.strictEqual(again.status, 0, again.stderr);
+        assert.match(dump(p.main), /max_concurrent_downloads = 3/);
+        assert.strictEqual(restartCount(), restartsBefore + 1, "the changed result restarts containerd once");
+        assert.strictEqual(check(p).status, 0);
+        const idle = apply(p, ours(false));
+        assert.match(idle.stdout, /unchanged/);
+        assert.strictEqual(restartCount(), restartsBefore + 1, "applying again with nothing edited changes nothing");
+        // An edit outside the CRI table is no drift: the drop-in does not carry it.
+        fs.appendFileSync(p.main, "\n# a comment\n");
+        assert.strictEqual(check(p).status, 0);
+        // Nor is the import line gone unnoticed.
+        fs.writeFileSync(p.main, K8S_MAIN);
+        assert.match(check(p).stderr, /no longer imports/);
+    });
+
+    it("a config it cannot merge without loss is refused, and left exactly as it was", () => {
+        // Another drop-in in the same folder names the CRI table too: ours, read after it, would replace its settings.
+        const p = host("other", DEBIAN_MAIN);
+        const other = path.join(path.dirname(p.dropIn), "10-other.toml");
+        fs.mkdirSync(path.dirname(other), { recursive: true });
+        fs.writeFileSync(other, 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.example/pause:other"\n');
+        const main = ensureImports(DEBIAN_MAIN, p.glob);
+        fs.writeFileSync(p.main, main);
         const r = apply(p, ours(true));
         assert.notStrictEqual(r.status, 0);
         assert.match(r.stderr, /would lose these settings of the host/);
-        assert.match(r.stderr, /sandbox_image = "registry\.example\/pause:1"/);
-        assert.strictEqual(fs.readFileSync(p.main, "utf8"), odd);
+        assert.match(r.stderr, /lost: plugins\."io\.containerd\.grpc\.v1\.cri"\.sandbox_image = "registry\.example\/pause:other" \(now "[^"]+"\)/);
+        assert.strictEqual(fs.readFileSync(p.main, "utf8"), main);
         assert.ok(!fs.existsSync(p.dropIn));
         const v1 = host("v1", `[plugins.cri]\nsandbox_image = "x"\n`);
         const r1 = apply(v1, ours(true));
         assert.notStrictEqual(r1.status, 0);
         assert.match(r1.stderr, /not a version 2 config/);
+        const broken = host("broken", "version = 2\n[plugins\n");
+        const r2 = apply(broken, ours(true));
+        assert.notStrictEqual(r2.status, 0);
+        assert.match(r2.stderr, /is not valid TOML/);
+        assert.strictEqual(fs.readFileSync(broken.main, "utf8"), "version = 2\n[plugins\n");
     });
 
     it("containerd starts with the applied config", async () => {

@@ -55,13 +55,13 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         ensureWrapperTools();
         dir = tempDir("gw-ctd-");
         settingsPath = path.join(dir, "runc-wrapper.json");
-        wrapper = buildTestWrapper(dir, settingsPath);
+        realRunc = path.join(dir, "lib", "runc.real");
+        wrapper = buildTestWrapper(dir, settingsPath, { realRunc });
         // Concourse's layout: its own bin folder first on containerd's PATH, holding runc.
         const bin = path.join(dir, "bin");
         fs.mkdirSync(bin);
         fs.copyFileSync(sh("sh", ["-c", "command -v runc"]).trim(), path.join(bin, "runc"));
         fs.chmodSync(path.join(bin, "runc"), 0o755);
-        realRunc = path.join(dir, "lib", "runc.real");
         sh("bash", [path.join(HOST_DIR, "install-runc-wrapper.sh"), "install", "--runc", path.join(bin, "runc"), "--wrapper", wrapper, "--aside", realRunc]);
         // An AMD-style device node: a char device with /dev/null's numbers under the test folder.
         device = path.join(dir, "dev", "kfd-test");
@@ -166,7 +166,10 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             ["Cache_Writable", "ro"],
             ["results_rw ", "ro"],
             ["nested", "ro"],
-            ["link_rw", "rw"],
+            // A link never opens more than its target: read-write only when both names say so.
+            ["link_rw", "ro"],
+            ["link-to-results_rw", "rw"],
+            ["link-to-results", "ro"],
             ["escape_rw", null],
             ["dangling", null],
             ["self_rw", null],
@@ -183,6 +186,8 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             }
             fs.mkdirSync(path.join(root, "nested", "child"));
             fs.symlinkSync("plain", path.join(root, "link_rw"));
+            fs.symlinkSync("results_rw", path.join(root, "link-to-results_rw"));
+            fs.symlinkSync("results_rw", path.join(root, "link-to-results"));
             fs.symlinkSync(outside, path.join(root, "escape_rw"));
             fs.symlinkSync("does-not-exist", path.join(root, "dangling"));
             fs.symlinkSync(".", path.join(root, "self_rw"));

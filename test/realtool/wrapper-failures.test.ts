@@ -8,7 +8,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
-import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
+import { ensureCommands } from "../support/tools";
+import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, sha256, tempDir, variantLog, writeSettings } from "./wrapper-support";
 
 describe("runc wrapper failures (real runc)", function () {
     this.timeout(300_000);
@@ -69,7 +70,7 @@ describe("runc wrapper failures (real runc)", function () {
     });
 
     after(() => {
-        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1", "root1"]) cleanup(id);
+        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1", "root1", "open1"]) cleanup(id);
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -81,7 +82,7 @@ describe("runc wrapper failures (real runc)", function () {
         assert.strictEqual(r.status, 0, r.stderr);
         const spec = JSON.parse(fs.readFileSync(path.join(bundle, "config.json"), "utf8"));
         assert.deepStrictEqual(spec.process.env, ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=0"]);
-        assert.ok(spec.mounts.some((m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets", "d1") && m.options.join(",") === "rbind,ro"));
+        assert.ok(spec.mounts.some((m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets", "d1") && m.options.join(",") === "rbind,ro,rro"), "read-only all the way down: runc and the kernel here have rro");
     });
 
     it("invalid config.json: create fails with the reason in one line, the bundle is unchanged", () => {
@@ -118,16 +119,23 @@ describe("runc wrapper failures (real runc)", function () {
         assert.strictEqual(bundleSums(bundle), before);
     });
 
-    it("the real runtime is missing: a clear error, for create and for every other call", () => {
+    it("the real runtime is missing: create fails naming it, the bundle is unchanged", () => {
         settings({ realRuntime: path.join(dir, "no-such-runc") });
         const bundle = makeBundle(path.join(dir, "missing"), rootfs, ["true"]);
         const before = bundleSums(bundle);
         const r = create(bundle, "missing1");
         assertOneLine(r.stderr, new RegExp(`^gpu-workers runc wrapper: create: real runtime ${dir}/no-such-runc is missing: `));
         assert.strictEqual(bundleSums(bundle), before);
-        const state = spawnSync(wrapper, ["--root", runcRoot(), "state", "missing1"], { encoding: "utf8" });
+    });
+
+    it("the real runc that calls pass through to is missing: a clear error in one line, in the variant's log", () => {
+        const variantDir = path.join(dir, "no-runc-variant");
+        fs.mkdirSync(variantDir);
+        const variant = buildTestWrapper(variantDir, path.join(variantDir, "runc-wrapper.json"), { realRunc: path.join(variantDir, "no-such-runc") });
+        const state = spawnSync(variant, ["--root", runcRoot(), "state", "missing2"], { encoding: "utf8" });
         assert.notStrictEqual(state.status, 0);
-        assert.match(state.stderr, /^gpu-workers runc wrapper: state: real runtime .* is missing/);
+        assert.strictEqual(state.stderr, `gpu-workers runc wrapper: state: cannot exec the real runc ${variantDir}/no-such-runc: No such file or directory\n`);
+        assert.match(fs.readFileSync(variantLog(path.join(variantDir, "runc-wrapper.json")), "utf8"), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gpu-workers runc wrapper: state: cannot exec the real runc /);
     });
 
     it("realRuntime pointing at the wrapper itself (directly or through a symlink) is refused", () => {
@@ -156,13 +164,85 @@ describe("runc wrapper failures (real runc)", function () {
         assert.match(direct.stderr, /refusing to run: GPU_WORKERS_WRAPPER_ACTIVE is set/);
     });
 
-    it("settings that anyone could write are refused (they choose what runs as root)", () => {
+    it("settings that anyone could write are refused (they choose what runs as root), in the variant's own log", () => {
         settings();
         fs.chmodSync(settingsPath, 0o666);
-        const r = spawnSync(wrapper, ["state", "x"], { encoding: "utf8" });
+        const bundle = makeBundle(path.join(dir, "open"), rootfs, ["true"]);
+        const r = create(bundle, "open1");
         fs.chmodSync(settingsPath, 0o644);
         assert.notStrictEqual(r.status, 0);
-        assert.match(r.stderr, /must not be writable by group or others \(mode 0666\)/);
+        const line = `gpu-workers runc wrapper: create: settings ${settingsPath}: must not be writable by group or others (mode 0666)`;
+        assert.strictEqual(r.stderr, `${line}\n`);
+        // The settings could not name a log, so the line goes to the variant's own, never the production log.
+        assert.ok(fs.readFileSync(variantLog(settingsPath), "utf8").includes(line), "the refusal is in the variant's log");
+        const production = "/var/log/gpu-workers/runc-wrapper.log";
+        assert.ok(!fs.existsSync(production) || !fs.readFileSync(production, "utf8").includes(settingsPath), `the test variant wrote to ${production}`);
+    });
+
+    it("a test variant holds no production path at all", () => {
+        const binary = fs.readFileSync(wrapper).toString("latin1");
+        for (const p of ["/etc/gpu-workers", "/var/log/gpu-workers", "/usr/local/lib/gpu-workers", "/run/gpu-workers"]) {
+            assert.ok(!binary.includes(p), `the variant holds ${p}`);
+        }
+        assert.ok(binary.includes(settingsPath) && binary.includes(variantLog(settingsPath)), "the variant holds its own paths");
+    });
+
+    for (const [damage, how] of [
+        ["not JSON", (p: string) => fs.writeFileSync(p, '{"realRuntime": ')],
+        ["writable by anyone", (p: string) => fs.chmodSync(p, 0o666)],
+        ["owned by another user", (p: string) => fs.chownSync(p, 1000, 1000)],
+        ["missing", (p: string) => fs.rmSync(p)],
+    ] as const) {
+        it(`settings ${damage}: create is refused, but state, kill and delete of a running container still work`, () => {
+            settings();
+            const id = `keep-${damage.replace(/\W+/g, "-")}`;
+            const bundle = makeBundle(path.join(dir, id), rootfs, ["sleep", "60"]);
+            const made = create(bundle, id);
+            assert.strictEqual(made.status, 0, made.stderr);
+            const call = (args: string[]) => spawnSync(wrapper, ["--root", runcRoot(), ...args], { encoding: "utf8", timeout: 60_000 });
+            assert.strictEqual(call(["start", id]).status, 0);
+            how(settingsPath);
+            try {
+                const refused = create(makeBundle(path.join(dir, `${id}-new`), rootfs, ["true"]), `${id}-new`);
+                assert.notStrictEqual(refused.status, 0, "create needs the settings");
+                assert.match(refused.stderr, new RegExp(`^gpu-workers runc wrapper: create: .*settings ${settingsPath}`));
+                const state = call(["state", id]);
+                assert.strictEqual(state.status, 0, state.stderr);
+                assert.strictEqual(JSON.parse(state.stdout).status, "running");
+                assert.strictEqual(call(["kill", id, "KILL"]).status, 0);
+                for (let i = 0; i < 50 && JSON.parse(call(["state", id]).stdout).status !== "stopped"; i++) spawnSync("sleep", ["0.1"]);
+                const deleted = call(["delete", id]);
+                assert.strictEqual(deleted.status, 0, deleted.stderr);
+                assert.notStrictEqual(call(["state", id]).status, 0, "the container is gone");
+            } finally {
+                cleanup(id);
+            }
+        });
+    }
+
+    it("calls other than create and run go to the real runc before the Go runtime starts, never reading the settings (strace)", () => {
+        ensureCommands(["strace"], ["strace"]);
+        settings();
+        const trace = (args: string[]) => {
+            const out = path.join(dir, "trace.txt");
+            // -b execve: stop following at the hand-over (runc's own work, and a created container's init, are not ours).
+            spawnSync("strace", ["-f", "-b", "execve", "-o", out, "-e", "trace=execve,clone,clone3,openat", wrapper, "--root", runcRoot(), ...args], { stdio: "ignore", timeout: 60_000 });
+            const lines = fs.readFileSync(out, "utf8").split("\n");
+            // What the wrapper did before the real runc took over its process.
+            const handover = lines.findIndex((l, i) => i > 0 && new RegExp(`execve\\("${realRunc()}"`).test(l));
+            assert.ok(handover > 0, `the real runc was not exec'ed:\n${lines.join("\n")}`);
+            return lines.slice(0, handover);
+        };
+        for (const args of [["state", "nothing"], ["kill", "nothing", "KILL"], ["delete", "--force", "nothing"], ["--log-format", "json", "list"]]) {
+            const before = trace(args);
+            assert.deepStrictEqual(before.filter((l) => /clone3?\(/.test(l)), [], `${args[0]}: threads started (the Go runtime) before the hand-over`);
+            assert.ok(!before.some((l) => l.includes(settingsPath)), `${args[0]}: the settings were read`);
+        }
+        // create is the call that needs the settings (and the Go runtime).
+        const bundle = makeBundle(path.join(dir, "traced"), rootfs, ["true"]);
+        const created = trace(["create", "--bundle", bundle, "traced1"]);
+        cleanup("traced1");
+        assert.ok(created.some((l) => l.includes(settingsPath)), "create reads the settings");
     });
 
     it("calls other than create pass straight through, untouched", () => {

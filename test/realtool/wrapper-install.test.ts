@@ -31,7 +31,8 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
     before(() => {
         ensureWrapperTools();
         dir = tempDir("gw-inst-");
-        wrapper = buildTestWrapper(dir, path.join(dir, "runc-wrapper.json"));
+        // Installed over the system's runc below, it passes calls through to the runc set aside there.
+        wrapper = buildTestWrapper(dir, path.join(dir, "runc-wrapper.json"), { realRunc: path.join(dir, "system-lib", "runc.real") });
     });
 
     after(() => {
@@ -89,6 +90,129 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
         const linked = script(["install", "--runc", link, "--wrapper", wrapper, "--aside", aside]);
         assert.match(linked.out, /is a symlink/);
         assert.ok(!fs.existsSync(aside));
+    });
+
+    describe("killed before each of its commands (SIGKILL), the next install or remove finishes and the real runc is never lost", () => {
+        // A DEBUG trap that bash reads from BASH_ENV before the script: it counts the script's
+        // commands (functions and command substitutions included) and kills the script at one.
+        let killer: string;
+        let runcOriginal: Buffer;
+        let wrapperNew: string;
+        let work: string;
+
+        before(() => {
+            killer = path.join(dir, "kill-at-step.bash");
+            fs.writeFileSync(killer, [
+                "set -o functrace",
+                "__gw_step=0",
+                `trap '__gw_step=$((__gw_step + 1)); if [ "$__gw_step" -eq "$GW_KILL_AT" ]; then kill -KILL $$; fi' DEBUG`,
+                "",
+            ].join("\n"));
+            runcOriginal = fs.readFileSync(sh("sh", ["-c", "command -v runc"]).trim());
+            // A newer build of the wrapper: another file for the installer (it never runs it).
+            wrapperNew = path.join(dir, "runc-wrapper.new");
+            fs.writeFileSync(wrapperNew, Buffer.concat([fs.readFileSync(wrapper), Buffer.from("newer build")]), { mode: 0o755 });
+            // On a tmpfs, as the copies are many.
+            work = fs.mkdtempSync(path.join(fs.existsSync("/dev/shm") ? "/dev/shm" : dir, "gw-kill-"));
+        });
+
+        after(() => {
+            if (work) fs.rmSync(work, { recursive: true, force: true });
+        });
+
+        interface Host { dir: string; runc: string; aside: string; state: string; args: string[]; real: string }
+
+        /** The runtime path of one scenario, brought to `start` with complete runs. */
+        function host(name: string, start: "clean" | "installed" | "upgraded"): Host {
+            const d = path.join(work, name);
+            const runc = path.join(d, "bin", "runc");
+            fs.mkdirSync(path.dirname(runc), { recursive: true });
+            fs.writeFileSync(runc, runcOriginal, { mode: 0o755 });
+            const aside = path.join(d, "lib", "runc.real");
+            const args = ["--runc", runc, "--aside", aside];
+            let real = sha256(runc);
+            if (start !== "clean") mustRun(["install", ...args, "--wrapper", wrapper]);
+            if (start === "upgraded") {
+                // What dpkg does on an upgrade: a new runc written over the wrapper, in one rename.
+                fs.writeFileSync(`${runc}.dpkg-new`, Buffer.concat([runcOriginal, Buffer.from("upgraded")]), { mode: 0o755 });
+                fs.renameSync(`${runc}.dpkg-new`, runc);
+                real = sha256(runc);
+            }
+            return { dir: d, runc, aside, state: `${aside}.state`, args, real };
+        }
+
+        /** Puts a saved copy of a host's folder back, modes and all. */
+        const restore = (from: string, to: string) => {
+            fs.rmSync(to, { recursive: true, force: true });
+            sh("cp", ["-a", from, to]);
+        };
+
+        function killedAt(step: number, args: string[]): boolean {
+            const r = spawnSync("bash", [SCRIPT, ...args], { encoding: "utf8", timeout: 60_000, env: { ...process.env, BASH_ENV: killer, GW_KILL_AT: String(step) } });
+            if (r.signal === "SIGKILL") return true;
+            assert.strictEqual(r.status, 0, `the uninterrupted run failed: ${r.stdout}${r.stderr}`);
+            return false;
+        }
+
+        const exists = (p: string) => fs.existsSync(p);
+        const sumOr = (p: string) => (exists(p) ? sha256(p) : "(none)");
+        /** Every file of the folder with its checksum: equal fingerprints finish the same way. */
+        const fingerprint = (d: string) => sh("sh", ["-c", 'cd "$1" && find . -type f -exec sha256sum {} + | sort', "sh", d]);
+
+        /**
+         * Kills `action` at step 1, 2, ... until it runs to its end. After each kill: the real
+         * runc is at the runtime path or aside, and both ways of finishing (remove; install
+         * then remove) end with it back at the runtime path. Returns the number of steps.
+         */
+        function everyStep(name: string, start: "clean" | "installed" | "upgraded", action: (h: Host) => string[]): number {
+            const h = host(name, start);
+            const initial = path.join(work, `${name}.initial`);
+            const killed = path.join(work, `${name}.killed`);
+            sh("cp", ["-a", h.dir, initial]);
+            const finished = new Set<string>();
+            let step = 1;
+            for (; step < 500; step++) {
+                restore(initial, h.dir);
+                if (!killedAt(step, action(h))) break;
+                const where = `${name}, killed before command ${step}`;
+                assert.ok(sumOr(h.runc) === h.real || sumOr(h.aside) === h.real, `${where}: the real runc is neither at ${h.runc} nor at ${h.aside}`);
+                const print = fingerprint(h.dir);
+                if (finished.has(print)) continue; // the same files as at an earlier step
+                finished.add(print);
+                restore(h.dir, killed);
+                // Finishing with remove: the real runc back in its place, nothing of ours left.
+                mustRun(["remove", ...h.args]);
+                assert.strictEqual(sumOr(h.runc), h.real, `${where}, then remove: ${h.runc} is not the real runc`);
+                assert.ok(!exists(h.aside) && !exists(h.state), `${where}, then remove: ${h.aside} or its state is left`);
+                assert.deepStrictEqual(fs.readdirSync(path.dirname(h.runc)), ["runc"], `${where}, then remove: partial copies are left`);
+                // Finishing with install (a newer wrapper), then remove.
+                restore(killed, h.dir);
+                mustRun(["install", ...h.args, "--wrapper", wrapperNew]);
+                assert.strictEqual(sumOr(h.runc), sha256(wrapperNew), `${where}, then install: the wrapper is not in place`);
+                assert.strictEqual(sumOr(h.aside), h.real, `${where}, then install: ${h.aside} is not the real runc`);
+                mustRun(["remove", ...h.args]);
+                assert.strictEqual(sumOr(h.runc), h.real, `${where}, then install and remove: ${h.runc} is not the real runc`);
+            }
+            assert.ok(step > 10 && step < 500, `${name}: ran to its end at step ${step}`);
+            assert.ok(finished.size >= 3, `${name}: only ${finished.size} different states on disk`);
+            return step;
+        }
+
+        it("a first install", () => {
+            everyStep("first", "clean", (h) => ["install", ...h.args, "--wrapper", wrapper]);
+        });
+
+        it("an update to a newer wrapper", () => {
+            everyStep("update", "installed", (h) => ["install", ...h.args, "--wrapper", wrapperNew]);
+        });
+
+        it("an install after a package upgrade wrote a new runc over the wrapper", () => {
+            everyStep("upgrade", "upgraded", (h) => ["install", ...h.args, "--wrapper", wrapper]);
+        });
+
+        it("a remove", () => {
+            everyStep("remove", "installed", (h) => ["remove", ...h.args]);
+        });
     });
 
     describe("against the system's own runc", () => {

@@ -29,11 +29,22 @@ export function sha256(file: string): string {
     return sh("sha256sum", [file]).split(" ")[0];
 }
 
-/** Builds the wrapper with its settings path fixed to `configPath` (never /etc in tests). */
-export function buildTestWrapper(dir: string, configPath: string): string {
-    const output = path.join(dir, "runc-wrapper");
-    sh("bash", [path.join(DEV_DIR, "build-wrapper.sh"), "--output", output, "--config-path", configPath], { timeout: 300_000 });
+/**
+ * Builds a test variant of the wrapper: its settings at `configPath` (never /etc in tests),
+ * and every other path of its own: the log for failures before the settings are read
+ * beside `configPath` (`variantLog`), what it learns about the runtime in `run/` there,
+ * and the real runc that calls other than create and run go to (default: this machine's).
+ */
+export function buildTestWrapper(dir: string, configPath: string, opts: { realRunc?: string; output?: string } = {}): string {
+    const output = opts.output ?? path.join(dir, "runc-wrapper");
+    const realRunc = opts.realRunc ?? sh("sh", ["-c", "command -v runc"]).trim();
+    sh("bash", [path.join(DEV_DIR, "build-wrapper.sh"), "--output", output, "--config-path", configPath, "--real-runc", realRunc], { timeout: 300_000 });
     return output;
+}
+
+/** Where a variant built for `configPath` logs what fails before its settings are read. */
+export function variantLog(configPath: string): string {
+    return path.join(path.dirname(configPath), "runc-wrapper.log");
 }
 
 /** Writes the wrapper's settings the way production has them: root-owned, 0644. */

@@ -1,7 +1,7 @@
 import * as assert from "assert";
 import { parse } from "smol-toml";
 import {
-    CONTAINERD_DROP_IN, CONTAINERD_IMPORT_GLOB, CONTAINERD_MAIN_CONFIG, CONTAINERD_SETTINGS_FILE, ensureImports,
+    CONTAINERD_DROP_IN, CONTAINERD_IMPORT_GLOB, CONTAINERD_MAIN_CONFIG, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_BUILD_OUTPUT, CONTAINERD_TOML_PATH, ensureImports,
     renderConcourseContainerdConfig, renderContainerdDropIn, renderContainerdRuntimeComponent,
 } from "../../components/lib/render/containerd";
 import { HOST_LIB_DIR } from "../../components/lib/host/steps";
@@ -95,15 +95,19 @@ describe("Concourse's containerd config (render)", () => {
 describe("ContainerdRuntime component (render)", () => {
     const settings = { runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true };
 
-    it("uploads our settings and the script; containerd and runc come from the distribution where missing; the step applies and removes", () => {
+    it("uploads our settings, containerd-toml and the script; containerd and runc come from the distribution where missing; the step applies, checks and removes", () => {
         const r = renderContainerdRuntimeComponent(settings);
-        assert.deepStrictEqual(r.files.map((f) => f.path), [`${HOST_LIB_DIR}/runtime-packages.sh`, CONTAINERD_SETTINGS_FILE, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
+        assert.deepStrictEqual(r.files.map((f) => f.path), [`${HOST_LIB_DIR}/runtime-packages.sh`, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
         assert.strictEqual(r.files[1].content, renderContainerdDropIn(settings));
+        assert.deepStrictEqual({ ...r.files[2] }, { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", localPath: CONTAINERD_TOML_BUILD_OUTPUT });
         const [packages, step] = r.steps;
         assert.strictEqual(packages.create, `${HOST_LIB_DIR}/runtime-packages.sh ensure containerd=containerd runc=runc`);
-        assert.match(step.create, new RegExp(`apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&")}'$`));
+        const glob = CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&");
+        assert.match(step.create, new RegExp(`apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`));
+        // A refresh runs the check: a hand edit of the host's main config is drift.
+        assert.match(step.check!, new RegExp(`apply-containerd-config.sh check --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`));
         assert.ok(step.remove!.includes(" remove --main "));
-        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE, "runtime-packages"]);
+        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, "runtime-packages"]);
     });
 
     it("a settings change changes the step's command (so it runs again), the same settings do not", () => {

@@ -13,8 +13,10 @@ const CLI = path.join(__dirname, "..", "..", "cli", "render.js");
 
 function renderStackFile(config: unknown): { status: number | null; stdout: string; stderr: string; out: string } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-"));
-    const raw = config as { defaults: unknown; hosts: unknown };
-    fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), stringify({ config: { "gpu-workers:defaults": raw.defaults, "gpu-workers:hosts": raw.hosts } }));
+    const raw = config as { defaults: unknown; hosts: unknown; allowNoHosts?: unknown };
+    const keys: Record<string, unknown> = { "gpu-workers:defaults": raw.defaults, "gpu-workers:hosts": raw.hosts };
+    if (raw.allowNoHosts !== undefined) keys["gpu-workers:allowNoHosts"] = raw.allowNoHosts;
+    fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), stringify({ config: keys }));
     const out = path.join(dir, "out");
     const r = spawnSync("node", [CLI, "--stack", "test", "--out", out, "--project-dir", dir], { encoding: "utf8" });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr, out };
@@ -89,6 +91,17 @@ describe("offline render", function () {
         assert.notStrictEqual(r.status, 0);
         assert.match(r.stderr, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
         assert.doesNotMatch(r.stderr, /at .*\.js:\d+/, "no stack trace");
+    });
+
+    it("an empty hosts list is refused with a non-zero exit, unless gpu-workers:allowNoHosts is true", () => {
+        const { defaults } = stackWith({ name: "a", inventory: NO_GPU });
+        const refused = renderStackFile({ defaults, hosts: [] });
+        assert.strictEqual(refused.status, 1);
+        assert.match(refused.stderr, /hosts: the list is empty, so pulumi up would delete every worker this stack made\. To remove them all, run pulumi destroy/);
+        assert.strictEqual(refused.stdout, "");
+        const allowed = renderStackFile({ defaults, hosts: [], allowNoHosts: true });
+        assert.strictEqual(allowed.status, 0, allowed.stderr);
+        assert.match(allowed.stdout, /no hosts \(gpu-workers:allowNoHosts is true\), nothing to render/);
     });
 
     it("refuses two components placing one path with different contents; identical contents are one file", () => {

@@ -5,7 +5,7 @@ import * as path from "path";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
 import { HOST_LIB_DIR } from "../../components/lib/host/steps";
-import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, wrapperConfigSchema } from "../../components/lib/render/runc-wrapper";
+import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_BUILD_OUTPUT, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, WRAPPER_STATE_DIR, wrapperConfigSchema } from "../../components/lib/render/runc-wrapper";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };
@@ -93,5 +93,10 @@ describe("RuncWrapper component (render)", () => {
 
     it("a missing build says how to make it", () => {
         assert.throws(() => renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: path.join(dir, "none") }), /npm run build/);
+    });
+
+    it("the built wrapper holds the very paths the program places and names (they are fixed at build time)", () => {
+        const binary = fs.readFileSync(WRAPPER_BUILD_OUTPUT).toString("latin1");
+        for (const p of [WRAPPER_CONFIG_PATH, RUNC_REAL_PATH, WRAPPER_LOG_PATH, WRAPPER_STATE_DIR]) assert.ok(binary.includes(`${p}\0`), `${WRAPPER_BUILD_OUTPUT} lacks ${p}`);
     });
 });

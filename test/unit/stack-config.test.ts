@@ -129,4 +129,30 @@ describe("stack config", () => {
     it("wants a list of hosts", () => {
         assert.deepStrictEqual(problemsOf({ defaults: {} }), ["hosts: expected a list of hosts (gpu-workers:hosts in the stack config)"]);
     });
+
+    it("refuses an empty hosts list (up would delete every worker), pointing at pulumi destroy, unless allowNoHosts says so", () => {
+        const { defaults } = stackWith({ name: "a", inventory: NO_GPU });
+        assert.deepStrictEqual(problemsOf({ defaults, hosts: [] }), [
+            "hosts: the list is empty, so pulumi up would delete every worker this stack made. To remove them all, run pulumi destroy; to keep a stack with no hosts on purpose, set gpu-workers:allowNoHosts to true",
+        ]);
+        assert.deepStrictEqual(problemsOf({ defaults, hosts: [], allowNoHosts: false }).length, 1);
+        assert.deepStrictEqual(parseStackConfig({ defaults, hosts: [], allowNoHosts: true }), []);
+        assert.deepStrictEqual(problemsOf({ defaults, hosts: [], allowNoHosts: "yes" }), [
+            "allowNoHosts: expected true or false (gpu-workers:allowNoHosts in the stack config)",
+            "hosts: the list is empty, so pulumi up would delete every worker this stack made. To remove them all, run pulumi destroy; to keep a stack with no hosts on purpose, set gpu-workers:allowNoHosts to true",
+        ]);
+        // With hosts, the setting changes nothing.
+        assert.strictEqual(parseStackConfig({ ...stackWith({ name: "a", inventory: NO_GPU }), allowNoHosts: true }).length, 1);
+    });
+
+    it("a bad driver version names both valid forms", () => {
+        for (const bad of ["latest", "", "550", "v550.54.15", 550]) {
+            const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { driver: { version: bad } } });
+            assert.deepStrictEqual(problemsOf(raw), ["hosts[0].driver.version: expected preinstalled or a pinned version such as 550.54.15"], String(bad));
+        }
+        for (const good of ["preinstalled", "550.54.15", "535.183.01-1"]) {
+            const [host] = parseStackConfig(stackWith({ name: "a", inventory: NO_GPU, extra: { driver: { version: good } } }));
+            assert.strictEqual(host.driver.version, good);
+        }
+    });
 });

@@ -15,6 +15,9 @@ export const absolutePath = z.string({ error: "expected an absolute path" }).reg
 export const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
 /** Any vendor's toolkit version form (1.17.8, 1.18.0~rc.1); the vendor's own form is checked with the host. */
 const toolkitVersionForm = z.string().regex(/^[0-9]+(\.[0-9]+)+(~rc\.[0-9]+)?$/, { error: "expected preinstalled or a version such as 1.17.8" });
+// One schema, not a union of two, so a bad value's error names both forms.
+const DRIVER_VERSION_ERROR = "expected preinstalled or a pinned version such as 550.54.15";
+const driverVersion = z.string({ error: DRIVER_VERSION_ERROR }).regex(/^(preinstalled|[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?)$/, { error: DRIVER_VERSION_ERROR });
 export const publicKey = z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+/, { error: "expected a public key such as 'ssh-rsa AAAA...'" });
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:=+,-]*$/, { error: "expected a tag of letters, digits and _.:=+,-" });
@@ -29,7 +32,7 @@ export const settingsSchema = z.strictObject({
     }),
     driver: z.strictObject({
         /** Pinned driver version (e.g. 550.54.15), or preinstalled to only check what is there. */
-        version: z.union([z.literal("preinstalled"), version], { error: "expected preinstalled or a version such as 550.54.15" }),
+        version: driverVersion,
     }),
     toolkit: z.strictObject({
         /**

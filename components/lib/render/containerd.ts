@@ -2,13 +2,15 @@
  * containerd's side of the chain, as pure functions: the drop-in that adds the GPU runtime
  * (the runc.v2 shim calling the wrapper) for CRI clients, the import line the host's main
  * config needs, the config of the containerd Concourse starts itself, and the host step
- * that applies them. TOML is always built from data with smol-toml, never spliced.
+ * that applies them. TOML is always built from data with smol-toml, never spliced; on the
+ * host, containerd-toml (a small static Go program, containerd-toml/) parses and merges.
  */
+import * as path from "path";
 import { parse, stringify, TomlPrimitive } from "smol-toml";
 import { sha256Text } from "../file-hash";
-import { combine, hostScriptFile } from "../host/scripts";
+import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
 import { renderRuntimePackages, RUNTIME_PACKAGES_STEP } from "./runtime-packages";
-import { HOST_LIB_DIR, RenderedComponent, shellCommand } from "../host/steps";
+import { HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
 
 export interface ContainerdRuntimeSettings {
     /** CRI runtime handler name, e.g. "gpu" (Kubernetes RuntimeClass handler). */
@@ -21,6 +23,8 @@ export interface ContainerdRuntimeSettings {
     enableCdi: boolean;
     /** Where CRI looks for CDI specs; default /etc/cdi and /var/run/cdi. */
     cdiSpecDirs?: string[];
+    /** The built containerd-toml to upload; default dist/containerd-toml/containerd-toml of this package. */
+    helperBinary?: string;
 }
 
 export const CONTAINERD_MAIN_CONFIG = "/etc/containerd/config.toml";
@@ -30,6 +34,10 @@ export const CONTAINERD_IMPORT_GLOB = `${CONTAINERD_DROP_IN_DIR}/*.toml`;
 /** Our settings as uploaded; the host step merges them into the drop-in. */
 export const CONTAINERD_SETTINGS_FILE = `${HOST_LIB_DIR}/containerd-runtime.toml`;
 export const DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"];
+/** Where containerd-toml is uploaded: apply-containerd-config.sh merges TOML with it. */
+export const CONTAINERD_TOML_PATH = `${HOST_LIB_DIR}/containerd-toml`;
+/** The binary `npm run build` makes (dev/build-containerd-toml.sh). */
+export const CONTAINERD_TOML_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "containerd-toml", "containerd-toml");
 const CRI = "io.containerd.grpc.v1.cri";
 const RUNC_V2 = "io.containerd.runc.v2";
 
@@ -123,23 +131,28 @@ export function ensureImports(existingToml: string, importGlob: string): string 
 
 
 /**
- * The ContainerdRuntime component: our settings uploaded, and a step that merges them
- * into the drop-in, adds the import to the main config and restarts containerd only when
- * the result changed. The settings' checksum is part of the command, so a change of
- * settings re-runs the step.
+ * The ContainerdRuntime component: our settings and containerd-toml uploaded, and a step
+ * that merges them with the host's main config into the drop-in, adds the import to the
+ * main config and restarts containerd only when the result changed. Its check (run by a
+ * refresh) merges again and compares: a hand edit of the main config since the last apply
+ * is drift, so the next up applies again. The settings' checksum is part of the command,
+ * so a change of settings re-runs the step.
  */
 export function renderContainerdRuntimeComponent(s: ContainerdRuntimeSettings): RenderedComponent {
     const ours = renderContainerdDropIn(s);
     const script = hostScriptFile("apply-containerd-config.sh");
+    const helper: HostFile = { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", localPath: s.helperBinary ?? CONTAINERD_TOML_BUILD_OUTPUT };
     const paths = ["--main", CONTAINERD_MAIN_CONFIG, "--drop-in", CONTAINERD_DROP_IN, "--import", CONTAINERD_IMPORT_GLOB];
+    const merge = ["--ours", CONTAINERD_SETTINGS_FILE, "--toml", CONTAINERD_TOML_PATH];
     // containerd runs containers with runc: the host gets both where it lacks them.
     return combine(renderRuntimePackages({ containerd: "containerd", runc: "runc" }), {
-        files: [{ path: CONTAINERD_SETTINGS_FILE, mode: "0644", content: ours }, script],
+        files: [{ path: CONTAINERD_SETTINGS_FILE, mode: "0644", content: ours }, helper, script],
         steps: [{
             name: "containerd-runtime",
-            create: shellCommand([script.path, "apply", "--ours", CONTAINERD_SETTINGS_FILE, "--sha256", sha256Text(ours), ...paths]),
+            create: shellCommand([script.path, "apply", ...merge, "--sha256", sha256Text(ours), ...paths]),
             remove: shellCommand([script.path, "remove", ...paths]),
-            dependsOn: [script.path, CONTAINERD_SETTINGS_FILE, RUNTIME_PACKAGES_STEP],
+            check: shellCommand([script.path, "check", ...merge, ...paths]),
+            dependsOn: [script.path, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, RUNTIME_PACKAGES_STEP],
         }],
     });
 }

@@ -1,6 +1,6 @@
 /**
  * The runc wrapper's settings file and its host component, as pure functions. The
- * wrapper (wrapper/, a static Go binary) reads only this root-owned file, at a path fixed
+ * wrapper (wrapper/, a static binary: Go with a C front) reads only this root-owned file, at a path fixed
  * when it is built; the values come from the worker's GPU plan and the stack's datasets.
  */
 import { sha256File } from "../file-hash";
@@ -16,11 +16,14 @@ import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand }
 export const WRAPPER_PATH = `${HOST_LIB_DIR}/runc-wrapper`;
 /** The host script that puts the wrapper in a runc's place and puts runc back. */
 export const WRAPPER_INSTALLER = "install-runc-wrapper.sh";
-/** Where the distribution's runc is kept once the wrapper takes its place. */
+/** Where the distribution's runc is kept once the wrapper takes its place; compiled into the wrapper (wrapper/front.c) as where calls other than create and run go. */
 export const RUNC_REAL_PATH = `${HOST_LIB_DIR}/runc.real`;
-/** The settings file; compiled into the wrapper, so it cannot be moved at run time. */
+/** The settings file; compiled into the wrapper (wrapper/front.c), so it cannot be moved at run time. */
 export const WRAPPER_CONFIG_PATH = `${HOST_ETC_DIR}/runc-wrapper.json`;
+/** The wrapper's log (the settings can name another; failures before they are read always go here). */
 export const WRAPPER_LOG_PATH = "/var/log/gpu-workers/runc-wrapper.log";
+/** What the wrapper learned about the real runtime (whether it has recursive read-only mounts); on a tmpfs, so a reboot asks again. */
+export const WRAPPER_STATE_DIR = "/run/gpu-workers";
 /** Set in the real runtime's environment; the wrapper refuses to run when it sees it. */
 export const WRAPPER_MARKER_ENV = "GPU_WORKERS_WRAPPER_ACTIVE";
 /** The binary `npm run build` makes (dev/build-wrapper.sh). */
@@ -46,7 +49,12 @@ export interface WrapperConfigInput {
     plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes">;
     /** Each direct subfolder of root is mounted at the same path; read-write when its name ends with a suffix. */
     datasets: { root: string; writableSuffixes: string[] };
-    /** The runtime the wrapper execs: the real runc, or nvidia-container-runtime (whose runtimes list names the real runc). */
+    /**
+     * The runtime the wrapper execs for `create` and `run`: the real runc, or
+     * nvidia-container-runtime (whose runtimes list names the real runc). Every other call
+     * goes straight to the runc set aside at RUNC_REAL_PATH (fixed when the wrapper is
+     * built), so this runtime must leave those calls to that runc, as both of these do.
+     */
     realRuntime: string;
     /** One-line failure reasons and skipped datasets go here. */
     logPath?: string;

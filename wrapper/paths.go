@@ -1,0 +1,15 @@
+package main
+
+// Paths fixed when the wrapper is built, never taken from the image, the bundle or the
+// caller's environment. front.go fills them from front.c (dev/build-wrapper.sh builds with
+// it); a test variant built with --config-path has every one of them of its own.
+var (
+	// configPath is the root-owned settings file.
+	configPath string
+	// defaultLogPath takes the failures that happen before the settings could name a log.
+	defaultLogPath string
+	// realRunc is where every call other than create and run goes (front.c execs it).
+	realRunc string
+	// stateDir keeps what the wrapper learned about the real runtime (recursive.go).
+	stateDir string
+)
