@@ -8,12 +8,19 @@ var globalValueFlags = map[string]bool{"log": true, "log-format": true, "root": 
 // Flags of `create`/`run` that take a value; the bundle is one of them.
 var createValueFlags = map[string]bool{"bundle": true, "b": true, "console-socket": true, "pidfd-socket": true, "pid-file": true, "preserve-fds": true, "console": true}
 
+// Flags of `exec` that take a value; the process file is one of them.
+var execValueFlags = map[string]bool{"console-socket": true, "pidfd-socket": true, "cwd": true, "env": true, "e": true, "user": true, "u": true,
+	"additional-gids": true, "g": true, "process": true, "p": true, "apparmor": true, "process-label": true, "cap": true, "c": true,
+	"preserve-fds": true, "pid-file": true, "cgroup": true}
+
 // invocation is what the wrapper needs to know about one call of the runtime.
 type invocation struct {
 	// Subcommand, e.g. "create", "state", "delete"; empty when there is none (runc --version).
 	Subcommand string
 	// Bundle directory given with --bundle/-b; empty means the current directory.
 	Bundle string
+	// `exec`: the process file given with --process/-p; empty when the process is on the command line.
+	Process string
 }
 
 // flagName splits "--name=value" / "-name" into its name and inline value.
@@ -48,7 +55,11 @@ func parseArgs(args []string) invocation {
 		return inv
 	}
 	inv.Subcommand = args[i]
-	if !editsBundle(inv.Subcommand) {
+	valueFlags := createValueFlags
+	switch {
+	case editsProcess(inv.Subcommand):
+		valueFlags = execValueFlags
+	case !editsBundle(inv.Subcommand):
 		return inv
 	}
 	for i++; i < len(args); i++ {
@@ -57,7 +68,7 @@ func parseArgs(args []string) invocation {
 			break // Go's flag parsing stops at the first positional argument (the container id)
 		}
 		name, value, inline := flagName(a)
-		if !createValueFlags[name] {
+		if !valueFlags[name] {
 			continue
 		}
 		if !inline {
@@ -67,11 +78,19 @@ func parseArgs(args []string) invocation {
 			i++
 			value = args[i]
 		}
-		if name == "bundle" || name == "b" {
+		switch name {
+		case "bundle", "b":
 			inv.Bundle = value
+		case "process", "p":
+			inv.Process = value
 		}
 	}
 	return inv
+}
+
+// editsProcess: the subcommand that starts another process in a running container.
+func editsProcess(sub string) bool {
+	return sub == "exec"
 }
 
 // editsBundle: the subcommands that start a new container from a bundle's config.json.

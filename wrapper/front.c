@@ -1,11 +1,11 @@
 //go:build gpuworkers_front
 
 // The wrapper's front. It runs as a constructor, before the Go runtime starts: every call
-// other than `create` and `run` is exec'ed straight to the real runc from here, so those
+// other than `create`, `run` and `exec` is exec'ed straight to the real runc from here, so those
 // calls cost about what a small C program costs (starting the Go runtime costs several times
 // that), and they never read the settings file: a damaged or wrongly owned settings file
-// cannot stop a worker from killing and deleting its containers. `create` and `run` return
-// to Go, which edits the bundle (main.go).
+// cannot stop a worker from killing and deleting its containers. `create`, `run` and `exec`
+// return to Go, which edits the bundle or the process file (main.go).
 //
 // The paths are fixed when the wrapper is built (dev/build-wrapper.sh passes -D for a test
 // variant); Go reads them from here (front.go), so each is written once.
@@ -120,8 +120,8 @@ static void fail(const char *sub, const char *reason) {
 __attribute__((constructor)) static void gw_front(int argc, char **argv, char **envp) {
 	(void)envp;
 	const char *sub = subcommand(argc, argv);
-	if (sub && (strcmp(sub, "create") == 0 || strcmp(sub, "run") == 0)) {
-		// Go edits the bundle. Its threads allocate next to nothing in C: one malloc arena
+	if (sub && (strcmp(sub, "create") == 0 || strcmp(sub, "run") == 0 || strcmp(sub, "exec") == 0)) {
+		// Go edits the bundle or the process file. Its threads allocate next to nothing in C: one malloc arena
 		// will do, which spares each thread the Go runtime starts a reservation of its own.
 		mallopt(M_ARENA_MAX, 1);
 		return;

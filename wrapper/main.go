@@ -1,6 +1,7 @@
 // Command runc-wrapper sits where containerd's shim looks for runc. On `create` and `run`
 // it adds the worker's dataset mounts, GPU environment and device nodes to the bundle's
-// config.json, then execs the real runtime with the same arguments; every other call is
+// config.json, then execs the real runtime with the same arguments; on `exec` it gives the
+// process file the same GPU environment (a task's params come that way); every other call is
 // passed straight to the real runc by the C front (front.c) before the Go runtime starts.
 // Its settings come only from a root-owned file at a path fixed at build time, never from
 // the image, the bundle or the caller's environment.
@@ -57,7 +58,7 @@ func main() {
 	if _, set := os.LookupEnv(markerEnv); set {
 		r.fail("refusing to run: %s is set, so the real runtime called this wrapper again (a loop); the runtime it calls must be the real runc, never the wrapper", markerEnv)
 	}
-	if !editsBundle(inv.Subcommand) {
+	if !editsBundle(inv.Subcommand) && !editsProcess(inv.Subcommand) {
 		// front.c passes these calls through before Go starts; this is the same rule, for
 		// a build without the front. The settings are not read.
 		execRuntime(r, "real runc", realRunc, args)
@@ -69,6 +70,13 @@ func main() {
 		r.fail("%v", err)
 	}
 	r.log = s.Log
+	if editsProcess(inv.Subcommand) {
+		// A process started in a running container gets the same environment as its first one.
+		if err := prepareProcess(inv.Process, s); err != nil {
+			r.fail("%v", err)
+		}
+		execRuntime(r, "real runc", realRunc, args)
+	}
 	real, err := checkRealRuntime(s.RealRuntime)
 	if err != nil {
 		r.fail("%v", err)
@@ -154,6 +162,31 @@ func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
 	}
 	if err := writeAtomically(path, out, info); err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	return nil
+}
+
+// prepareProcess edits the process file of `runc exec --process FILE`, the way containerd's
+// shim starts every process after the first (Concourse's tasks among them). Without a
+// process file the process is on the command line, runc's own use by hand: left as it is.
+func prepareProcess(path string, s *settings) error {
+	if path == "" || (len(s.Env) == 0 && len(s.UnsetEnv) == 0) {
+		return nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cannot read the process file %s: %v", path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read the process file %s: %v", path, err)
+	}
+	out, err := editProcess(data, edits{Env: s.Env, UnsetEnv: s.UnsetEnv})
+	if err != nil {
+		return fmt.Errorf("cannot edit the process file %s: %v", path, err)
+	}
+	if err := writeAtomically(path, out, info); err != nil {
+		return fmt.Errorf("cannot write the process file %s: %v", path, err)
 	}
 	return nil
 }

@@ -8,7 +8,8 @@ var (
 	configPath string
 	// defaultLogPath takes the failures that happen before the settings could name a log.
 	defaultLogPath string
-	// realRunc is where every call other than create and run goes (front.c execs it).
+	// realRunc is where every call other than create and run goes (front.c execs it, and
+	// main.go after editing an exec's process file).
 	realRunc string
 	// stateDir keeps what the wrapper learned about the real runtime (recursive.go).
 	stateDir string

@@ -147,8 +147,7 @@ func set(o object, key string, v interface{}) error {
 	return nil
 }
 
-// editProcessEnv sets every wanted variable once (dropping all earlier entries of that
-// name, so an image's NVIDIA_VISIBLE_DEVICES=all cannot survive) and removes unsetEnv.
+// editProcessEnv applies the environment edits to the spec's process.
 func editProcessEnv(spec object, e edits) error {
 	if len(e.Env) == 0 && len(e.UnsetEnv) == 0 {
 		return nil
@@ -157,6 +156,35 @@ func editProcessEnv(spec object, e edits) error {
 	if err != nil {
 		return err
 	}
+	if err := editEnv(process, e); err != nil {
+		return err
+	}
+	return set(spec, "process", process)
+}
+
+// editProcess applies the environment edits to a process of its own, as `runc exec
+// --process` reads it: Concourse starts a task's command that way, its params in the env.
+func editProcess(data []byte, e edits) ([]byte, error) {
+	if len(e.Env) == 0 && len(e.UnsetEnv) == 0 {
+		return data, nil
+	}
+	var process object
+	if err := json.Unmarshal(data, &process); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if process == nil {
+		return nil, fmt.Errorf("not a JSON object: null")
+	}
+	if err := editEnv(process, e); err != nil {
+		return nil, err
+	}
+	return appendObject(nil, process), nil
+}
+
+// editEnv sets every wanted variable once in process.env (dropping all earlier entries of
+// that name, so an image's or a task's NVIDIA_VISIBLE_DEVICES=all cannot survive) and
+// removes unsetEnv.
+func editEnv(process object, e edits) error {
 	var env []string
 	if raw, ok := process["env"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &env); err != nil {
@@ -188,10 +216,7 @@ func editProcessEnv(spec object, e edits) error {
 	for _, name := range names {
 		out = append(out, name+"="+e.Env[name])
 	}
-	if err := set(process, "env", out); err != nil {
-		return err
-	}
-	return set(spec, "process", process)
+	return set(process, "env", out)
 }
 
 // addMounts appends a bind mount per dataset whose destination the spec does not mount

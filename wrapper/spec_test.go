@@ -135,6 +135,32 @@ func TestEditSpecNoLinuxMember(t *testing.T) {
 	}
 }
 
+// runc exec --process: the task's own env (Concourse's params) cannot choose the GPUs.
+func TestEditProcess(t *testing.T) {
+	doc := `{"args":["sh","-c","nvidia-smi"],"env":["PATH=/bin","NVIDIA_VISIBLE_DEVICES=all","HSA_OVERRIDE_GFX_VERSION=9.9.9"],"cwd":"/tmp/build","user":{"uid":0,"gid":0},"x-unknown":[1.50]}`
+	out, err := editProcess([]byte(doc), edits{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-1"}, UnsetEnv: []string{"HSA_OVERRIDE_GFX_VERSION"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := decode(t, out)
+	want := []interface{}{"PATH=/bin", "NVIDIA_VISIBLE_DEVICES=GPU-1"}
+	if !reflect.DeepEqual(v["env"], want) {
+		t.Errorf("env = %q, want %q", v["env"], want)
+	}
+	if v["cwd"] != "/tmp/build" || !strings.Contains(string(out), `"x-unknown":[1.50]`) || len(v["args"].([]interface{})) != 3 {
+		t.Errorf("members lost or changed: %s", out)
+	}
+	same, err := editProcess([]byte(doc), edits{})
+	if err != nil || string(same) != doc {
+		t.Errorf("no edits: got %s, %v; want the document untouched", same, err)
+	}
+	for _, bad := range []string{``, `[]`, `null`, `{"env":"A=1"}`, `{"env":[1]}`} {
+		if _, err := editProcess([]byte(bad), edits{Env: map[string]string{"A": "1"}}); err == nil {
+			t.Errorf("editProcess(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
 func TestEditSpecRejectsBadDocuments(t *testing.T) {
 	for _, doc := range []string{``, `{`, `[]`, `null`, `{"process":{"env":"A=1"}}`, `{"mounts":{}}`} {
 		if _, err := editSpec([]byte(doc), edits{Env: map[string]string{"A": "1"}, Mounts: []datasetMount{{"/a", "/a", false}}}); err == nil {

@@ -121,6 +121,28 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_")), ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "NVIDIA_VISIBLE_DEVICES=1,3"], out);
     });
 
+    /** Starts a long-lived container, runs `env` in it as a second process (runc exec --process, as Concourse runs a task's command), and removes it. */
+    function execEnv(flags: string[] = []): string {
+        const id = `c${++counter}`;
+        containerd.ctr(["-n", NS, "run", "-d", ...flags, IMAGE, id, "sleep", "600"]);
+        try {
+            return containerd.ctr(["-n", NS, "task", "exec", "--exec-id", "second", id, "env"]);
+        } finally {
+            containerd.ctrResult(["-n", NS, "task", "kill", "-s", "SIGKILL", id]);
+            for (let i = 0; i < 50 && containerd.ctrResult(["-n", NS, "task", "delete", id]).status !== 0; i++) spawnSync("sleep", ["0.1"]);
+            containerd.ctrResult(["-n", NS, "container", "delete", id]);
+        }
+    }
+
+    it("a second process in a running container (runc exec, how Concourse starts a task's command) gets the same selection", () => {
+        const control = envOf(execEnv(["--runc-binary", realRunc]));
+        assert.ok(control.includes("NVIDIA_VISIBLE_DEVICES=all"), `control: the process spec carries the image's variables\n${control.join("\n")}`);
+        const env = envOf(execEnv());
+        assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")), ["NVIDIA_VISIBLE_DEVICES=1,3"], env.join("\n"));
+        assert.ok(!env.some((e) => e.startsWith("AMD_VISIBLE_DEVICES=") || e.startsWith("HSA_OVERRIDE_GFX_VERSION=")), env.join("\n"));
+        assert.ok(env.includes("KEEP_ME=1"), env.join("\n"));
+    });
+
     it("with the wrapper named as the runtime binary (what CRI's BinaryName option does), the same edits", () => {
         const out = run("env", ["--runc-binary", wrapper]);
         assert.deepStrictEqual(envOf(out).filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")), ["NVIDIA_VISIBLE_DEVICES=1,3"], out);
