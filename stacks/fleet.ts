@@ -81,14 +81,13 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
     };
 }
 
-/** The stack's web as ConcourseWeb's arguments; the TSA admits `authorizedWorkerKeys`. */
-export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string, authorizedWorkerKeys: pulumi.Input<pulumi.Input<string>[]>): ConcourseWebArgs {
+/** The stack's web as ConcourseWeb's arguments (the stack's workers admit themselves). */
+export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): ConcourseWebArgs {
     const { name: _name, transport, binary, version, postgres, ...settings } = web;
     return {
         ...settings,
         version: version!,
         binary: releaseFrom(binary!, baseDir),
-        authorizedWorkerKeys,
         postgres: "external" in postgres
             ? { external: (({ passwordSecret, ...e }) => ({ ...e, password: secret(passwordSecret) }))(postgres.external) }
             : postgres,
@@ -107,18 +106,14 @@ export interface Fleet {
 }
 
 /**
- * The web first, admitting the public keys of every worker in the stack (known once the
- * workers exist: a deferred output), then the workers, each converging after the web, and the
- * shared boards with theirs.
+ * The web first, then the workers, each admitting itself at the web and converging after it,
+ * and the shared boards with theirs.
  */
 export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: string): Fleet {
     const secret: SecretLookup = (key) => config.requireSecret(key);
-    const [workerKeys, resolveWorkerKeys] = pulumi.deferredOutput<string[]>();
-    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir, workerKeys)) : undefined;
+    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir)) : undefined;
     const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
     const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb)));
     const boards = buildBoards(stack.boards, secret, baseDir, stackWeb);
-    const workers = [...own, ...boards.flatMap((b) => b.workers)];
-    resolveWorkerKeys(pulumi.all(workers.flatMap((w) => (w.workerPublicKey ? [w.workerPublicKey] : []))));
-    return { ...(web ? { web } : {}), workers, boards };
+    return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards };
 }

@@ -11,7 +11,7 @@ import { workerSpec } from "../components/chain/gpu-worker";
 import { BoardPlan, planBoard } from "../components/lib/plan/board-plan";
 import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
 import type { PlannedStep } from "../components/lib/plan/gpu-host";
-import { planWebHost, WebPlan } from "../components/lib/plan/web-plan";
+import { planWebHost, planWorkerAdmission, WebPlan } from "../components/lib/plan/web-plan";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
 import { StackWeb, webArgs, workerArgs } from "./fleet";
@@ -123,7 +123,7 @@ export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pi
     let web: StackWeb | undefined;
     let webPlan: WebPlan | undefined;
     if (stack.web) {
-        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir, [])));
+        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir)));
         web = {
             config: stack.web,
             forWorkers: {
@@ -136,7 +136,17 @@ export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pi
     }
     const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web))));
     const boards = (stack.boards ?? []).map((board) => planBoard(boardSpecOf(board, baseDir, web)));
+    if (webPlan) webPlan = withAdmissions(webPlan, [...hosts, ...boards.flatMap((b) => b.workers)]);
     return { ...(webPlan ? { web: webPlan } : {}), hosts, boards };
+}
+
+/** The web's plan with what each worker of the stack places and runs on the web's host to be admitted. */
+function withAdmissions(web: WebPlan, workers: HostPlan[]): WebPlan {
+    const admissions = workers.flatMap((plan) => {
+        const link = plan.links.find((l) => l.component === "ConcourseWorker");
+        return link && plan.settings.concourse ? [planWorkerAdmission(web, link.name, plan.settings.concourse.name)] : [];
+    });
+    return { ...web, files: [...web.files, ...admissions.flatMap((a) => a.files)], steps: [...web.steps, ...admissions.flatMap((a) => a.steps)] };
 }
 
 /** One host of a stack without a web, rendered. */

@@ -66,7 +66,11 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         // The worker's container maps its users away from this machine's: the writable folder is open to all.
         fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
         // A machine reached over SSH that reaches the TSA as its own 127.0.0.1:2222, as a worker on another box would reach the web.
-        const bm = lxd.sshHost("e2e-cbm", PORTS.bm, "bm", root);
+        // It starts containers itself, so it needs nesting (without it runc cannot mount a new /proc there).
+        const bm = lxd.sshHost("e2e-cbm", PORTS.bm, "bm", root, { "security.nesting": "true" });
+        // A new network namespace inherits this machine's ip_forward: start from 0, which the
+        // worker's bridge turns on and its removal must put back.
+        lxd.exec("e2e-cbm", "echo 0 >/proc/sys/net/ipv4/ip_forward");
         lxd.lxc("config", "device", "add", "e2e-cbm", "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
         // It is an unprivileged container itself, which its stack entry has to say.
         bmHost = { ...bm.host, concourse: { tags: ["e2e", "bm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, userNamespace: true } };
@@ -165,7 +169,8 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         const debris = () => lxd.exec("e2e-cbm", [
             "ip link show concourse0 >/dev/null 2>&1 && echo bridge",
             "iptables-save | grep -qE '^:(CNI|CONCOURSE)-' && echo chains",
-            "pgrep -f containerd-shim >/dev/null && echo shims",
+            // The brackets keep pgrep from matching this very shell's command line.
+            "pgrep -f '[c]ontainerd-shim' >/dev/null && echo shims",
             "grep -q ' /opt/concourse/worker' /proc/self/mounts && echo mounts",
             "echo ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)",
             "echo containerd=$(systemctl is-active containerd)",

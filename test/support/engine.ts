@@ -54,10 +54,10 @@ export class TestLxd {
      * our key authorized, a host key we know, sshd on 127.0.0.1:port through a proxy device.
      * Returns the stack's host entry (ssh transport) and the secret it names.
      */
-    sshHost(instance: string, port: number, hostName: string, workDir: string): { host: Record<string, unknown>; secrets: Record<string, string> } {
+    sshHost(instance: string, port: number, hostName: string, workDir: string, config: Record<string, string> = {}): { host: Record<string, unknown>; secrets: Record<string, string> } {
         const userKey = generateOpensshKeyPair(hostName);
         const hostKey = generateOpensshKeyPair(`${hostName}-host`);
-        this.lxc("init", "gpu-workers/debian-12", instance);
+        this.lxc("init", "gpu-workers/debian-12", instance, ...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]));
         const files = path.join(workDir, instance);
         fs.mkdirSync(files, { recursive: true });
         const push = (content: string, target: string, mode: string) => {

@@ -47,11 +47,16 @@ const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
     "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": { value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n", publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock" },
 };
 
+/** A generated password is one line, as the web's secret env file needs it. */
+function mockPassword(args: { type: string; inputs: Record<string, unknown> }): Record<string, unknown> {
+    return args.type === "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret" && args.inputs.kind === "password" ? { value: "mock-password" } : {};
+}
+
 /** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */
 export function recordGraph(): GraphRecorder {
     const recorder = new GraphRecorder();
     pulumi.runtime.setMocks({
-        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type] } }),
+        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type], ...mockPassword(args) } }),
         call: (args) => args.inputs,
     }, "gpu-workers", "test", false);
     // The mock monitor hides parents and dependencies from newResource; read them off the request.

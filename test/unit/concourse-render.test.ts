@@ -1,7 +1,7 @@
 /** The Concourse web and worker renderers, the web's plan, and the stack's web section. */
 import * as assert from "assert";
 import { planWebHost } from "../../components/lib/plan/web-plan";
-import { renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebEnv, renderWebSecretEnv } from "../../components/lib/render/concourse-web";
+import { renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebEnv, renderWebSecretEnv, renderWorkerAdmission, webKeysTarget } from "../../components/lib/render/concourse-web";
 import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/render/concourse-worker";
 import { webSpec } from "../../components/chain/concourse-web";
 import { parseStack, StackConfigError } from "../../stacks/config";
@@ -67,12 +67,33 @@ describe("Concourse web (render)", () => {
 
     it("renders the worker keys one per line, and the steps in order: database, then the web", () => {
         assert.strictEqual(renderAuthorizedWorkerKeys([" ssh-ed25519 A a\n", "", "ssh-rsa B"]), "ssh-ed25519 A a\nssh-rsa B\n");
+        assert.strictEqual(renderAuthorizedWorkerKeys([]), "");
+        assert.throws(() => renderAuthorizedWorkerKeys(["ssh-rsa A\nssh-rsa EVIL"]), /must be one line/);
         const rendered = renderConcourseWeb(web);
         assert.deepStrictEqual(rendered.steps.map((s) => s.name), ["postgres", "concourse-web"]);
         assert.ok(rendered.steps[1].dependsOn.includes("postgres"));
         assert.deepStrictEqual(rendered.files.filter((f) => f.secret).map((f) => f.path).sort(), ["/etc/concourse/session_signing_key", "/etc/concourse/tsa_host_key", "/etc/concourse/web-secrets.env"]);
         assert.match(rendered.steps[0].remove!, / --user concourse$/);
         assert.match(renderConcourseWeb({ ...web, keepDatabase: true }).steps[0].remove!, / --keep$/);
+    });
+
+    it("joins the worker keys on the host and reloads them; a key change is no restart", () => {
+        const step = renderConcourseWeb(web).steps[1];
+        assert.match(step.create, / --keys-dir \/etc\/concourse\/worker-keys --keys \/etc\/concourse\/authorized_worker_keys /);
+        assert.doesNotMatch(step.create, /--watch \/etc\/concourse\/(authorized_worker_keys|worker-keys)/);
+        assert.match(renderWebEnv(web), /^CONCOURSE_TSA_AUTHORIZED_KEYS=\/etc\/concourse\/authorized_worker_keys$/m);
+        const given = renderConcourseWeb(web).files.find((f) => f.path === "/etc/concourse/worker-keys/given.pub")!;
+        assert.strictEqual(given.generated, "worker-keys.public");
+    });
+
+    it("a worker's admission: its key as a file of the web's key folder, a step that admits it and dismisses it on delete", () => {
+        const rendered = renderWorkerAdmission("gpu a/../x", webKeysTarget({ bindIp: "0.0.0.0", port: 8080 }));
+        const key = rendered.files.find((f) => f.generated)!;
+        assert.deepStrictEqual({ path: key.path, generated: key.generated }, { path: "/etc/concourse/worker-keys/worker-gpu-a-..-x.pub", generated: "worker-key.public" });
+        const [step] = rendered.steps;
+        assert.match(step.create, /^\/usr\/local\/lib\/gpu-workers\/concourse-web\.sh admit --key \/etc\/concourse\/worker-keys\/worker-gpu-a-\.\.-x\.pub .* --port 8080 --address 127\.0\.0\.1$/);
+        assert.match(step.remove!, /^\/usr\/local\/lib\/gpu-workers\/concourse-web\.sh dismiss --key /);
+        assert.ok(step.dependsOn.includes(key.path));
     });
 
     it("an external database has no local step", () => {
@@ -84,7 +105,7 @@ describe("Concourse web (render)", () => {
     it("in an LXD instance: the web and TSA ports are published on the server, and workers are told where", () => {
         const plan = planWebHost(webSpec("ci", {
             transport: { lxd: { server: { socket: "/x" }, instance: "ci", image: "img", sshPort: 2200, publish: { web: 8080, tsa: 2222 } } },
-            version: "8.2.5", binary: release, authorizedWorkerKeys: [],
+            version: "8.2.5", binary: release,
         }));
         assert.strictEqual(plan.settings.externalUrl, "http://127.0.0.1:8080");
         assert.strictEqual(plan.settings.bindIp, "127.0.0.1");
@@ -94,7 +115,7 @@ describe("Concourse web (render)", () => {
     });
 
     it("bad web arguments are refused with every problem", () => {
-        assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, authorizedWorkerKeys: [], port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
+        assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
             (e: Error) => /port: expected a port number/.test(e.message) && /mainTeamUser/.test(e.message) && /postgres\.local\.user/.test(e.message));
     });
 });
@@ -108,7 +129,10 @@ describe("the stack's web", () => {
         const defaults = { concourse: { binary: raw.defaults.concourse.binary } };
         const plans = planStack(parseStack({ defaults, web: webEntry, hosts: [lxdWorker] }), "/");
         const host = plans.hosts[0];
-        assert.match(plans.web!.files.map((f) => f.path).join(" "), /authorized_worker_keys/);
+        // The worker's admission shows in the web's plan: its key file and the step, named from the worker.
+        assert.deepStrictEqual(plans.web!.files.filter((f) => f.component === "ConcourseWorker").map((f) => [f.path, f.resource]),
+            [["/etc/concourse/worker-keys/worker-w.pub", "w-concourse-admission-file-etc-concourse-worker-keys-worker-w.pub"]]);
+        assert.deepStrictEqual(plans.web!.steps.slice(-1).map((st) => st.name), ["w-concourse-admission-tsa-admission"]);
         const env = host.files.find((f) => f.path === "/etc/concourse/worker.env")!.content;
         assert.match(env, /^CONCOURSE_TSA_HOST=127\.0\.0\.1:2222$/m);
         assert.deepStrictEqual(host.hostTransport.lxd!.devices.tsa, { type: "proxy", listen: "tcp:127.0.0.1:2222", connect: "tcp:127.0.0.1:2222", bind: "instance" });

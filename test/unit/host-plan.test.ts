@@ -18,7 +18,9 @@ import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
 import { parseStack } from "../../stacks/config";
 import { boardArgs } from "../../stacks/boards";
-import { renderBoardPlan } from "../../stacks/offline-render";
+import { renderBoardPlan, renderWebPlan } from "../../stacks/offline-render";
+import { ConcourseWeb } from "../../components/chain/concourse-web";
+import { webArgs } from "../../stacks/fleet";
 import { exampleStack } from "../fixtures/stacks/boards";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
@@ -88,6 +90,34 @@ describe("one plan per host: offline render = resource graph", function () {
             assert.strictEqual(instance.inputs.files, undefined, `${m.host}: no file push`);
             const userData = String((instance.inputs.userData as { value: string }).value);
             for (const f of m.files.filter((x) => x.resource === instance.name)) assert.ok(userData.includes(`path: ${f.path}`), `${m.host}: ${f.path} in the user-data`);
+        }
+    });
+
+    it("a stack with a web: the web's and every worker's steps and files, each worker's admission on the web's host included", async () => {
+        const raw = stackWith({ name: "w-ssh", inventory: NO_GPU });
+        const stack = parseStack({
+            defaults: { concourse: { binary: raw.defaults.concourse.binary } },
+            web: { name: "ci", transport: { lxd: { instance: "ci", image: "gpu-workers/debian-12", sshPort: 2200, publish: { web: 8080, tsa: 2222 } } } },
+            hosts: [{ ...raw.hosts[0], vendor: "none", concourse: { tsaHost: "10.0.0.1" } }, { name: "w-lxd", vendor: "none", ...lxdTransport("w-lxd", 2401) }],
+        });
+        const plans = planStack(stack, process.cwd());
+        const manifests = [renderWebPlan(plans.web!), ...plans.hosts.map(renderPlan)].map((r) => r.manifest);
+        const secret = () => pulumi.secret("key");
+        const g = recordGraph();
+        const web = new ConcourseWeb(stack.web!.name, webArgs(stack.web!, secret, process.cwd()));
+        for (const host of stack.hosts) new GpuWorker(host.name, workerArgs(host, secret, process.cwd(), { config: stack.web!, forWorkers: web.forWorkers() }));
+        await settle(g);
+        const types = [...STEP_TYPES, `${DYNAMIC}WorkerRegistration`];
+        const stepNames = g.resources.filter((r) => types.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
+        const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+        const instances = new Set(manifests.map((m) => `${m.host}-host-instance`).concat(["ci-instance"]));
+        assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((st) => st.name))), "steps");
+        assert.deepStrictEqual(sorted(fileNames), sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))), "file resources");
+        for (const worker of ["w-ssh", "w-lxd"]) {
+            // The admission runs on the web's host, and the worker's steps wait for it.
+            const admission = g.byName(`${worker}-concourse-admission-tsa-admission`);
+            assert.strictEqual((admission.inputs.connection as { value: { port: number } }).value.port, 2200, `${worker}: admitted on the web's host`);
+            assert.ok(g.dependsOn(g.byName(`${worker}-concourse-concourse-worker`), admission), `${worker}: the worker step waits for its admission`);
         }
     });
 

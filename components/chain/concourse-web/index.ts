@@ -1,9 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { ConcourseRelease } from "../../lib/render/concourse-release";
-import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase } from "../../lib/render/concourse-web";
+import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import { localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
+import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
 import { reachHost, SshHostTransport } from "../host-access";
 import { LxdHostTransport } from "../gpu-host";
@@ -44,8 +45,19 @@ export interface ConcourseWebArgs {
     postgres?: ConcourseWebDatabase;
     /** Keep the local database when the web is deleted. Default: false. */
     keepDatabase?: boolean;
-    /** Public keys of the workers the TSA admits ("ssh-ed25519 AAAA..."); GpuWorker's `workerPublicKey` outputs. */
-    authorizedWorkerKeys: pulumi.Input<pulumi.Input<string>[]>;
+    /**
+     * Public keys ("ssh-rsa AAAA...") of workers the TSA admits besides the ones given this web
+     * (`forWorkers()`): a worker given it places its own key on the web's host, and removes it
+     * once retired. Default: none.
+     */
+    authorizedWorkerKeys?: pulumi.Input<pulumi.Input<string>[]>;
+}
+
+/** Where a worker places its key to be admitted: the web's host, and how to tell the web. */
+export interface WebAdmission {
+    connection: pulumi.Input<HostConnection>;
+    user: string;
+    web: WebKeysTarget;
 }
 
 /** What a worker needs of a web to register with it and have its registration checked. */
@@ -59,6 +71,8 @@ export interface WebForWorkers {
     password: pulumi.Input<string>;
     /** The web itself: a worker converges after it and is deleted (retired) before it. forWorkers() sets it. */
     resource?: pulumi.Resource;
+    /** The worker admits itself there (forWorkers() sets it); without it, the web must admit the worker's key some other way. */
+    admission?: WebAdmission;
 }
 
 export class ConcourseWebArgsError extends Error {}
@@ -100,12 +114,13 @@ export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
  * A Concourse web node on one host (reached over SSH, or an LXD instance it creates): the
  * release, PostgreSQL (its own, or an external one), the session signing key and the TSA host
  * key (generated, secret), a main-team local user with a generated password, and the unit.
- * The TSA admits exactly `authorizedWorkerKeys`. Deleting it drops its local database unless
- * `keepDatabase`.
+ * The TSA admits the workers given `forWorkers()` (each places its key on the web's host) and
+ * `authorizedWorkerKeys`; a change of them is a reload, not a restart. Deleting it drops its
+ * local database unless `keepDatabase`.
  */
 export class ConcourseWeb extends HostStepsComponent {
     public readonly plan: WebPlan;
-    public readonly connection: pulumi.Output<unknown>;
+    public readonly connection: pulumi.Output<HostConnection>;
     public readonly externalUrl: string;
     public readonly username: string;
     /** The main team user's password (secret). */
@@ -131,7 +146,7 @@ export class ConcourseWeb extends HostStepsComponent {
                 [CONCOURSE_WEB_PATHS.secretEnv]: pulumi.all([password.value, database]).apply(([p, d]) => renderWebSecretEnv(s.mainTeamUser, p, d)),
                 [CONCOURSE_WEB_PATHS.sessionSigningKey]: signingKey.value,
                 [CONCOURSE_WEB_PATHS.tsaHostKey]: tsaKey.value,
-                [CONCOURSE_WEB_PATHS.authorizedWorkerKeys]: pulumi.output(args.authorizedWorkerKeys).apply(renderAuthorizedWorkerKeys),
+                [CONCOURSE_WEB_PATHS.givenWorkerKeys]: pulumi.output(args.authorizedWorkerKeys ?? []).apply(renderAuthorizedWorkerKeys),
             },
         });
         this.connection = connection;
@@ -152,6 +167,7 @@ export class ConcourseWeb extends HostStepsComponent {
             username: this.username,
             password: this.password,
             resource: this,
+            admission: { connection: this.connection, user: this.plan.access.user, web: webKeysTarget(this.plan.settings) },
         };
     }
 }

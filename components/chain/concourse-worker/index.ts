@@ -1,7 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
+import { hostScriptPath } from "../../lib/host/scripts";
 import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "../../lib/render/concourse-worker";
+import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
+import { createHostResources } from "../../providers/host/resources";
 import { GeneratedSecret, publicKeyOfPrivateKey } from "../../providers/keys";
+import type { WebAdmission } from "../concourse-web";
 
 /** Concourse reads a worker's key with jwt's ParseRSAPrivateKeyFromPEM: an RSA key in PEM, nothing else. */
 function concourseKey(component: string): (key: string) => string {
@@ -22,11 +26,16 @@ export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorke
     /** The web user's password for the registration check (`registration`); pass a secret. */
     webPassword?: pulumi.Input<string>;
     /**
-     * What the worker's files and steps wait for, typically the web: the worker starts after it,
-     * and is deleted (retired) before it. Not the component's dependsOn: the web admits this
-     * worker's key, which must not wait for the web in turn.
+     * What the worker's admission, files and steps wait for besides the component's dependsOn,
+     * typically the web: the worker starts after it, and is deleted (retired) before it.
      */
     after?: pulumi.Resource[];
+    /**
+     * The web's host, where the worker places its public key to be admitted by the TSA
+     * (ConcourseWeb's `forWorkers().admission`); the key goes away after the worker has retired.
+     * Default: none (the web admits the key some other way).
+     */
+    admission?: WebAdmission;
 }
 
 /**
@@ -45,13 +54,15 @@ export class ConcourseWorker extends HostStepsComponent {
             ? new GeneratedSecret(`${name}-key`, { kind: "rsa-private-key", comment: `concourse-worker-${name}` }, { parent: this })
             : undefined;
         const privateKey = key ? key.value : pulumi.secret(args.workerPrivateKey!).apply(concourseKey(name));
+        this.workerPublicKey = key ? key.publicKeyOpenssh : pulumi.unsecret(privateKey.apply((k) => publicKeyOfPrivateKey(k)));
         // A key known now is written in the plan; an output (the web's generated key) comes during up.
         const tsaKeyNow = typeof args.tsaPublicKey === "string" ? args.tsaPublicKey : undefined;
         const values = {
             [CONCOURSE_PATHS.workerKey]: privateKey,
             ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
         };
-        this.placeOnHost(renderConcourseWorker({ ...args, tsaPublicKey: tsaKeyNow }), args, { values, after: args.after, checks: {
+        const admitted = args.admission ? [...this.admit(name, args.name, args.admission, args.after ?? []).values()] : [];
+        this.placeOnHost(renderConcourseWorker({ ...args, tsaPublicKey: tsaKeyNow }), args, { values, after: [...(args.after ?? []), ...admitted], checks: {
             "worker-registration": (checkName, check, after, checkOpts) => {
                 if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
                 return new WorkerRegistration(checkName, {
@@ -62,8 +73,25 @@ export class ConcourseWorker extends HostStepsComponent {
                 }, checkOpts);
             },
         } });
-        this.workerPublicKey = key ? key.publicKeyOpenssh : pulumi.unsecret(privateKey.apply((k) => publicKeyOfPrivateKey(k)));
         this.tags = pulumi.output(args.tags);
         this.registerOutputs({ files: this.files, steps: this.steps, workerPublicKey: this.workerPublicKey, tags: this.tags });
+    }
+
+    /**
+     * The worker's key on the web's host, and the step that has the web read its keys again.
+     * The worker's own files and steps wait for it, so on delete the worker retires (through the
+     * TSA, with this key) before its key goes.
+     */
+    private admit(name: string, worker: string, admission: WebAdmission, after: pulumi.Resource[]) {
+        return createHostResources(renderWorkerAdmission(worker, admission.web), {
+            parent: this,
+            prefix: admissionPrefix(name),
+            connection: admission.connection,
+            user: admission.user,
+            dependsOn: after,
+            values: { [workerKeyPath(worker)]: this.workerPublicKey.apply((k) => renderAuthorizedWorkerKeys([k])) },
+            // The web placed its script, which outlives every worker's admission.
+            placedEarlier: [hostScriptPath("concourse-web.sh")],
+        });
     }
 }

@@ -16,7 +16,7 @@ import { GpuDriver } from "../gpu-driver";
 import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu-host";
 import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
-import type { WebForWorkers } from "../concourse-web";
+import type { WebAdmission, WebForWorkers } from "../concourse-web";
 import { WorkerValidator } from "../worker-validator";
 
 /** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
@@ -201,6 +201,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             workerPrivateKey: c.workerPrivateKey,
             webPassword: c.registration?.password ?? c.web?.password,
             after: c.web?.resource ? [c.web.resource] : [],
+            admission: c.web?.admission,
         };
         const created = new Map<string, pulumi.Resource>();
         let concourse: ConcourseWorker | undefined;
@@ -225,6 +226,7 @@ interface ConcourseExtras {
     workerPrivateKey?: pulumi.Input<string>;
     webPassword?: pulumi.Input<string>;
     after: pulumi.Resource[];
+    admission?: WebAdmission;
 }
 
 function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
@@ -237,7 +239,7 @@ function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs,
         case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
-            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, after: worker.after }, o);
+            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, after: worker.after, admission: worker.admission }, o);
         }
     }
 }

@@ -54,16 +54,17 @@ export function hostScriptFile(name: string): HostFile {
 
 /**
  * A step that runs host/<script> on the host: `<script> <action> args...` on create,
- * `<script> remove args...` on delete. The script file comes with it.
+ * `<script> <removeAction> args...` on delete (default actions: ensure, remove). The script
+ * file comes with it.
  */
-export function scriptStep(step: { name: string; script: string; action?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[] }): RenderedComponent {
+export function scriptStep(step: { name: string; script: string; action?: string; removeAction?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[] }): RenderedComponent {
     const file = hostScriptFile(step.script);
     return {
         files: [file],
         steps: [{
             name: step.name,
             create: shellCommand([file.path, step.action ?? "ensure", ...step.args]),
-            remove: shellCommand([file.path, "remove", ...(step.removeArgs ?? step.args)]),
+            remove: shellCommand([file.path, step.removeAction ?? "remove", ...(step.removeArgs ?? step.args)]),
             dependsOn: [file.path, ...(step.dependsOn ?? [])],
         }],
     };

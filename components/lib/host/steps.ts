@@ -22,10 +22,10 @@ export interface HostFile {
 
 /**
  * Contents only `up` knows: the keys generated for an LXD instance's login and sshd, the TSA
- * host key a web of the same stack generates (as its workers receive it), and the public keys
- * of the workers a web admits.
+ * host key a web of the same stack generates (as its workers receive it), the public keys a
+ * web is given to admit, and a worker's own public key (as its web admits it).
  */
-export type GeneratedContent = "login-key.public" | "host-key.private" | "host-key.public" | "tsa-host-key.public" | "worker-keys.public";
+export type GeneratedContent = "login-key.public" | "host-key.private" | "host-key.public" | "tsa-host-key.public" | "worker-keys.public" | "worker-key.public";
 
 /** A command run on a host: `create` on first up or change, `remove` when the resource is deleted. */
 export interface HostStep {

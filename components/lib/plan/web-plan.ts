@@ -9,7 +9,8 @@ import { fileResourceName, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { lxdProxyDevice } from "../lxd/devices";
 import type { LxdDevices } from "../lxd/types";
-import { ConcourseWebSettings, renderConcourseWeb, WebDatabase } from "../render/concourse-web";
+import { hostScriptPath } from "../host/scripts";
+import { admissionPrefix, ConcourseWebSettings, renderConcourseWeb, renderWorkerAdmission, WebDatabase, webKeysTarget } from "../render/concourse-web";
 import { AccessShape, HostAccessPlan, LxdInstancePlanInput, planHostAccess, PlannedStep } from "./host-access";
 import { componentSteps, PlannedFile } from "./host-plan";
 import { placeOnce } from "./place-files";
@@ -98,5 +99,20 @@ export function planWebHost(spec: WebSpec): WebPlan {
             // The access files go in with the instance it creates, before the first start.
             resource: owner === "ConcourseWeb" ? fileResourceName(spec.name, file.path) : instance,
         })),
+    };
+}
+
+/**
+ * What a worker places and runs on the web's host to be admitted (ConcourseWorker creates it,
+ * named from its own component `component`; the web placed the script): the web's plan shows
+ * it beside the web's own files and steps.
+ */
+export function planWorkerAdmission(web: WebPlan, component: string, worker: string): { files: PlannedFile[]; steps: PlannedStep[] } {
+    const prefix = admissionPrefix(component);
+    const rendered = renderWorkerAdmission(worker, webKeysTarget(web.settings));
+    const script = hostScriptPath("concourse-web.sh");
+    return {
+        files: rendered.files.filter((f) => f.path !== script).map((f) => ({ ...f, component: "ConcourseWorker", resource: fileResourceName(prefix, f.path) })),
+        steps: componentSteps(prefix, "ConcourseWorker", rendered, [stepResourceName(web.name, "concourse-web")]),
     };
 }

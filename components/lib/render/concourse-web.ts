@@ -1,10 +1,11 @@
 /**
  * The Concourse web node's files and steps, as pure functions: its env file (the settings
  * anyone may read) beside a secret one (the passwords), its keys, the systemd unit, and the
- * steps for the local database and the unit.
+ * steps for the local database and the unit; and what a worker places on the web's host to be
+ * admitted by the TSA.
  */
 import { combine, scriptStep } from "../host/scripts";
-import { HOST_LIB_DIR, HostFile, RenderedComponent } from "../host/steps";
+import { HOST_LIB_DIR, HostFile, pathSlug, RenderedComponent } from "../host/steps";
 import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
 
 /** The web's own PostgreSQL on its host, or an external one. */
@@ -35,7 +36,14 @@ export const CONCOURSE_WEB_PATHS = {
     secretEnv: "/etc/concourse/web-secrets.env",
     sessionSigningKey: "/etc/concourse/session_signing_key",
     tsaHostKey: "/etc/concourse/tsa_host_key",
+    /**
+     * What the TSA admits: every *.pub of workerKeysDir, joined on the host by concourse-web.sh
+     * (the one file on the host that is not rendered here: its parts are).
+     */
     authorizedWorkerKeys: "/etc/concourse/authorized_worker_keys",
+    /** One file per admitted worker (placed by the worker), and the web's own `authorizedWorkerKeys`. */
+    workerKeysDir: "/etc/concourse/worker-keys",
+    givenWorkerKeys: "/etc/concourse/worker-keys/given.pub",
     archive: `${HOST_LIB_DIR}/concourse.tgz`,
     binary: "/usr/local/concourse/bin/concourse",
 } as const;
@@ -82,9 +90,59 @@ export function renderWebSecretEnv(user: string, userPassword: string, databaseP
     return `CONCOURSE_POSTGRES_PASSWORD=${databasePassword}\nCONCOURSE_ADD_LOCAL_USER=${user}:${userPassword}\n`;
 }
 
-/** The workers the TSA admits: one public key per line. */
+/** Public keys the TSA admits: one per line. */
 export function renderAuthorizedWorkerKeys(keys: string[]): string {
-    return keys.map((k) => k.trim()).filter((k) => k !== "").join("\n") + "\n";
+    const lines = keys.map((k) => k.trim()).filter((k) => k !== "");
+    for (const line of lines) {
+        if (line.includes("\n")) throw new Error(`concourse web: an authorized worker key must be one line: ${JSON.stringify(line.slice(0, 80))}`);
+    }
+    return lines.length === 0 ? "" : lines.join("\n") + "\n";
+}
+
+/** Where a worker's key file lies on the web host (its Concourse name, as a file name). */
+export function workerKeyPath(worker: string): string {
+    return `${CONCOURSE_WEB_PATHS.workerKeysDir}/worker-${pathSlug(worker)}.pub`;
+}
+
+/** The prefix of the resources of a worker's admission on its web's host (the worker component's name). */
+export function admissionPrefix(component: string): string {
+    return `${component}-admission`;
+}
+
+/** How a step on the web host tells the running web that its worker keys changed. */
+export interface WebKeysTarget {
+    unit: string;
+    /** Where the web answers on its own host, to wait for it before telling it. */
+    address: string;
+    port: number;
+}
+
+export function webKeysTarget(s: Pick<ConcourseWebSettings, "bindIp" | "port">): WebKeysTarget {
+    return { unit: CONCOURSE_WEB_UNIT, address: s.bindIp === "0.0.0.0" ? LOOPBACK : s.bindIp, port: s.port };
+}
+
+function keysArgs(web: WebKeysTarget): string[] {
+    const P = CONCOURSE_WEB_PATHS;
+    return ["--keys-dir", P.workerKeysDir, "--keys", P.authorizedWorkerKeys, "--unit", web.unit, "--port", String(web.port), "--address", web.address];
+}
+
+/**
+ * What a worker places on its web's host to be admitted: its public key as a file of the
+ * web's key folder, and a step that has the running web read its keys again (the TSA reloads
+ * them on SIGHUP; the web is not restarted). Deleting the worker removes the key after the
+ * worker has retired, through the TSA, with that very key.
+ */
+export function renderWorkerAdmission(worker: string, web: WebKeysTarget): RenderedComponent {
+    const key = workerKeyPath(worker);
+    const admit = scriptStep({
+        name: "tsa-admission",
+        script: "concourse-web.sh",
+        action: "admit",
+        removeAction: "dismiss",
+        args: ["--key", key, ...keysArgs(web)],
+        dependsOn: [key],
+    });
+    return combine({ files: [{ path: key, mode: "0644", content: "", generated: "worker-key.public" }], steps: [] }, admit);
 }
 
 export function renderWebUnit(): string {
@@ -117,7 +175,7 @@ export function renderConcourseWeb(s: ConcourseWebSettings): RenderedComponent {
         { path: P.secretEnv, mode: "0600", content: "", secret: true },
         { path: P.sessionSigningKey, mode: "0600", content: "", secret: true },
         { path: P.tsaHostKey, mode: "0600", content: "", secret: true },
-        { path: P.authorizedWorkerKeys, mode: "0644", content: "", generated: "worker-keys.public" },
+        { path: P.givenWorkerKeys, mode: "0644", content: "", generated: "worker-keys.public" },
         { path: P.unit, mode: "0644", content: renderWebUnit() },
         ...concourseReleaseFiles(s.binary, P.archive),
     ];
@@ -130,13 +188,13 @@ export function renderConcourseWeb(s: ConcourseWebSettings): RenderedComponent {
             dependsOn: [P.secretEnv],
         })
         : { files: [], steps: [] };
-    const watched = [P.unit, P.env, P.secretEnv, P.sessionSigningKey, P.tsaHostKey, P.authorizedWorkerKeys];
-    const address = s.bindIp === "0.0.0.0" ? LOOPBACK : s.bindIp;
+    // The worker keys are not watched: a change of them is a reload, not a restart.
+    const watched = [P.unit, P.env, P.secretEnv, P.sessionSigningKey, P.tsaHostKey];
     const web = scriptStep({
         name: "concourse-web",
         script: "concourse-web.sh",
-        args: [...concourseReleaseArgs(s.version, s.binary, P.archive), "--unit", CONCOURSE_WEB_UNIT, "--port", String(s.port), "--address", address, ...watched.flatMap((w) => ["--watch", w])],
-        removeArgs: ["--unit", CONCOURSE_WEB_UNIT],
+        args: [...concourseReleaseArgs(s.version, s.binary, P.archive), ...keysArgs(webKeysTarget(s)), ...watched.flatMap((w) => ["--watch", w])],
+        removeArgs: ["--unit", CONCOURSE_WEB_UNIT, "--keys", P.authorizedWorkerKeys],
         dependsOn: [...files.map((f) => f.path), ...database.steps.map((step) => step.name)],
     });
     return combine({ files, steps: [] }, database, web);
