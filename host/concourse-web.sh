@@ -88,7 +88,7 @@ reload_keys() {
 
 ensure() {
   [ -n "$port" ] || die "--port is required"
-  "$INSTALL" ensure "${release[@]}" >/dev/null
+  bash "$INSTALL" ensure "${release[@]}" >/dev/null
   local stamp="$STATE_DIR/${unit}.sha256" sum keys_changed=no
   if join_keys; then keys_changed=yes; fi
   sum=$(cat "${watch[@]}" "$STATE_DIR/concourse.installed" | sha256sum | cut -d' ' -f1)
@@ -121,7 +121,7 @@ remove() {
   rm -f "$STATE_DIR/${unit}.sha256"
   # The joined keys are this script's file; the key files are their owners'.
   if [ -n "$keys" ]; then rm -f "$keys"; fi
-  "$INSTALL" remove
+  bash "$INSTALL" remove
 }
 
 case "$action" in

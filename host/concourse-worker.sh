@@ -32,11 +32,12 @@ die() { echo "concourse-worker: $*" >&2; exit 1; }
 say() { echo "concourse-worker: $*"; }
 
 action=${1:-}; shift || true
-release=(); unit=""; env_file=""; watch=(); retire_timeout=120
+release=(); version=""; unit=""; env_file=""; watch=(); retire_timeout=120
 wrap_installer=""; wrapper=""; wrapper_sha=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --version|--url|--sha256|--archive) release+=("$1" "$2"); shift 2 ;;
+    --version) version=$2; release+=("$1" "$2"); shift 2 ;;
+    --url|--sha256|--archive) release+=("$1" "$2"); shift 2 ;;
     --unit) unit=$2; shift 2 ;;
     --env) env_file=$2; shift 2 ;;
     --watch) watch+=("$2"); shift 2 ;;
@@ -96,7 +97,7 @@ remember_ip_forward() {
 
 ensure() {
   [ -n "$env_file" ] || die "--env is required"
-  "$INSTALL" ensure "${release[@]}" >/dev/null
+  bash "$INSTALL" ensure "${release[@]}" >/dev/null
   wrap_concourse_runc
   hold_host_containerd
   remember_ip_forward
@@ -110,7 +111,7 @@ ensure() {
     systemctl restart "$unit"
     echo "$sum" >"$stamp"
   fi
-  say "${unit} is running"
+  say "${unit} is running Concourse ${version}"
 }
 
 # Asks the TSA to retire this worker; the worker process exits once the web has let it go.
@@ -180,10 +181,14 @@ clean_network() {
       iptables -t "$table" -X "$chain" 2>/dev/null || true
     done
   done
-  if [ -f "$STATE_DIR/ip_forward.before" ]; then
-    cat "$STATE_DIR/ip_forward.before" >/proc/sys/net/ipv4/ip_forward 2>/dev/null || true
-    rm -f "$STATE_DIR/ip_forward.before"
-  fi
+}
+
+# Puts back the value remember_ip_forward saw, with or without iptables on the host.
+restore_ip_forward() {
+  local saved="$STATE_DIR/ip_forward.before"
+  [ -f "$saved" ] || return 0
+  cat "$saved" >/proc/sys/net/ipv4/ip_forward 2>/dev/null || true
+  rm -f "$saved"
 }
 
 work_dir() {
@@ -200,10 +205,11 @@ remove() {
   clean_containers
   unmount_below "$dir"
   clean_network
+  restore_ip_forward
   if [ -n "$dir" ]; then rm -rf "$dir"; fi
   release_host_containerd
   unwrap_concourse_runc
-  "$INSTALL" remove
+  bash "$INSTALL" remove
 }
 
 case "$action" in

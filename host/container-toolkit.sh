@@ -88,10 +88,13 @@ ensure() {
   command -v apt-get >/dev/null 2>&1 || die "${package} ${version} is pinned but ${current:-nothing} is installed, and this host has no apt-get"
   full=$(offered_version)
   if [ -z "$full" ] && [ -n "$apt_source" ]; then
-    "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
+    bash "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
     full=$(offered_version)
   fi
-  [ -n "$full" ] || die "${package} ${version} is pinned but no apt source offers it (installed: ${current:-none})${apt_source:+; nor does the vendor repository in $apt_source}"
+  if [ -z "$full" ]; then
+    if [ -n "$apt_source" ]; then die "${package} ${version} is pinned but no apt source offers it (installed: ${current:-none}); nor does the vendor repository in ${apt_source}"; fi
+    die "${package} ${version} is pinned but no apt source offers it (installed: ${current:-none}); add the vendor's repository to the host's apt sources, or pin a version they offer"
+  fi
   mkdir -p "$STATE_DIR"
   # Recorded first: an interrupted install is still undone by "remove".
   echo "$package" > "$STATE_DIR/toolkit-package"

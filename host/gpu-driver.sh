@@ -85,7 +85,7 @@ ensure() {
   command -v apt-get >/dev/null 2>&1 || die "driver ${version} is pinned but ${running:-no driver} is loaded, and this host has no apt-get to install it"
   local spec
   if ! spec=$(apt_candidate) && [ -n "$apt_source" ]; then
-    "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
+    bash "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
   fi
   spec=${spec:-$(apt_candidate)} || die "driver ${version} is pinned but ${running:-no driver} is loaded, and no apt package offers ${version}; add the vendor's repository or preinstall the driver"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$spec"

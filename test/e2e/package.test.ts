@@ -36,7 +36,14 @@ export const tags = worker.tags;
 const MOCKED = `const pulumi = require("@pulumi/pulumi");
 const types = [];
 pulumi.runtime.setMocks({
-    newResource: (args) => { types.push(args.type + "::" + args.name); return { id: args.name + "-id", state: args.inputs }; },
+    newResource: (args) => {
+        types.push(args.type + "::" + args.name);
+        // A mock must give the outputs the program uses: the worker's generated key among them.
+        const generated = args.type === "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret"
+            ? { value: "-----BEGIN RSA PRIVATE KEY-----\\nmock\\n-----END RSA PRIVATE KEY-----\\n", publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock" }
+            : {};
+        return { id: args.name + "-id", state: { ...args.inputs, ...generated } };
+    },
     call: (args) => args.inputs,
 }, "consumer", "mocks", false);
 pulumi.runtime.setConfig("consumer:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\\nmock\\n-----END OPENSSH PRIVATE KEY-----");

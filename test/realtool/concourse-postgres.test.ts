@@ -6,6 +6,7 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
+import { shellQuote } from "../../components/lib/host/steps";
 import { ensureLxdTools, REPO, TestDaemon, tmpFolder } from "./lxd-support";
 
 const INSTANCE = "gw-pg";
@@ -38,7 +39,7 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
     };
     const args = "--database 'atc db' --user 'ci-user'";
     /** Logs in as the web would (TCP on 127.0.0.1 with the password); prints the database's name. */
-    const login = (password: string) => sh(`PGPASSWORD=${JSON.stringify(password)} psql -h 127.0.0.1 -U ci-user -d 'atc db' -tAc 'select current_database()'`);
+    const login = (password: string) => sh(`PGPASSWORD=${shellQuote(password)} psql -h 127.0.0.1 -U ci-user -d 'atc db' -tAc 'select current_database()'`);
 
     it("ensure starts PostgreSQL and makes the role and database the web logs in with", () => {
         secrets("p'w\"$x");

@@ -495,12 +495,12 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         }
 
         /** The worker's unit and env files, watched for restarts. */
-        function workerFiles(h: FakeHost): { unit: string; env: string; watch: string[] } {
+        function workerFiles(h: FakeHost): { unit: string; env: string; flags: string[] } {
             const unit = path.join(h.dir, UNIT);
             const env = path.join(h.dir, "worker.env");
             fs.writeFileSync(unit, "[Service]\nExecStart=/usr/local/concourse/bin/concourse worker --tag=gpu\n");
             fs.writeFileSync(env, "CONCOURSE_RUNTIME=containerd\n");
-            return { unit, env, watch: ["--watch", unit, "--watch", env] };
+            return { unit, env, flags: ["--env", env, "--watch", unit, "--watch", env] };
         }
 
         /** install-runc-wrapper.sh as the host has it (0755), recording what runc holds after a remove. */
@@ -539,7 +539,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         it("unpacks the release into the prefix; restarts on the first run, then only when a watched file changed", () => {
             const h = new FakeHost("cw-archive");
             const files = workerFiles(h);
-            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.watch];
+            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags];
             assert.match(h.ok("concourse-worker.sh", args).stdout, /concourse-worker\.service is running Concourse 7\.11\.2/);
             assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/);
             assert.strictEqual(sha256(runc(h)), runcSha);
@@ -571,9 +571,9 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         it("a new release replaces the binaries and restarts the worker, with no watched file changed", () => {
             const h = new FakeHost("cw-upgrade");
             const files = workerFiles(h);
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.watch]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags]);
             h.resetLog();
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--archive", v2, "--unit", UNIT, ...files.watch]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--archive", v2, "--unit", UNIT, ...files.flags]);
             assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.12\.0/);
             assert.deepStrictEqual(fs.readdirSync(h.prefix), ["concourse"]);
             assert.deepStrictEqual(h.restarts(), [`systemctl restart ${UNIT}`], "the running worker still runs the old binary");
@@ -583,7 +583,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const h = new FakeHost("cw-url");
             const files = workerFiles(h);
             const url1 = `file://${v1}`;
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.watch]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
             const curls = h.calls("curl");
             assert.strictEqual(curls.length, 1);
             assert.match(curls[0], new RegExp(`^curl -fsSL --retry 3 -o ${h.tmp}/\\S+/concourse\\.tgz ${url1}$`));
@@ -591,18 +591,18 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.strictEqual(sha256(runc(h)), runcSha);
 
             h.resetLog();
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.watch]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
             assert.deepStrictEqual(h.calls("curl"), [], "an installed release is not downloaded again");
             assert.deepStrictEqual(h.restarts(), []);
 
             h.resetLog();
             const wrong = sha256(v1);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.watch],
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.flags],
                 new RegExp(`file://${v2} does not match sha256 ${wrong}`));
             assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/, "the installed release stays");
             assert.deepStrictEqual(h.calls("systemctl"), []);
             assert.deepStrictEqual(fs.readdirSync(h.tmp), [], "the download is cleaned up");
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--unit", UNIT], /--url needs --sha256/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--unit", UNIT, "--env", files.env], /--url needs --sha256/);
         });
 
         it("--wrap-runc puts the wrapper in Concourse's runc and keeps the real one aside; remove restores it byte for byte", () => {
@@ -610,7 +610,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const files = workerFiles(h);
             const { shim, restored } = installerShim(h);
             const aside = path.join(h.state, "concourse-runc.real");
-            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.watch,
+            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags,
                 "--wrap-runc", shim, "--wrapper", wrapper, "--wrapper-sha256", wrapperSha];
             assert.match(h.ok("concourse-worker.sh", args).stdout, /installed the wrapper at .*concourse\/bin\/runc/);
             assert.strictEqual(sha256(runc(h)), wrapperSha);
@@ -644,23 +644,25 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const files = workerFiles(h);
             const { shim } = installerShim(h);
             const bad = "0".repeat(64);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.watch,
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags,
                 "--wrap-runc", shim, "--wrapper", wrapper, "--wrapper-sha256", bad], new RegExp(`has sha256 ${wrapperSha}, expected ${bad}`));
             assert.strictEqual(sha256(runc(h)), runcSha);
             assert.ok(!fs.existsSync(path.join(h.state, "concourse-runc.real")));
             assert.deepStrictEqual(h.restarts(), []);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, "--wrap-runc", shim],
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, "--env", files.env, "--wrap-runc", shim],
                 /--wrap-runc needs --wrapper and --wrapper-sha256/);
         });
 
         it("bad input: no --unit, a missing archive, a file that is no release", () => {
             const h = new FakeHost("cw-args");
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1], /--unit is required/);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--unit", UNIT], /give --url URL --sha256 HEX or --archive PATH/);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT], /archive .*nope\.tgz is missing/);
+            const env = ["--env", workerFiles(h).env];
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, ...env], /--unit is required/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT], /--env is required/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--unit", UNIT, ...env], /give --url URL --sha256 HEX or --archive PATH/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT, ...env], /archive .*nope\.tgz is missing/);
             const notTar = path.join(h.dir, "concourse.tgz");
             fs.writeFileSync(notTar, "<html>not found</html>\n");
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", notTar, "--unit", UNIT], /concourse\.tgz is not a gzip tarball/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", notTar, "--unit", UNIT, ...env], /concourse\.tgz is not a gzip tarball/);
             assert.deepStrictEqual(fs.readdirSync(h.prefix), []);
             assert.deepStrictEqual(h.calls("systemctl"), []);
         });

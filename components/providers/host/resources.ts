@@ -66,7 +66,13 @@ function valueOf(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
 /** sha256 of what the host receives at the file's path. */
 function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
     if (file.localPath) return sha256File(file.localPath);
-    if (file.secret || file.generated) return pulumi.output(valueOf(file, o)).apply(sha256Text);
+    if (file.secret || file.generated) {
+        return pulumi.output(valueOf(file, o)).apply((value) => {
+            // Only a mocked resource leaves it unset: real ones always resolve it.
+            if (typeof value !== "string") throw new Error(`${o.prefix}: ${file.path} has no content (its value resolved to ${String(value)}; under Pulumi mocks, return the outputs of the resource that makes it)`);
+            return sha256Text(value);
+        });
+    }
     return sha256Text(file.content);
 }
 
