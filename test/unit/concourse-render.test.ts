@@ -41,10 +41,10 @@ describe("Concourse worker (render)", () => {
     });
 
     it("a TSA key known only during up is a generated file; a registration check follows the worker step", () => {
-        const rendered = renderConcourseWorker({ ...worker, tsaPublicKey: undefined, registration: { url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120 } });
+        const rendered = renderConcourseWorker({ ...worker, tsaPublicKey: undefined, registration: { url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120, task: true } });
         const key = rendered.files.find((f) => f.path === "/etc/concourse/tsa_host_key.pub")!;
         assert.deepStrictEqual({ generated: key.generated, content: key.content }, { generated: "tsa-host-key.public", content: "" });
-        assert.deepStrictEqual(rendered.checks, [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: "gpu-a", tags: worker.tags, unit: "concourse-worker.service", url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120 }]);
+        assert.deepStrictEqual(rendered.checks, [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: "gpu-a", tags: worker.tags, unit: "concourse-worker.service", url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120, task: true }]);
         assert.ok(rendered.files.some((f) => f.path === "/usr/local/lib/gpu-workers/concourse-install.sh"), "the installer the worker script runs comes along");
     });
 });

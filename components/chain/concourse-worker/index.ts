@@ -66,7 +66,7 @@ export class ConcourseWorker extends HostStepsComponent {
             "worker-registration": (checkName, check, after, checkOpts) => {
                 if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
                 return new WorkerRegistration(checkName, {
-                    worker: check.worker, tags: check.tags, team: check.team, unit: check.unit, timeoutSeconds: check.timeoutSeconds,
+                    worker: check.worker, tags: check.tags, team: check.team, unit: check.unit, timeoutSeconds: check.timeoutSeconds, task: check.task,
                     api: pulumi.output(args.webPassword).apply((password) => ({ url: check.url, username: check.username, password })),
                     connection: args.connection,
                     converged: after.stdout,

@@ -101,6 +101,12 @@ export interface GpuWorkerArgs {
         /** MTU of the containers' network. Default: the MTU of the host's outbound interface (a host without a network needs it set). */
         networkMtu?: number;
         /**
+         * Where the registration is checked (`web` or `registration`), also run one task tagged
+         * with the worker's tags through the web (a one-off build on the image of Concourse's
+         * bundled mock resource, up to 300 s) and fail the up unless it succeeds. Default: true.
+         */
+        taskCheck?: boolean;
+        /**
          * The web of the same stack (ConcourseWeb's `forWorkers()`): the TSA's host, port and key
          * come from it unless given here, the worker converges after it, and its registration is checked there.
          */

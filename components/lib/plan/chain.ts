@@ -94,7 +94,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             binary: host.concourse.binary,
             containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
-            ...(host.registration ? { registration: host.registration } : {}),
+            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
         };

@@ -79,6 +79,12 @@ export const settingsSchema = z.strictObject({
         userNamespace: z.boolean({ error: "expected true or false" }).optional(),
         /** MTU of the containers' network; needed where the host has no network route to detect it from. */
         networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional(),
+        /**
+         * Where the registration is checked: then also run one task tagged with the worker's tags
+         * through the web (a one-off build on the mock resource's image) and fail the up unless it
+         * succeeds. Default: true.
+         */
+        taskCheck: z.boolean({ error: "expected true or false" }).optional(),
     }),
 });
 

@@ -37,8 +37,11 @@ export interface ConcourseWorkerSettings {
      * containerd setting can reach them. The installer script comes with this component.
      */
     wrapRunc?: { wrapper: string; sha256: string };
-    /** Where to check, after the worker step, that the web lists the worker as planned (the password comes at `up`). */
-    registration?: { url: string; username: string; timeoutSeconds: number };
+    /**
+     * Where to check, after the worker step, that the web lists the worker as planned (the
+     * password comes at `up`); with `task`, a task tagged with the worker's tags then runs there.
+     */
+    registration?: { url: string; username: string; timeoutSeconds: number; task: boolean };
 }
 
 export const CONCOURSE_UNIT = "concourse-worker.service";
