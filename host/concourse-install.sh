@@ -3,9 +3,15 @@
 #   concourse-install.sh ensure --version V (--url URL --sha256 HEX | --archive PATH)
 #   concourse-install.sh check  --version V (--url URL --sha256 HEX | --archive PATH)
 #   concourse-install.sh remove
+#   concourse-install.sh start --unit NAME --watch FILE...
+#   concourse-install.sh stop  --unit NAME
 # The archive is Concourse's release tarball (concourse/bin/concourse inside). A release is
 # unpacked once: a marker records its version and checksum, and ensure does nothing while the
 # marker and the binary are there. It prints "changed" when it unpacked a release.
+#
+# start enables the unit (web or worker) and restarts it when a watched file or the installed
+# release changed since it last started it, or when the unit is not running; it prints
+# "restarted" when it did. stop disables and stops the unit and forgets what it started.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
@@ -15,13 +21,15 @@ MARKER="$STATE_DIR/concourse.installed"
 die() { echo "concourse-install: $*" >&2; exit 1; }
 
 action=${1:-}; shift || true
-version=""; url=""; sha=""; archive=""
+version=""; url=""; sha=""; archive=""; unit=""; watch=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --version) version=$2; shift 2 ;;
     --url) url=$2; shift 2 ;;
     --sha256) sha=$2; shift 2 ;;
     --archive) archive=$2; shift 2 ;;
+    --unit) unit=$2; shift 2 ;;
+    --watch) watch+=("$2"); shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -78,9 +86,33 @@ remove() {
   fi
 }
 
+start() {
+  [ -n "$unit" ] || die "--unit is required"
+  [ -f "$MARKER" ] || die "no Concourse release is installed: ensure comes first"
+  local stamp="$STATE_DIR/${unit}.sha256" sum
+  # The marker (version + archive checksum) counts too: a new release must restart the unit,
+  # which otherwise keeps running the old, deleted binary.
+  sum=$(cat "${watch[@]}" "$MARKER" | sha256sum | cut -d' ' -f1)
+  systemctl daemon-reload
+  systemctl enable "$unit" >/dev/null 2>&1
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
+    systemctl restart "$unit"
+    echo "$sum" >"$stamp"
+    echo restarted
+  fi
+}
+
+stop() {
+  [ -n "$unit" ] || die "--unit is required"
+  systemctl disable --now "$unit" >/dev/null 2>&1 || true
+  rm -f "$STATE_DIR/${unit}.sha256"
+}
+
 case "$action" in
   ensure) ensure ;;
   check) check ;;
   remove) remove ;;
-  *) die "usage: concourse-install.sh ensure|check|remove ..." ;;
+  start) start ;;
+  stop) stop ;;
+  *) die "usage: concourse-install.sh ensure|check|remove|start|stop ..." ;;
 esac

@@ -4,9 +4,9 @@
 #                           --port N [--address IP] --keys-dir DIR --keys FILE --watch FILE...
 #   concourse-web.sh remove --unit NAME [--keys FILE]
 #   concourse-web.sh admit|dismiss --key FILE --keys-dir DIR --keys FILE --unit NAME --port N [--address IP]
-# ensure: the release goes in with concourse-install.sh (beside this script). The unit is
-# restarted only when a watched file (unit, env files, keys of its own) or the release changed,
-# and ensure returns once the web answers on ADDRESS:PORT (default 127.0.0.1), or fails after
+# ensure: the release goes in, and the unit starts, with concourse-install.sh (beside this
+# script): restarted only when a watched file (unit, env files, keys of its own) or the release
+# changed; ensure returns once the web answers on ADDRESS:PORT (default 127.0.0.1), or fails after
 # 120s with the unit's last log lines.
 #
 # The TSA's authorized keys (--keys) are every *.pub of --keys-dir, in name order: each worker
@@ -16,7 +16,6 @@
 # admit joins the keys again and tells a running web; dismiss first removes the worker's --key.
 set -euo pipefail
 
-STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 INSTALL="$HERE/concourse-install.sh"
 
@@ -30,7 +29,7 @@ while [ $# -gt 0 ]; do
     --unit) unit=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --address) address=$2; shift 2 ;;
-    --watch) watch+=("$2"); shift 2 ;;
+    --watch) watch+=("$1" "$2"); shift 2 ;;
     --keys-dir) keys_dir=$2; shift 2 ;;
     --keys) keys=$2; shift 2 ;;
     --key) key=$2; shift 2 ;;
@@ -89,16 +88,10 @@ reload_keys() {
 ensure() {
   [ -n "$port" ] || die "--port is required"
   bash "$INSTALL" ensure "${release[@]}" >/dev/null
-  local stamp="$STATE_DIR/${unit}.sha256" sum keys_changed=no
+  local keys_changed=no
   if join_keys; then keys_changed=yes; fi
-  sum=$(cat "${watch[@]}" "$STATE_DIR/concourse.installed" | sha256sum | cut -d' ' -f1)
-  systemctl daemon-reload
-  systemctl enable "$unit" >/dev/null 2>&1
-  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
-    systemctl restart "$unit"
-    echo "$sum" >"$stamp"
-    keys_changed=no
-  fi
+  # A web that (re)started has read the keys as they are now.
+  if [ "$(bash "$INSTALL" start --unit "$unit" "${watch[@]}")" = restarted ]; then keys_changed=no; fi
   wait_until_answering
   if [ "$keys_changed" = yes ]; then reload_keys; fi
   echo "concourse-web: ${unit} answers on ${address}:${port}"
@@ -117,8 +110,7 @@ dismiss() {
 }
 
 remove() {
-  systemctl disable --now "$unit" >/dev/null 2>&1 || true
-  rm -f "$STATE_DIR/${unit}.sha256"
+  bash "$INSTALL" stop --unit "$unit"
   # The joined keys are this script's file; the key files are their owners'.
   if [ -n "$keys" ]; then rm -f "$keys"; fi
   bash "$INSTALL" remove

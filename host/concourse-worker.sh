@@ -5,9 +5,9 @@
 #                              --env FILE --watch FILE... [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX]
 #   concourse-worker.sh remove --unit NAME --env FILE [--wrap-runc INSTALLER] [--retire-timeout SECONDS]
 #
-# ensure: the release goes in with concourse-install.sh (beside this script). The unit is
-# restarted only when a watched file (unit, env, keys, containerd config) or the release
-# changed. Concourse starts its own containerd on /run/containerd/containerd.sock, so the
+# ensure: the release goes in, and the unit starts, with concourse-install.sh (beside this
+# script): restarted only when a watched file (unit, env, keys, containerd config) or the
+# release changed. Concourse starts its own containerd on /run/containerd/containerd.sock, so the
 # distribution's containerd service, which would hold that socket, is stopped and disabled
 # (how it was is recorded and put back on remove). Concourse's containerd runs the first runc
 # on PATH, its own bin folder's, for the containers it creates without runtime options; no
@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     --url|--sha256|--archive) release+=("$1" "$2"); shift 2 ;;
     --unit) unit=$2; shift 2 ;;
     --env) env_file=$2; shift 2 ;;
-    --watch) watch+=("$2"); shift 2 ;;
+    --watch) watch+=("$1" "$2"); shift 2 ;;
     --wrap-runc) wrap_installer=$2; shift 2 ;;
     --wrapper) wrapper=$2; shift 2 ;;
     --wrapper-sha256) wrapper_sha=$2; shift 2 ;;
@@ -101,16 +101,7 @@ ensure() {
   wrap_concourse_runc
   hold_host_containerd
   remember_ip_forward
-  local stamp="$STATE_DIR/${unit}.sha256" sum
-  # The install marker (version + archive checksum) counts too: a new release must restart
-  # the worker, which otherwise keeps running the old, deleted binary.
-  sum=$(cat "${watch[@]}" "$STATE_DIR/concourse.installed" | sha256sum | cut -d' ' -f1)
-  systemctl daemon-reload
-  systemctl enable "$unit" >/dev/null 2>&1
-  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
-    systemctl restart "$unit"
-    echo "$sum" >"$stamp"
-  fi
+  bash "$INSTALL" start --unit "$unit" "${watch[@]}" >/dev/null
   say "${unit} is running Concourse ${version}"
 }
 
@@ -200,8 +191,7 @@ remove() {
   local dir
   dir=$(work_dir)
   retire
-  systemctl disable --now "$unit" >/dev/null 2>&1 || true
-  rm -f "$STATE_DIR/${unit}.sha256"
+  bash "$INSTALL" stop --unit "$unit"
   clean_containers
   unmount_below "$dir"
   clean_network
