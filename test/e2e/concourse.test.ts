@@ -55,6 +55,13 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         run: { path: "sh", args: ["-ec", script] },
     });
 
+    /** What the registration check is given for the bm worker, but for what each test asks. */
+    const checkInputs = () => {
+        const ssh = (bmHost.transport as { ssh: { hostKey: string } }).ssh;
+        const connection = { host: "127.0.0.1", port: PORTS.bm, user: "root", privateKey: Object.values(bmSecrets)[0], hostKey: ssh.hostKey };
+        return { api: { url: web.url, username: web.username, password: web.password }, unit: "concourse-worker.service", converged: "", connection };
+    };
+
     before(async () => {
         env = ensureEngine(path.join(root, "state"));
         lxd.start();
@@ -143,18 +150,14 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     });
 
     it("the registration check reports what the web says: an absent worker, other tags, with the worker's log", async () => {
-        const ssh = (bmHost.transport as { ssh: { hostKey: string } }).ssh;
-        const connection = { host: "127.0.0.1", port: PORTS.bm, user: "root", privateKey: Object.values(bmSecrets)[0], hostKey: ssh.hostKey };
-        const base = { api: { url: web.url, username: web.username, password: web.password }, unit: "concourse-worker.service", timeoutSeconds: 3, converged: "", connection, task: false };
+        const base = { ...checkInputs(), timeoutSeconds: 3, task: false };
         await assert.rejects(checkRegistration({ ...base, worker: "nobody", tags: [] }), /the web lists no worker nobody \(it lists: .*bm.*\)/);
         await assert.rejects(checkRegistration({ ...base, worker: "bm", tags: ["e2e", "gpu"] }),
             /worker bm: its tags are \[e2e, bm\], expected \[e2e, gpu\] \(after waiting 3s\)\nlast lines of concourse-worker\.service on 127\.0\.0\.1:2394:\n[\s\S]*"source":"worker"/);
     });
 
     it("the task check runs a task with the worker's tags through the web, and the build shows in fly", async () => {
-        const ssh = (bmHost.transport as { ssh: { hostKey: string } }).ssh;
-        const connection = { host: "127.0.0.1", port: PORTS.bm, user: "root", privateKey: Object.values(bmSecrets)[0], hostKey: ssh.hostKey };
-        const r = await checkRegistration({ api: { url: web.url, username: web.username, password: web.password }, unit: "concourse-worker.service", timeoutSeconds: 30, converged: "", connection, worker: "bm", tags: ["e2e", "bm"], task: true });
+        const r = await checkRegistration({ ...checkInputs(), timeoutSeconds: 30, worker: "bm", tags: ["e2e", "bm"], task: true });
         const outs = r.outs as { taskBuild: number; taskWorker: string; taskOutput: string };
         assert.strictEqual(outs.taskWorker, "bm", "only bm has its tags");
         assert.match(outs.taskOutput, /gpu-workers: the task check ran/);
