@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { Transport } from "../components/lib/host/transport";
 import { localDatabaseSchema, webSettingsSchema } from "../components/lib/plan/web-settings";
 import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostName, lxdTransportFields, secretRef, SshTransport, sshTransportSchema } from "./schema";
+import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
     // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
@@ -35,6 +35,8 @@ export const externalDatabaseSchema = z.strictObject({
 export const webSchema = webSettingsSchema.extend({
     /** DNS label; names every resource of the web. */
     name: hostName,
+    /** The web's name before a rename in the stack: its resources keep their state under the new name. */
+    renamedFrom,
     transport: webTransportSchema,
     /** Default: defaults.concourse.version. */
     version: version.optional(),

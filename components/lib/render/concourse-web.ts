@@ -142,7 +142,9 @@ export function renderWorkerAdmission(worker: string, web: WebKeysTarget): Rende
         args: ["--key", key, ...keysArgs(web)],
         dependsOn: [key],
     });
-    return combine({ files: [{ path: key, mode: "0644", content: "", generated: "worker-key.public" }], steps: [] }, admit);
+    // One admission per worker key on the web's host.
+    const steps = admit.steps.map((step) => ({ ...step, slot: `${step.name}:${key}` }));
+    return combine({ files: [{ path: key, mode: "0644", content: "", generated: "worker-key.public" }], steps: [] }, { ...admit, steps });
 }
 
 export function renderWebUnit(): string {
