@@ -75,7 +75,10 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
             ...(binary ? { binary: releaseFrom(binary, baseDir) } : {}),
             ...(route.tsaHost ? { tsaHost: route.tsaHost, tsaPort: route.tsaPort } : {}),
             ...(workerKeySecret ? { workerPrivateKey: secret(workerKeySecret) } : {}),
-            ...(registration ? { registration: { url: registration.url, username: registration.username, password: secret(registration.passwordSecret), timeoutSeconds: registration.timeoutSeconds } } : {}),
+            ...(registration ? { registration: {
+                url: registration.url, username: registration.username, password: secret(registration.passwordSecret), timeoutSeconds: registration.timeoutSeconds,
+                ...(registration.caSecret ? { ca: secret(registration.caSecret) } : {}),
+            } } : {}),
             ...(web ? { web: web.forWorkers } : {}),
         },
     };
@@ -83,9 +86,10 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
 
 /** The stack's web as ConcourseWeb's arguments (the stack's workers admit themselves). */
 export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): ConcourseWebArgs {
-    const { name: _name, renamedFrom: _renamed, transport, binary, version, postgres, ...settings } = web;
+    const { name: _name, renamedFrom: _renamed, transport, binary, version, postgres, tls, ...settings } = web;
     return {
         ...settings,
+        ...(tls ? { tls: { certificate: secret(tls.certificateSecret), key: secret(tls.keySecret), ...(tls.caSecret ? { ca: secret(tls.caSecret) } : {}) } } : {}),
         version: version!,
         binary: releaseFrom(binary!, baseDir),
         postgres: "external" in postgres

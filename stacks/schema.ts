@@ -107,6 +107,8 @@ export const settingsSchema = workerSettingsSchema.extend({
             username: z.string().min(1),
             passwordSecret: secretRef,
             timeoutSeconds: z.number().int().positive().default(120),
+            /** For an https web: the config key whose secret value is its certificate (PEM) or CA, the only one trusted. */
+            caSecret: secretRef.optional(),
         }).optional(),
     }),
 });

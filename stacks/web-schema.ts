@@ -42,6 +42,11 @@ export const webSchema = webSettingsSchema.extend({
     version: version.optional(),
     /** The release tarball. Default: defaults.concourse.binary (the workers' release). */
     binary: workerSettingsSchema.shape.concourse.shape.binary,
+    /**
+     * HTTPS for the web: the config keys whose secret values are its certificate (PEM, with its
+     * chain) and key, and optionally the CA the checks trust instead of the certificate itself.
+     */
+    tls: z.strictObject({ certificateSecret: secretRef, keySecret: secretRef, caSecret: secretRef.optional() }).optional(),
     postgres: z.union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], { error: "expected {local: {...}} or {external: {...}}" })
         .default({ local: { database: "atc", user: "concourse" } }),
 });
