@@ -61,6 +61,7 @@ function main(): void {
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
         for (const p of manifest.partitions ?? []) console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
         if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
+        for (const warning of manifest.warnings ?? []) console.log(`  WARNING: ${warning}`);
         for (const file of manifest.files.filter((f) => f.sha256 === MISSING_PLACEHOLDER)) {
             console.log(`  note: ${file.path} is uploaded from ${file.uploadedFrom}, which is not there yet (pulumi up would stop on it)`);
         }

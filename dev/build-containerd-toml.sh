@@ -29,9 +29,10 @@ if [ -z "$go_bin" ]; then
   echo "build-containerd-toml: Go is not installed (no 'go' on PATH nor /usr/local/go/bin/go); containerd-toml/ needs Go 1.19 or newer to build" >&2
   exit 1
 fi
-if [ -z "${GOCACHE:-}" ] && [ -z "${HOME:-}" ] && [ -z "${XDG_CACHE_HOME:-}" ]; then
-  export GOCACHE=/tmp/gpu-workers-go-cache GOMODCACHE=/tmp/gpu-workers-go-mod
-fi
+# go needs a build cache and a module cache; a service environment may have no HOME to put them in.
+# shellcheck source-path=SCRIPTDIR source=go-caches.sh
+. "$root/dev/go-caches.sh"
+go_private_caches "$root"
 
 mkdir -p "$(dirname "$output")"
 tmp="$output.tmp.$$"

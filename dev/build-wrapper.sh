@@ -51,9 +51,9 @@ if ! command -v "$cc" >/dev/null 2>&1 || [ "$libc_a" = libc.a ] || [ ! -f "$libc
 fi
 
 # go needs a build cache; a service environment may have no HOME to put it in.
-if [ -z "${GOCACHE:-}" ] && [ -z "${HOME:-}" ] && [ -z "${XDG_CACHE_HOME:-}" ]; then
-  export GOCACHE=/tmp/gpu-workers-go-cache
-fi
+# shellcheck source-path=SCRIPTDIR source=go-caches.sh
+. "$root/dev/go-caches.sh"
+go_private_caches "$root"
 
 # A variant's paths reach front.c as -D definitions, which cgo splits on spaces.
 cflags=""

@@ -27,6 +27,14 @@ if [ -z "$database" ] || [ -z "$user" ]; then die "--database and --user are req
 # psql as the postgres superuser; SQL on stdin, values passed as psql variables (never spliced).
 as_postgres() { runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 
+# The password as a psql \set line, quoted for psql (a backslash and a quote escaped): it goes
+# to psql on stdin, so no process's command line (what ps shows every user) ever holds it.
+password_line() {
+  local quoted=${1//\\/\\\\}
+  quoted=${quoted//\'/\\\'}
+  printf '\\set pw '"'"'%s'"'"'\n' "$quoted"
+}
+
 ensure_server() {
   if ! command -v pg_ctlcluster >/dev/null 2>&1; then
     command -v apt-get >/dev/null 2>&1 || die "PostgreSQL is not installed and there is no apt-get to install it"
@@ -49,10 +57,13 @@ ensure() {
   password=$(sed -n 's/^CONCOURSE_POSTGRES_PASSWORD=//p' "$secrets" | tail -n 1)
   [ -n "$password" ] || die "${secrets} has no CONCOURSE_POSTGRES_PASSWORD"
   ensure_server
-  as_postgres -v role="$user" -v pw="$password" <<'SQL'
+  {
+    password_line "$password"
+    cat <<'SQL'
 SELECT format('CREATE ROLE %I LOGIN', :'role') WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'role') \gexec
 ALTER ROLE :"role" WITH LOGIN PASSWORD :'pw';
 SQL
+  } | as_postgres -v role="$user"
   as_postgres -v role="$user" -v db="$database" <<'SQL'
 SELECT format('CREATE DATABASE %I OWNER %I', :'db', :'role') WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = :'db') \gexec
 SQL

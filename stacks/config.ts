@@ -44,7 +44,7 @@ export const NO_HOSTS_PROBLEM = "hosts: the list is empty, so pulumi up would de
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
-const HOST_KEYS = new Set<string>(["name", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
+const HOST_KEYS = new Set<string>(["name", "renamedFrom", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
 /** What a shared board itself may set: it is no worker, so worker settings belong on its workers. */
 const BOARD_OWN_SETTINGS = new Set(["fabricManager", "verify"]);
 
@@ -104,7 +104,7 @@ function pickSettings(layer: Record<string, unknown>): Record<string, unknown> {
 
 interface ParsedHost {
     /** Name, transport and inventory, when they parsed (a board's worker has no inventory of its own). */
-    entry?: Pick<HostConfig, "name" | "transport"> & { inventory?: HostConfig["inventory"] };
+    entry?: Pick<HostConfig, "name" | "renamedFrom" | "transport"> & { inventory?: HostConfig["inventory"] };
     /** Settings with defaults applied and the reported bad fields left out, when the rest parsed. */
     settings?: Settings;
     /** Setting paths reported in the defaults or on this host. */
@@ -142,10 +142,11 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     } else {
         const parsed = hostEntrySchema.safeParse({
             name: raw.name,
+            renamedFrom: raw.renamedFrom,
             transport: raw.transport,
             inventory: Object.fromEntries(INVENTORY_KEYS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
         }, { reportInput: true });
-        if (parsed.success) entry = { name: parsed.data.name, transport: parsed.data.transport, inventory: parsed.data.inventory };
+        if (parsed.success) entry = { name: parsed.data.name, ...(parsed.data.renamedFrom ? { renamedFrom: parsed.data.renamedFrom } : {}), transport: parsed.data.transport, inventory: parsed.data.inventory };
         else {
             // Inventory fields sit directly on the host, so drop the internal "inventory" segment.
             problems.push(...parsed.error.issues.map((issue) => {
@@ -200,6 +201,9 @@ function isBoard(settings: Settings | undefined): boolean {
 function roleProblems(raw: Record<string, unknown>, prefix: string, entry: ParsedHost["entry"], settings: Settings, boardWorker: boolean): string[] {
     const problems: string[] = [];
     const lxd = entry && "lxd" in entry.transport ? entry.transport.lxd : undefined;
+    if (raw.renamedFrom !== undefined && (boardWorker || isBoard(settings))) {
+        problems.push(`${prefix}.renamedFrom: only for a host that is a worker of its own (or the web); a shared board and its workers keep their names`);
+    }
     if (boardWorker) {
         if (entry && lxd?.type !== "virtual-machine") problems.push(`${prefix}.transport: a board's worker is an LXD virtual machine on the board (lxd: {type: virtual-machine, network, address, ...}): its GPUs are whole PCI devices`);
         return problems;
@@ -228,6 +232,7 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
         if (first !== undefined) problems.push(`hosts[${i}].name: ${entry.name} is already used by hosts[${first}]`);
         else seen.set(entry.name, i);
     });
+    problems.push(...sameMachineProblems(hosts), ...renameProblems(hosts));
     const ports = new Map<string, number>();
     hosts.forEach(({ entry }, i) => {
         const lxd = entry?.transport.lxd;
@@ -251,6 +256,45 @@ function crossHostProblems(hosts: ParsedHost[]): string[] {
         }
     });
     problems.push(...boardProblems(hosts));
+    return problems;
+}
+
+/**
+ * Two hosts of the stack on one machine (the same SSH address and port, or the same LXD instance)
+ * would each write the other's worker over, and records on the host would keep either's delete
+ * from undoing anything: refused before anything runs. (The web may share a worker's machine.)
+ */
+function sameMachineProblems(hosts: ParsedHost[]): string[] {
+    const problems: string[] = [];
+    const seen = new Map<string, number>();
+    hosts.forEach(({ entry }, i) => {
+        if (!entry) return;
+        const { ssh, lxd } = entry.transport;
+        const [key, what] = ssh
+            ? [`ssh ${ssh.host.toLowerCase()}:${ssh.port}`, `transport.ssh.host: ${ssh.host}:${ssh.port}`]
+            : [`lxd ${lxd!.server.url ?? lxd!.server.socket ?? "local"} ${lxd!.instance}`, `transport.lxd.instance: ${lxd!.instance}`];
+        const first = seen.get(key);
+        if (first !== undefined) problems.push(`hosts[${i}].${what} is the machine of hosts[${first}] too: one machine is one host of the stack`);
+        else seen.set(key, i);
+    });
+    return problems;
+}
+
+/** A rename names a host that is gone from the stack (not this one's own name, nor another's now). */
+function renameProblems(hosts: ParsedHost[]): string[] {
+    const problems: string[] = [];
+    const names = new Map(hosts.flatMap(({ entry }, i) => (entry ? [[entry.name, i] as const] : [])));
+    const claimed = new Map<string, number>();
+    hosts.forEach(({ entry }, i) => {
+        const old = entry?.renamedFrom;
+        if (!old) return;
+        const at = names.get(old);
+        if (at === i) problems.push(`hosts[${i}].renamedFrom: ${old} is this host's name already (drop renamedFrom once the renamed stack is up)`);
+        else if (at !== undefined) problems.push(`hosts[${i}].renamedFrom: ${old} is the name of hosts[${at}]; a host renamed from it must be gone from the stack`);
+        const first = claimed.get(old);
+        if (first !== undefined) problems.push(`hosts[${i}].renamedFrom: hosts[${first}] was renamed from ${old} too`);
+        else claimed.set(old, i);
+    });
     return problems;
 }
 

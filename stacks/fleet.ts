@@ -60,7 +60,7 @@ interface TsaRoute {
 
 /** One host of the stack as GpuWorker's arguments. */
 export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: string, web?: StackWeb): GpuWorkerArgs {
-    const { name: _name, transport, inventory, concourse, ...settings } = host;
+    const { name: _name, renamedFrom: _renamed, transport, inventory, concourse, ...settings } = host;
     const { workerKeySecret, registration, binary, ...concourseSettings } = concourse;
     const route = web ? tsaRoute(host, web) : {};
     return {
@@ -75,7 +75,10 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
             ...(binary ? { binary: releaseFrom(binary, baseDir) } : {}),
             ...(route.tsaHost ? { tsaHost: route.tsaHost, tsaPort: route.tsaPort } : {}),
             ...(workerKeySecret ? { workerPrivateKey: secret(workerKeySecret) } : {}),
-            ...(registration ? { registration: { url: registration.url, username: registration.username, password: secret(registration.passwordSecret), timeoutSeconds: registration.timeoutSeconds } } : {}),
+            ...(registration ? { registration: {
+                url: registration.url, username: registration.username, password: secret(registration.passwordSecret), timeoutSeconds: registration.timeoutSeconds,
+                ...(registration.caSecret ? { ca: secret(registration.caSecret) } : {}),
+            } } : {}),
             ...(web ? { web: web.forWorkers } : {}),
         },
     };
@@ -83,9 +86,10 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
 
 /** The stack's web as ConcourseWeb's arguments (the stack's workers admit themselves). */
 export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): ConcourseWebArgs {
-    const { name: _name, transport, binary, version, postgres, ...settings } = web;
+    const { name: _name, renamedFrom: _renamed, transport, binary, version, postgres, tls, ...settings } = web;
     return {
         ...settings,
+        ...(tls ? { tls: { certificate: secret(tls.certificateSecret), key: secret(tls.keySecret), ...(tls.caSecret ? { ca: secret(tls.caSecret) } : {}) } } : {}),
         version: version!,
         binary: releaseFrom(binary!, baseDir),
         postgres: "external" in postgres
@@ -106,14 +110,22 @@ export interface Fleet {
 }
 
 /**
+ * A host or web renamed in the stack: its component, and through the prefix of their names every
+ * resource under it, is aliased to the old name, so the state moves and nothing runs again.
+ */
+function renamed(from: string | undefined): pulumi.ComponentResourceOptions | undefined {
+    return from ? { aliases: [{ name: from }] } : undefined;
+}
+
+/**
  * The web first, then the workers, each admitting itself at the web and converging after it,
  * and the shared boards with theirs.
  */
 export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: string): Fleet {
     const secret: SecretLookup = (key) => config.requireSecret(key);
-    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir)) : undefined;
+    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir), renamed(stack.web.renamedFrom)) : undefined;
     const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
-    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb)));
+    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb), renamed(host.renamedFrom)));
     const boards = buildBoards(stack.boards, secret, baseDir, stackWeb);
     return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards };
 }

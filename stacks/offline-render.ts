@@ -36,6 +36,8 @@ export interface HostManifest {
     stoppedBeforeWorker?: string;
     /** For the web node: where users reach it, and its main team user. */
     web?: { externalUrl: string; username: string };
+    /** What pulumi preview and up warn about too (a web the network reaches over plain HTTP). */
+    warnings?: string[];
     /** A shared board: the partition each worker got, its module ids and the GPUs' PCI addresses. */
     partitions?: { worker: string; partition: number; modules: number[]; pci: string[] }[];
 }
@@ -88,7 +90,13 @@ export function renderPlan(plan: HostPlan): RenderedHost {
 
 export function renderWebPlan(plan: WebPlan): RenderedHost {
     const { files, contents } = renderFiles(plan.files);
-    return { manifest: { host: plan.name, transport: plan.transport, tags: [], steps: plan.steps, files, web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser } }, contents };
+    return {
+        manifest: {
+            host: plan.name, transport: plan.transport, tags: [], steps: plan.steps, files, web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser },
+            ...(plan.warnings.length > 0 ? { warnings: plan.warnings } : {}),
+        },
+        contents,
+    };
 }
 
 /** A shared board: the board host itself (no tags: it is no worker), then each of its worker VMs. */

@@ -107,6 +107,8 @@ export const settingsSchema = workerSettingsSchema.extend({
             username: z.string().min(1),
             passwordSecret: secretRef,
             timeoutSeconds: z.number().int().positive().default(120),
+            /** For an https web: the config key whose secret value is its certificate (PEM) or CA, the only one trusted. */
+            caSecret: secretRef.optional(),
         }).optional(),
     }),
 });
@@ -151,8 +153,15 @@ export const boardRefSchema = z.strictObject({
     partition: z.number({ error: "expected a partition id" }).int({ error: "expected a partition id" }).min(0, { error: "expected a partition id" }).optional(),
 }).refine((b) => b.gpus !== undefined || b.partition !== undefined, { error: "give gpus (how many) or partition (an id of the board's table)" });
 
+/**
+ * The name a host (or the web) had before a rename in the stack: its resources keep their state
+ * under the new name (Pulumi aliases), so nothing is made again or deleted on the machine.
+ */
+export const renamedFrom = hostName.optional();
+
 export const hostEntrySchema = z.object({
     name: hostName,
+    renamedFrom,
     transport: transportSchema,
     inventory: inventorySchema,
 }).catchall(z.unknown());
@@ -165,6 +174,8 @@ export type Transport = z.infer<typeof transportSchema>;
 /** One host after defaults are applied and everything is validated. */
 export interface HostConfig extends Settings {
     name: string;
+    /** The host's name before a rename (its resources are aliased to the new name). */
+    renamedFrom?: string;
     transport: Transport;
     inventory: z.infer<typeof inventorySchema>;
 }

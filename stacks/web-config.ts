@@ -58,6 +58,8 @@ export function webHostProblems(web: WebConfig | undefined, hosts: CheckedHost[]
             return;
         }
         if (host.name === web.name) problems.push(`hosts[${i}].name: ${host.name} is the web's name too`);
+        if (web.renamedFrom !== undefined && web.renamedFrom === host.name) problems.push(`web.renamedFrom: ${host.name} is the name of hosts[${i}]; a web renamed from it must be gone from the stack`);
+        if (host.renamedFrom !== undefined && host.renamedFrom === web.name) problems.push(`hosts[${i}].renamedFrom: ${web.name} is the web's name`);
         const tsa = publishedTsa(web);
         if (host.concourse.tsaHost) return;
         if (web.transport.ssh) return;

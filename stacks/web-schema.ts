@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { Transport } from "../components/lib/host/transport";
 import { localDatabaseSchema, webSettingsSchema } from "../components/lib/plan/web-settings";
 import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostName, lxdTransportFields, secretRef, SshTransport, sshTransportSchema } from "./schema";
+import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
     // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
@@ -35,11 +35,18 @@ export const externalDatabaseSchema = z.strictObject({
 export const webSchema = webSettingsSchema.extend({
     /** DNS label; names every resource of the web. */
     name: hostName,
+    /** The web's name before a rename in the stack: its resources keep their state under the new name. */
+    renamedFrom,
     transport: webTransportSchema,
     /** Default: defaults.concourse.version. */
     version: version.optional(),
     /** The release tarball. Default: defaults.concourse.binary (the workers' release). */
     binary: workerSettingsSchema.shape.concourse.shape.binary,
+    /**
+     * HTTPS for the web: the config keys whose secret values are its certificate (PEM, with its
+     * chain) and key, and optionally the CA the checks trust instead of the certificate itself.
+     */
+    tls: z.strictObject({ certificateSecret: secretRef, keySecret: secretRef, caSecret: secretRef.optional() }).optional(),
     postgres: z.union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], { error: "expected {local: {...}} or {external: {...}}" })
         .default({ local: { database: "atc", user: "concourse" } }),
 });

@@ -57,6 +57,34 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
         assert.notStrictEqual(login("p'w\"$x").status, 0, "the old password no longer works");
     });
 
+    it("no process's command line holds the password while the step sets it; quotes, $, backslashes and spaces work", () => {
+        const password = "p'w\"$x \\ y\\'z $(id) `id` :pw";
+        secrets(password);
+        // Another session holds a lock on the roles' catalog that ALTER ROLE waits for, so the step's
+        // processes stay alive, its psql holding the password, while the listing is taken.
+        const r = sh([
+            "runuser -u postgres -- psql -X -q -d postgres -c 'BEGIN; LOCK TABLE pg_catalog.pg_authid IN SHARE MODE; SELECT pg_sleep(4); COMMIT;' >/dev/null 2>&1 &",
+            "blocker=$!",
+            "sleep 1",
+            `${SCRIPT} ensure ${args} --secrets-env /etc/concourse/web-secrets.env >/tmp/step.out 2>&1 &`,
+            "step=$!",
+            // Until the step's ALTER ROLE waits for the lock (its backend shows it), then the listing.
+            "for i in $(seq 40); do runuser -u postgres -- psql -X -tAq -d postgres -c \"select count(*) from pg_stat_activity where wait_event_type = 'Lock'\" | grep -qx 1 && break; sleep 0.1; done",
+            "ps -eo pid,args > /tmp/ps.txt",
+            "wait $step; echo step=$?; wait $blocker",
+            "cat /tmp/ps.txt",
+        ].join("\n"));
+        assert.match(r.stdout, /^step=0$/m, r.stdout + r.stderr + sh("cat /tmp/step.out").stdout);
+        const listing = r.stdout.slice(r.stdout.indexOf("step=0"));
+        assert.match(listing, /concourse-postgres\.sh ensure/, "the listing was taken while the step ran");
+        assert.match(listing, /psql .*-v role=ci-user/, "with its psql waiting");
+        for (const piece of ["p'w", "y\\'z", ":pw"]) assert.ok(!listing.includes(piece), `the listing shows no part of the password (${piece}):\n${listing}`);
+        assert.strictEqual(login(password).stdout.trim(), "atc db", "the web logs in with it");
+        // Back to the password the tests after this one log in with.
+        secrets("second");
+        assert.strictEqual(sh(`${SCRIPT} ensure ${args} --secrets-env /etc/concourse/web-secrets.env`).status, 0);
+    });
+
     it("refuses a secrets file without the password, naming it", () => {
         const r = sh(`printf 'X=1\\n' > /tmp/empty.env; ${SCRIPT} ensure ${args} --secrets-env /tmp/empty.env`);
         assert.notStrictEqual(r.status, 0);

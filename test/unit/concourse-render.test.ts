@@ -114,6 +114,38 @@ describe("Concourse web (render)", () => {
         assert.deepStrictEqual(plan.steps.map((s) => s.name), ["ci-instance", "ci-postgres", "ci-concourse-web"]);
     });
 
+    it("with a certificate: HTTPS on tlsPort with the certificate and key placed (secret) and watched, an https external URL", () => {
+        const ssh = { ssh: { host: "ci.example.test", privateKey: "k", hostKey: "ssh-ed25519 A" } };
+        const tls = { certificate: "CERT", key: "KEY" };
+        const plan = planWebHost(webSpec("ci", { transport: ssh, version: "8.2.5", binary: release, tls, tlsPort: 8443 }));
+        assert.strictEqual(plan.settings.externalUrl, "https://ci.example.test:8443");
+        const env = renderWebEnv(plan.settings);
+        for (const line of ["CONCOURSE_TLS_BIND_PORT=8443", "CONCOURSE_TLS_CERT=/etc/concourse/web-tls.crt", "CONCOURSE_TLS_KEY=/etc/concourse/web-tls.key", "CONCOURSE_EXTERNAL_URL=https://ci.example.test:8443", "CONCOURSE_BIND_PORT=8080"]) {
+            assert.match(env, new RegExp(`^${line}$`, "m"));
+        }
+        const rendered = renderConcourseWeb(plan.settings);
+        assert.deepStrictEqual(rendered.files.filter((f) => f.path.includes("web-tls")).map((f) => [f.path, f.mode, f.secret]), [["/etc/concourse/web-tls.crt", "0644", true], ["/etc/concourse/web-tls.key", "0600", true]]);
+        assert.match(rendered.steps[1].create, /--watch \/etc\/concourse\/web-tls\.crt --watch \/etc\/concourse\/web-tls\.key/);
+        assert.deepStrictEqual(plan.warnings, [], "no warning: the network gets HTTPS");
+        assert.doesNotMatch(renderWebEnv(planWebHost(webSpec("ci", { transport: ssh, version: "8.2.5", binary: release })).settings), /TLS/);
+        assert.throws(() => planWebHost(webSpec("ci", { transport: ssh, version: "8.2.5", binary: release, tls, externalUrl: "http://ci.example.test" })), /externalUrl must be an https:\/\/ URL when the web has a certificate/);
+        const lxd = planWebHost(webSpec("ci", { transport: { lxd: { server: { socket: "/x" }, instance: "ci", image: "img", sshPort: 2200, publish: { web: 9443 } } }, version: "8.2.5", binary: release, tls }));
+        assert.strictEqual(lxd.settings.externalUrl, "https://127.0.0.1:9443");
+        assert.strictEqual(lxd.access.lxd!.instance.devices.web.connect, "tcp:127.0.0.1:443", "the published port is the HTTPS one");
+    });
+
+    it("warns loudly about a web the network reaches over plain HTTP, and only then; the offline render says it too", () => {
+        const ssh = (bindIp?: string) => planWebHost(webSpec("ci", { transport: { ssh: { host: "10.0.0.5", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, ...(bindIp ? { bindIp } : {}) }));
+        assert.deepStrictEqual(ssh().warnings, [
+            "web ci serves plain HTTP on 0.0.0.0 (http://10.0.0.5:8080): the main team's password, which every pulumi up's registration check and every fly login send, crosses the network in clear. " +
+            "Give the web a certificate (web.tls: certificateSecret and keySecret), or keep it on loopback (bindIp: 127.0.0.1)",
+        ]);
+        assert.deepStrictEqual(ssh("127.0.0.1").warnings, []);
+        const lxd = (sshAddress: string) => planWebHost(webSpec("ci", { transport: { lxd: { server: { socket: "/x" }, instance: "ci", image: "img", sshPort: 2200, sshAddress, publish: { web: 8080 } } }, version: "8.2.5", binary: release }));
+        assert.deepStrictEqual(lxd("127.0.0.1").warnings, [], "published on the server's loopback");
+        assert.match(lxd("192.168.1.5").warnings[0], /^web ci serves plain HTTP on 192\.168\.1\.5 \(http:\/\/192\.168\.1\.5:8080\)/);
+    });
+
     it("bad web arguments are refused with every problem", () => {
         assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
             (e: Error) => /port: expected a port number/.test(e.message) && /mainTeamUser/.test(e.message) && /postgres\.local\.user/.test(e.message));

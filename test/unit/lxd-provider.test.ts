@@ -146,6 +146,7 @@ describe("LXD client: LXD's answers", () => {
             "POST /1.0/instances/gpu-a/exec": () => asyncOp("op-exec"),
             "GET /1.0/operations/op-exec/wait?timeout=30": () => opDone(200, "", { return: 3, output: {} }),
             "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a" } }],
+            "GET /1.0/instances/taken": () => [200, { type: "sync", metadata: { name: "taken", status: "Running", config: {} } }],
             // Newer LXD: a wait that times out is an error while the operation runs on.
             "PUT /1.0/instances/slow/state": () => asyncOp("op-slow"),
             "GET /1.0/operations/op-slow/wait?timeout=30": () => lxdError(504, "context deadline exceeded"),
@@ -186,6 +187,14 @@ describe("LXD client: LXD's answers", () => {
 
     it("an unreachable daemon says where it looked", async () => {
         await assert.rejects(new LxdClient({ socket: "/nonexistent/unix.socket" }).getInstance("x"), /cannot reach LXD at \/nonexistent\/unix.socket \(ENOENT\)/);
+    });
+
+    it("an instance of the name that exists already (a renamed host's) is neither taken over nor touched: the error says to give renamedFrom", async () => {
+        const before = fake.seen.length;
+        await assert.rejects(ops.create({ ...good, name: "taken", server: { socket: fake.socket } }), {
+            message: /^lxd: instance taken already exists on the server, .*renamedFrom: <its old name>/,
+        });
+        assert.deepStrictEqual(fake.seen.slice(before), ["GET /1.0/instances/taken"], "only asked");
     });
 
     it("an ops error names the instance, the step and carries LXD's message", async () => {

@@ -13,9 +13,10 @@ const CLI = path.join(__dirname, "..", "..", "cli", "render.js");
 
 function renderStackFile(config: unknown): { status: number | null; stdout: string; stderr: string; out: string } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-"));
-    const raw = config as { defaults: unknown; hosts: unknown; allowNoHosts?: unknown };
+    const raw = config as { defaults: unknown; hosts: unknown; allowNoHosts?: unknown; web?: unknown };
     const keys: Record<string, unknown> = { "gpu-workers:defaults": raw.defaults, "gpu-workers:hosts": raw.hosts };
     if (raw.allowNoHosts !== undefined) keys["gpu-workers:allowNoHosts"] = raw.allowNoHosts;
+    if (raw.web !== undefined) keys["gpu-workers:web"] = raw.web;
     fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), stringify({ config: keys }));
     const out = path.join(dir, "out");
     const r = spawnSync("node", [CLI, "--stack", "test", "--out", out, "--project-dir", dir], { encoding: "utf8" });
@@ -91,6 +92,19 @@ describe("offline render", function () {
         assert.notStrictEqual(r.status, 0);
         assert.match(r.stderr, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
         assert.doesNotMatch(r.stderr, /at .*\.js:\d+/, "no stack trace");
+    });
+
+    it("says loudly when the web serves plain HTTP beyond loopback, in its output and manifest; not once it has a certificate", () => {
+        const { defaults } = stackWith({ name: "a", inventory: NO_GPU });
+        const ssh = { host: "10.0.0.5", privateKeySecret: "ci-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0" };
+        const plain = renderStackFile({ defaults, hosts: [], allowNoHosts: true, web: { name: "ci", transport: { ssh } } });
+        assert.strictEqual(plain.status, 0, plain.stderr);
+        assert.match(plain.stdout, /^ {2}WARNING: web ci serves plain HTTP on 0\.0\.0\.0 \(http:\/\/10\.0\.0\.5:8080\): the main team's password/m);
+        assert.match(JSON.parse(fs.readFileSync(path.join(plain.out, "ci", "manifest.json"), "utf8")).warnings[0], /plain HTTP/);
+        const tls = renderStackFile({ defaults, hosts: [], allowNoHosts: true, web: { name: "ci", transport: { ssh }, tls: { certificateSecret: "ci-cert", keySecret: "ci-key" } } });
+        assert.strictEqual(tls.status, 0, tls.stderr);
+        assert.doesNotMatch(tls.stdout, /WARNING/);
+        assert.match(fs.readFileSync(path.join(tls.out, "ci", "etc/concourse/web.env"), "utf8"), /^CONCOURSE_EXTERNAL_URL=https:\/\/10\.0\.0\.5:443$/m);
     });
 
     it("an empty hosts list is refused with a non-zero exit, unless gpu-workers:allowNoHosts is true", () => {

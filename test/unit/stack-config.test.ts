@@ -64,6 +64,38 @@ describe("stack config", () => {
         assert.deepStrictEqual(problemsOf(ports), ["hosts[1].transport.lxd.sshPort: 2201 is already used by hosts[0] on the same LXD server"]);
     });
 
+    it("refuses two hosts on one machine: one SSH address and port, or one LXD instance (the web may share a worker's)", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU }, { name: "c", inventory: NO_GPU });
+        (raw.hosts[1].transport as { ssh: { host: string } }).ssh.host = "10.0.0.10";
+        const lxd = (name: string, instance: string, sshPort: number) => ({ name, transport: { lxd: { instance, image: "debian-12", sshPort } }, vendor: "none" });
+        assert.deepStrictEqual(problemsOf({ defaults: raw.defaults, hosts: [...raw.hosts, lxd("x", "gpu-x", 2201), lxd("y", "gpu-x", 2202)] }), [
+            "hosts[1].transport.ssh.host: 10.0.0.10:22 is the machine of hosts[0] too: one machine is one host of the stack",
+            "hosts[4].transport.lxd.instance: gpu-x is the machine of hosts[3] too: one machine is one host of the stack",
+        ]);
+        const other = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU });
+        (other.hosts[1].transport as { ssh: { host: string; port?: number } }).ssh = { ...(other.hosts[1].transport as { ssh: { host: string } }).ssh, host: "10.0.0.10", port: 2222 };
+        assert.strictEqual(parseStackConfig(other).length, 2, "another port of one address is another machine (a forwarded port)");
+    });
+
+    it("renamedFrom: the host's old name, which no host of the stack has now; not for a board or its workers", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { renamedFrom: "old-a" } }, { name: "b", inventory: NO_GPU });
+        assert.strictEqual(parseStackConfig(raw)[0].renamedFrom, "old-a");
+        const bad = stackWith(
+            { name: "a", inventory: NO_GPU, extra: { renamedFrom: "a" } },
+            { name: "b", inventory: NO_GPU, extra: { renamedFrom: "c" } },
+            { name: "c", inventory: NO_GPU },
+            { name: "d", inventory: NO_GPU, extra: { renamedFrom: "c" } },
+            { name: "e", inventory: NO_GPU, extra: { renamedFrom: "Old" } },
+        );
+        assert.deepStrictEqual(problemsOf(bad), [
+            "hosts[4].renamedFrom: expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a",
+            "hosts[0].renamedFrom: a is this host's name already (drop renamedFrom once the renamed stack is up)",
+            "hosts[1].renamedFrom: c is the name of hosts[2]; a host renamed from it must be gone from the stack",
+            "hosts[3].renamedFrom: c is the name of hosts[2]; a host renamed from it must be gone from the stack",
+            "hosts[3].renamedFrom: hosts[1] was renamed from c too",
+        ]);
+    });
+
     it("an LXD worker host of its own is a container reached as root: a VM (a shared board's worker only) or another user is refused, saying why", () => {
         const vm = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", user: "ubuntu" } }, vendor: "none" };
         assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [vm] }).sort(), [

@@ -33,11 +33,20 @@ export interface ConcourseWebArgs {
     binary: ConcourseRelease;
     /** Address the web and TSA listen on. Default: "0.0.0.0" over SSH, "127.0.0.1" in an LXD instance (reached through `publish`). */
     bindIp?: string;
-    /** The web's port. Default: 8080. */
+    /** The web's port (plain HTTP; with `tls`, kept for the API on the host). Default: 8080. */
     port?: number;
+    /** The web's HTTPS port, with `tls`. Default: 443. */
+    tlsPort?: number;
+    /**
+     * Serve HTTPS with this certificate (PEM, with its chain) and key (PEM); the external URL is then
+     * https://. The registration and task checks trust exactly this certificate, or `ca` when given
+     * (the CA that signed it). Pass secrets. Default: none (plain HTTP, which the preview warns about
+     * when the web is reachable beyond loopback).
+     */
+    tls?: { certificate: pulumi.Input<string>; key: pulumi.Input<string>; ca?: pulumi.Input<string> };
     /** The TSA's port (workers register there). Default: 2222. */
     tsaPort?: number;
-    /** The URL users and fly reach the web on. Default: http://<ssh host>:<port>, or http://<sshAddress>:<publish.web> for an LXD instance. */
+    /** The URL users and fly reach the web on. Default: http://<ssh host>:<port> (https://<ssh host>:<tlsPort> with `tls`), or <sshAddress>:<publish.web> for an LXD instance. */
     externalUrl?: string;
     /** The main team's local user; its password is generated (the `password` output). Default: "admin". */
     mainTeamUser?: string;
@@ -69,6 +78,8 @@ export interface WebForWorkers {
     url: string;
     username: string;
     password: pulumi.Input<string>;
+    /** For an https web: the certificate (or its CA) the registration check trusts. */
+    ca?: pulumi.Input<string>;
     /** The web itself: a worker converges after it and is deleted (retired) before it. forWorkers() sets it. */
     resource?: pulumi.Resource;
     /** The worker admits itself there (forWorkers() sets it); without it, the web must admit the worker's key some other way. */
@@ -79,7 +90,7 @@ export class ConcourseWebArgsError extends Error {}
 
 /** The web's host and settings as planning sees them, defaults applied and checked. */
 export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
-    const { transport, version, binary, postgres, authorizedWorkerKeys: _keys, ...rest } = args;
+    const { transport, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
     const settings = webSettingsSchema.safeParse(rest);
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     let database: WebDatabase | undefined;
@@ -98,6 +109,7 @@ export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
         binary,
         settings: settings.data,
         postgres: database,
+        tls: tls !== undefined,
         transport: onTransport<SshHostTransport, LxdWebTransport, WebSpec["transport"]>(transport, {
             ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? "root", host: typeof ssh.host === "string" ? ssh.host : undefined } }),
             lxd: (lxd): { lxd: LxdWebShape } => ({
@@ -127,6 +139,8 @@ export class ConcourseWeb extends HostStepsComponent {
     public readonly password: pulumi.Output<string>;
     /** The TSA's host public key, as workers pin it ("ssh-ed25519 AAAA..."). */
     public readonly tsaPublicKey: pulumi.Output<string>;
+    /** With `tls`: what clients of the web trust, the CA given or else the certificate itself. */
+    public readonly ca?: pulumi.Output<string>;
 
     constructor(name: string, args: ConcourseWebArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:concourse:ConcourseWeb", name, opts);
@@ -147,13 +161,16 @@ export class ConcourseWeb extends HostStepsComponent {
                 [CONCOURSE_WEB_PATHS.sessionSigningKey]: signingKey.value,
                 [CONCOURSE_WEB_PATHS.tsaHostKey]: tsaKey.value,
                 [CONCOURSE_WEB_PATHS.givenWorkerKeys]: pulumi.output(args.authorizedWorkerKeys ?? []).apply(renderAuthorizedWorkerKeys),
+                ...(args.tls ? { [CONCOURSE_WEB_PATHS.tlsCert]: args.tls.certificate, [CONCOURSE_WEB_PATHS.tlsKey]: args.tls.key } : {}),
             },
         });
+        for (const warning of this.plan.warnings) pulumi.log.warn(warning, this);
         this.connection = connection;
         this.externalUrl = s.externalUrl;
         this.username = s.mainTeamUser;
         this.password = password.value;
         this.tsaPublicKey = tsaKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" "));
+        this.ca = args.tls ? pulumi.output(args.tls.ca ?? args.tls.certificate) : undefined;
         this.registerOutputs({ files: this.files, steps: this.steps, externalUrl: this.externalUrl, username: this.username, password: this.password, tsaPublicKey: this.tsaPublicKey });
     }
 
@@ -166,6 +183,7 @@ export class ConcourseWeb extends HostStepsComponent {
             url: this.externalUrl,
             username: this.username,
             password: this.password,
+            ...(this.ca ? { ca: this.ca } : {}),
             resource: this,
             admission: { connection: this.connection, user: this.plan.access.user, web: webKeysTarget(this.plan.settings) },
         };

@@ -25,6 +25,8 @@ export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorke
     workerPrivateKey?: pulumi.Input<string>;
     /** The web user's password for the registration check (`registration`); pass a secret. */
     webPassword?: pulumi.Input<string>;
+    /** For an https web: the PEM certificate (or CA) the registration check trusts, and only that. Default: the system's CAs. */
+    webCa?: pulumi.Input<string>;
     /**
      * What the worker's admission, files and steps wait for besides the component's dependsOn,
      * typically the web: the worker starts after it, and is deleted (retired) before it.
@@ -67,7 +69,7 @@ export class ConcourseWorker extends HostStepsComponent {
                 if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
                 return new WorkerRegistration(checkName, {
                     worker: check.worker, tags: check.tags, team: check.team, unit: check.unit, timeoutSeconds: check.timeoutSeconds, task: check.task,
-                    api: pulumi.output(args.webPassword).apply((password) => ({ url: check.url, username: check.username, password })),
+                    api: pulumi.all([args.webPassword, args.webCa]).apply(([password, ca]) => ({ url: check.url, username: check.username, password, ...(ca ? { ca } : {}) })),
                     connection: args.connection,
                     converged: after.stdout,
                 }, checkOpts);

@@ -112,7 +112,11 @@ export interface GpuWorkerArgs {
          */
         web?: WebForWorkers;
         /** Check the registration at a web outside this stack: its URL and a user that may list workers. Default: none (or `web`'s). */
-        registration?: { url: string; username: string; password: pulumi.Input<string>; /** Default: 120. */ timeoutSeconds?: number };
+        registration?: {
+            url: string; username: string; password: pulumi.Input<string>; /** Default: 120. */ timeoutSeconds?: number;
+            /** For an https web: the PEM certificate, or the CA, to trust (and only that). Default: the system's CAs. */
+            ca?: pulumi.Input<string>;
+        };
     };
     /**
      * A worker VM on a board shared through fabricmanager's service VM (SharedGpuBoard sets it
@@ -206,6 +210,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             tsaPublicKey: c.tsaPublicKey ?? c.web?.tsaPublicKey,
             workerPrivateKey: c.workerPrivateKey,
             webPassword: c.registration?.password ?? c.web?.password,
+            webCa: c.registration ? c.registration.ca : c.web?.ca,
             after: c.web?.resource ? [c.web.resource] : [],
             admission: c.web?.admission,
         };
@@ -231,6 +236,7 @@ interface ConcourseExtras {
     tsaPublicKey?: pulumi.Input<string>;
     workerPrivateKey?: pulumi.Input<string>;
     webPassword?: pulumi.Input<string>;
+    webCa?: pulumi.Input<string>;
     after: pulumi.Resource[];
     admission?: WebAdmission;
 }
@@ -245,7 +251,7 @@ function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs,
         case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
-            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, after: worker.after, admission: worker.admission }, o);
+            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, webCa: worker.webCa, after: worker.after, admission: worker.admission }, o);
         }
     }
 }

@@ -31,6 +31,12 @@ export type GeneratedContent = "login-key.public" | "host-key.private" | "host-k
 export interface HostStep {
     /** Short name, unique on the host, e.g. "runc-wrapper-install". */
     name: string;
+    /**
+     * What the step acts on, where steps of one name act on different things on one host (each
+     * worker's admission at the web names its key): two resources with the same slot on one
+     * machine apply the same thing (lib/host/owner-records.ts). Default: the name.
+     */
+    slot?: string;
     /** Shell command run on create and on any change of its inputs. Must be idempotent. */
     create: string;
     /** Shell command that undoes `create`. Must be idempotent. */

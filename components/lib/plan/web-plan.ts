@@ -34,6 +34,8 @@ export interface WebSpec {
     binary: ConcourseWebSettings["binary"];
     settings: z.infer<typeof webSettingsSchema>;
     postgres: WebDatabase;
+    /** The web has a certificate and key (their contents come at `up`): it serves HTTPS on settings.tlsPort. */
+    tls: boolean;
 }
 
 export interface WebPlan {
@@ -45,9 +47,11 @@ export interface WebPlan {
     tsaForWorkers?: { host: string; port: number };
     steps: PlannedStep[];
     files: PlannedFile[];
+    /** What the preview, the up and the offline render say loudly (a web reachable from the network over plain HTTP). */
+    warnings: string[];
 }
 
-/** Proxy devices that publish the web's ports on the LXD server. */
+/** Proxy devices that publish the web's ports on the LXD server (the HTTPS port when the web has a certificate). */
 function publishedPorts(lxd: LxdWebShape, web: { port: number; tsaPort: number }): LxdDevices {
     const devices: LxdDevices = {};
     if (lxd.publish.web !== undefined) devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
@@ -59,29 +63,53 @@ function urlHost(address: string): string {
     return address.includes(":") && !address.startsWith("[") ? `[${address}]` : address;
 }
 
+const LOOPBACK = /^(127\.|::1$|localhost$)/;
+
+/** The loud warning for a web that the network reaches over plain HTTP (at `address`), or none. */
+function plainHttpWarning(spec: WebSpec, address: string, externalUrl: string): string[] {
+    if (spec.tls || LOOPBACK.test(address)) return [];
+    return [`web ${spec.name} serves plain HTTP on ${address} (${externalUrl}): the main team's password, which every pulumi up's registration check ` +
+        "and every fly login send, crosses the network in clear. Give the web a certificate (web.tls: certificateSecret and keySecret), " +
+        "or keep it on loopback (bindIp: 127.0.0.1)"];
+}
+
 export function planWebHost(spec: WebSpec): WebPlan {
     const s = spec.settings;
+    const scheme = spec.tls ? "https" : "http";
+    // With a certificate the users' port is the HTTPS one; the plain port stays for the API on the host.
+    const usersPort = spec.tls ? s.tlsPort : s.port;
     const derived = onTransport(spec.transport, {
-        ssh: (ssh) => ({
-            bindIp: s.bindIp ?? "0.0.0.0",
-            url: ssh.host !== undefined ? `http://${urlHost(ssh.host)}:${s.port}` : undefined,
-            tsa: ssh.host !== undefined ? { host: ssh.host, port: s.tsaPort } : undefined,
-        }),
-        lxd: (lxd) => ({
-            bindIp: s.bindIp ?? "127.0.0.1",
-            url: lxd.publish.web !== undefined ? `http://${urlHost(lxd.sshAddress)}:${lxd.publish.web}` : undefined,
-            tsa: lxd.publish.tsa !== undefined ? { host: lxd.sshAddress, port: lxd.publish.tsa } : undefined,
-        }),
+        ssh: (ssh) => {
+            const bindIp = s.bindIp ?? "0.0.0.0";
+            return {
+                bindIp,
+                exposed: bindIp,
+                url: ssh.host !== undefined ? `${scheme}://${urlHost(ssh.host)}:${usersPort}` : undefined,
+                tsa: ssh.host !== undefined ? { host: ssh.host, port: s.tsaPort } : undefined,
+            };
+        },
+        lxd: (lxd) => {
+            const bindIp = s.bindIp ?? "127.0.0.1";
+            return {
+                bindIp,
+                // Published on the LXD server, the web is as reachable as that address.
+                exposed: lxd.publish.web !== undefined ? lxd.sshAddress : bindIp,
+                url: lxd.publish.web !== undefined ? `${scheme}://${urlHost(lxd.sshAddress)}:${lxd.publish.web}` : undefined,
+                tsa: lxd.publish.tsa !== undefined ? { host: lxd.sshAddress, port: lxd.publish.tsa } : undefined,
+            };
+        },
     });
     const externalUrl = s.externalUrl ?? derived.url;
     if (externalUrl === undefined) throw new Error(`web ${spec.name}: externalUrl is required (the web's address is not known as text: give externalUrl, or publish.web for an LXD instance)`);
+    if (spec.tls && !externalUrl.startsWith("https://")) throw new Error(`web ${spec.name}: externalUrl must be an https:// URL when the web has a certificate (Concourse refuses TLS otherwise), not ${externalUrl}`);
     const settings: ConcourseWebSettings = {
         version: spec.version, binary: spec.binary, externalUrl, bindIp: derived.bindIp, port: s.port, tsaPort: s.tsaPort,
         postgres: spec.postgres, mainTeamUser: s.mainTeamUser, keepDatabase: s.keepDatabase,
+        ...(spec.tls ? { tls: { port: s.tlsPort } } : {}),
     };
     const access = planHostAccess(spec.name, "ConcourseWeb", onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
         ssh: (ssh) => ({ ssh: { user: ssh.user } }),
-        lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, s) } }),
+        lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, { port: usersPort, tsaPort: s.tsaPort }) } }),
     }));
     const rendered = renderConcourseWeb(settings);
     const { placed } = placeOnce(spec.name, [{ owner: "ConcourseWeb access", files: access.files }, { owner: "ConcourseWeb", files: rendered.files }]);
@@ -99,6 +127,7 @@ export function planWebHost(spec: WebSpec): WebPlan {
             // The access files go in with the instance it creates, before the first start.
             resource: owner === "ConcourseWeb" ? fileResourceName(spec.name, file.path) : instance,
         })),
+        warnings: plainHttpWarning(spec, derived.exposed, externalUrl),
     };
 }
 

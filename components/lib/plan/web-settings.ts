@@ -8,6 +8,7 @@ import { port } from "./settings";
 export const WEB_DEFAULTS = {
     port: 8080,
     tsaPort: 2222,
+    tlsPort: 443,
     mainTeamUser: "admin",
     postgres: { local: { database: "atc", user: "concourse" } },
     keepDatabase: false,
@@ -21,7 +22,9 @@ export const webSettingsSchema = z.strictObject({
     bindIp: z.union([z.ipv4(), z.ipv6()], { error: "expected an IP address" }).optional(),
     port: port.default(WEB_DEFAULTS.port),
     tsaPort: port.default(WEB_DEFAULTS.tsaPort),
-    /** The URL users reach the web on (default http://<host>:<port>, or the published port of an LXD instance). */
+    /** The web's HTTPS port, when it is given a certificate (`tls`). */
+    tlsPort: port.default(WEB_DEFAULTS.tlsPort),
+    /** The URL users reach the web on (default http://<host>:<port>, https://<host>:<tlsPort> with a certificate, or the published port of an LXD instance). */
     externalUrl: z.url({ error: "expected a URL such as http://ci.example.com:8080" }).optional(),
     mainTeamUser: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected a user name of letters, digits and _.-" }).default(WEB_DEFAULTS.mainTeamUser),
     keepDatabase: z.boolean().default(WEB_DEFAULTS.keepDatabase),

@@ -27,6 +27,8 @@ export interface ConcourseWebSettings {
     mainTeamUser: string;
     /** Keep the local database when the web is deleted. */
     keepDatabase: boolean;
+    /** HTTPS on this port with the certificate and key placed beside the keys (their contents come at `up`). */
+    tls?: { port: number };
 }
 
 export const CONCOURSE_WEB_UNIT = "concourse-web.service";
@@ -36,6 +38,9 @@ export const CONCOURSE_WEB_PATHS = {
     secretEnv: "/etc/concourse/web-secrets.env",
     sessionSigningKey: "/etc/concourse/session_signing_key",
     tsaHostKey: "/etc/concourse/tsa_host_key",
+    /** The web's HTTPS certificate (with its chain) and key, when it has them. */
+    tlsCert: "/etc/concourse/web-tls.crt",
+    tlsKey: "/etc/concourse/web-tls.key",
     /**
      * What the TSA admits: every *.pub of workerKeysDir, joined on the host by concourse-web.sh
      * (the one file on the host that is not rendered here: its parts are).
@@ -77,6 +82,12 @@ export function renderWebEnv(s: ConcourseWebSettings): string {
         ["CONCOURSE_POSTGRES_USER", db.user],
         ["CONCOURSE_POSTGRES_SSLMODE", db.sslmode],
         ["CONCOURSE_MAIN_TEAM_LOCAL_USER", s.mainTeamUser],
+        // Concourse serves HTTPS beside the plain port (on the same address), which stays for the API.
+        ...(s.tls ? [
+            ["CONCOURSE_TLS_BIND_PORT", s.tls.port],
+            ["CONCOURSE_TLS_CERT", CONCOURSE_WEB_PATHS.tlsCert],
+            ["CONCOURSE_TLS_KEY", CONCOURSE_WEB_PATHS.tlsKey],
+        ] as [string, number | string][] : []),
     ];
     return "# Rendered by gpu-workers.\n" + env.map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
 }
@@ -142,7 +153,9 @@ export function renderWorkerAdmission(worker: string, web: WebKeysTarget): Rende
         args: ["--key", key, ...keysArgs(web)],
         dependsOn: [key],
     });
-    return combine({ files: [{ path: key, mode: "0644", content: "", generated: "worker-key.public" }], steps: [] }, admit);
+    // One admission per worker key on the web's host.
+    const steps = admit.steps.map((step) => ({ ...step, slot: `${step.name}:${key}` }));
+    return combine({ files: [{ path: key, mode: "0644", content: "", generated: "worker-key.public" }], steps: [] }, { ...admit, steps });
 }
 
 export function renderWebUnit(): string {
@@ -178,6 +191,8 @@ export function renderConcourseWeb(s: ConcourseWebSettings): RenderedComponent {
         { path: P.givenWorkerKeys, mode: "0644", content: "", generated: "worker-keys.public" },
         { path: P.unit, mode: "0644", content: renderWebUnit() },
         ...concourseReleaseFiles(s.binary, P.archive),
+        // Both come from secret config keys: the certificate too shows as [secret].
+        ...(s.tls ? [{ path: P.tlsCert, mode: "0644", content: "", secret: true }, { path: P.tlsKey, mode: "0600", content: "", secret: true }] : []),
     ];
     const database: RenderedComponent = "local" in s.postgres
         ? scriptStep({
@@ -189,7 +204,7 @@ export function renderConcourseWeb(s: ConcourseWebSettings): RenderedComponent {
         })
         : { files: [], steps: [] };
     // The worker keys are not watched: a change of them is a reload, not a restart.
-    const watched = [P.unit, P.env, P.secretEnv, P.sessionSigningKey, P.tsaHostKey];
+    const watched = [P.unit, P.env, P.secretEnv, P.sessionSigningKey, P.tsaHostKey, ...(s.tls ? [P.tlsCert, P.tlsKey] : [])];
     const web = scriptStep({
         name: "concourse-web",
         script: "concourse-web.sh",

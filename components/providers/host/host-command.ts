@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { HostOwner } from "../../lib/host/owner-records";
 import { lazyProvider } from "../lazy-provider";
 import type { SshTarget } from "./ssh";
 
@@ -25,6 +26,13 @@ export interface HostCommandArgs {
     reconverge?: pulumi.Input<number>;
     /** A change here replaces the resource (delete, then create). */
     triggers?: pulumi.Input<unknown[]>;
+    /**
+     * What it applies on the host (a file's path, a step's name), recorded there as this
+     * resource's: the delete undoes it only while no other resource has applied it since, as a
+     * host renamed in the stack does with new resources (lib/host/owner-records.ts). Default: none
+     * (the delete always runs).
+     */
+    owner?: pulumi.Input<HostOwner>;
 }
 
 /**

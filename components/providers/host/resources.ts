@@ -6,6 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256File, sha256Text } from "../../lib/file-hash";
+import { fileSlot, stepSlot } from "../../lib/host/owner-records";
 import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { HostCommand } from "./host-command";
@@ -81,15 +82,16 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
     const write = asRoot(o.user, writeFileCommand(file));
     const remove = asRoot(o.user, removeFileCommand(file));
+    const owner = { slot: fileSlot(file.path), resource: name, user: o.user };
     if (file.localPath) {
         if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
         return new HostCommand(name, {
             connection: o.connection, create: write, update: write, delete: remove,
-            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
+            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch, owner,
         }, opts);
     }
     const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
-    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch }, opts);
+    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch, owner }, opts);
 }
 
 /**
@@ -109,7 +111,8 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         const chosen = needed.filter((f) => Boolean(f.secret) === secret);
         return chosen.length === 0 ? undefined : pulumi.all(Object.fromEntries(chosen.map((f) => [f.path, fileSha256(f, o)])));
     };
-    return new HostCommand(stepResourceName(o.prefix, step.name), {
+    const name = stepResourceName(o.prefix, step.name);
+    return new HostCommand(name, {
         connection: o.connection,
         create: asRoot(o.user, step.create),
         update: asRoot(o.user, step.create),
@@ -117,6 +120,7 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         fileSha256: sums(false),
         secretFileSha256: sums(true),
         reconverge: o.epoch,
+        ...(step.remove ? { owner: { slot: stepSlot(step), resource: name, user: o.user } } : {}),
     }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
 }
 

@@ -10,7 +10,10 @@ export async function create(inputs: { comment: string }) {
     return { id, outs: { ...inputs, ...pair } };
 }
 
-export async function diff(_id: string, olds: { comment: string }, news: { comment: string }) {
-    const changed = olds.comment !== news.comment;
-    return { changes: changed, replaces: changed ? ["comment"] : [] };
+/**
+ * Nothing replaces the key: its comment is a label (it names the component, so a host renamed in
+ * the stack would otherwise get a new login key, and every step would run again over it).
+ */
+export async function diff() {
+    return { changes: false };
 }

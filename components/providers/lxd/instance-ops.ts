@@ -167,9 +167,24 @@ async function readBack(api: LxdApi, spec: NormalizedSpec, step: string): Promis
 
 // ---- create / read / update / delete -------------------------------------------------------
 
+/**
+ * Why an instance of the name that already exists is not taken over: most often a host or web
+ * renamed in the stack, whose new resources are created before the old ones are deleted.
+ */
+function existingInstanceProblem(name: string): string {
+    return `lxd: instance ${name} already exists on the server, so this new resource cannot create it. ` +
+        "If it is the instance of a host or web renamed in the stack (the instance name kept), the new name cannot take it over: " +
+        "its SSH keys belong to the old name's resources, which are deleted afterwards. Give the host (or web) renamedFrom: <its old name> " +
+        "in the stack, so that the state follows the new name and nothing on the server changes (Pulumi aliases), or keep the old name. " +
+        "Otherwise give this host another instance name, or remove the instance (lxc delete) if nothing needs it";
+}
+
 export async function create(inputs: Partial<LxdInstanceSpec>, factory: LxdApiFactory = defaultApiFactory): Promise<{ id: string; outs: LxdInstanceState }> {
     const spec = prepare(inputs);
     const api = factory(spec.server);
+    // Never adopt or overwrite an instance this resource did not make.
+    const existing = await api.getInstance(spec.name).catch((e) => { throw failure(spec.name, "create", e); });
+    if (existing) throw new LxdInstanceError(existingInstanceProblem(spec.name));
     let source: Record<string, string>;
     try {
         source = await imageSource(api, spec.image);

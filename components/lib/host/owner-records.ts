@@ -1,0 +1,102 @@
+/**
+ * Who applied what on a host. A host or web renamed in the stack (and any resource replaced
+ * create-before-delete) makes new resources that apply the same files and steps on the same
+ * machine, and only then are the old resources deleted: their deletes would undo what the new
+ * ones use (the web's `DROP DATABASE`, the release, the runc wrapper). So every host command that
+ * undoes something records on the host, in its slot (the file's path, the step's name), that it
+ * applied it: one record per resource, named by the resource's id, which a replacement does not
+ * share. A delete takes its own record away and undoes only when no other resource's record is
+ * left; otherwise it leaves the host alone and says which resources hold it.
+ *
+ * A slot with no record at all (state made before this existed) is undone as before. A record left
+ * by a resource that is gone from every state (`pulumi state delete`) keeps the slot's delete from
+ * undoing anything: the message names the record file to remove. Pure: the shell lives here.
+ */
+import { sha256Text } from "../file-hash";
+import { pathSlug, shellCommand } from "./steps";
+
+/** The folder of the owner records on a host: one folder per slot, one file per resource. */
+export const OWNERS_DIR = "/var/lib/gpu-workers/owners";
+const STATE_DIR = "/var/lib/gpu-workers";
+
+/** What a host command records as its own: its slot and its resource's name. */
+export interface HostOwner {
+    /** What it applies on the host: `file:<path>` or `step:<name>`. Two resources with one slot on one machine apply the same thing. */
+    slot: string;
+    /** The resource's name, as messages name it. */
+    resource: string;
+    /** The login user: the records are root's, through `sudo -n` for another user. */
+    user: string;
+}
+
+/** The slot of a file placed at `path`. */
+export function fileSlot(path: string): string {
+    return `file:${path}`;
+}
+
+/** The slot of a step: its own when it gives one (several of one name act on different things), else its name. */
+export function stepSlot(step: { name: string; slot?: string }): string {
+    return `step:${step.slot ?? step.name}`;
+}
+
+/** The slot's folder: readable, and distinct for distinct slots (the slug alone may merge two). */
+export function slotDir(slot: string): string {
+    return `${OWNERS_DIR}/${pathSlug(slot).slice(0, 100)}-${sha256Text(slot).slice(0, 12)}`;
+}
+
+/** A resource id as a file name. */
+export function ownerFile(id: string): string {
+    return pathSlug(id) || "unnamed";
+}
+
+/** What a record holds: the resource's name and the sha256 of its delete command (how state older than records finds it). */
+export function deleteSum(deleteCommand: string): string {
+    return sha256Text(deleteCommand);
+}
+
+/** Records that the resource `id` applied its slot (after its command succeeded). Run as root. */
+export function claimScript(owner: HostOwner, id: string, deleteCommand: string): string {
+    const dir = slotDir(owner.slot);
+    const file = `${dir}/${ownerFile(id)}`;
+    return [
+        `mkdir -p ${shellCommand([dir])}`,
+        `printf 'resource=%s\\nslot=%s\\ndelete=%s\\n' ${shellCommand([owner.resource, owner.slot, deleteSum(deleteCommand)])} > ${shellCommand([`${file}.tmp`])}`,
+        `mv -f ${shellCommand([`${file}.tmp`, file])}`,
+    ].join(" && ");
+}
+
+/** Takes the resource `id`'s record out of `slot` (the resource now applies another slot). Run as root. */
+export function disownScript(slot: string, id: string): string {
+    const dir = slotDir(slot);
+    return `rm -f ${shellCommand([`${dir}/${ownerFile(id)}`])} && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }`;
+}
+
+/** The first word of the line a delete prints when it leaves the host alone; the provider reports that line. */
+export const KEPT_MARK = "gpu-workers-kept:";
+
+/**
+ * The delete of resource `id` (`remove`: its own delete command, run as root here): with an owner,
+ * its record goes, and `remove` runs only when no other record is left in its slot; without one
+ * (state from before records), `remove` runs unless a record elsewhere carries the same delete
+ * command (a resource of this release applied the same thing). Run as root.
+ */
+export function releaseScript(owner: HostOwner | undefined, id: string, remove: string): string {
+    const others = owner
+        ? `others=$(for f in "$d"/*; do [ -f "$f" ] && [ "\${f##*/}" != "$me" ] && sed -n 's/^resource=//p' "$f"; done | paste -sd, -)`
+        : `others=$(grep -lx "delete=$sum" ${OWNERS_DIR}/*/* 2>/dev/null | xargs -r sed -n 's/^resource=//p' | paste -sd, -)`;
+    const where = owner ? `${slotDir(owner.slot)}` : OWNERS_DIR;
+    return [
+        owner ? `d=${shellCommand([slotDir(owner.slot)])}; me=${shellCommand([ownerFile(id)])}` : `sum=${deleteSum(remove)}`,
+        others,
+        `if [ -n "$others" ]; then`,
+        ...(owner ? [`  rm -f "$d/$me"`] : []),
+        `  echo ${shellCommand([`${KEPT_MARK} left in place: applied since by`])} "$others" ${shellCommand([`(records: ${where})`])}`,
+        `else`,
+        `  (`,
+        remove,
+        `  ) || exit $?`,
+        ...(owner ? [`  rm -rf "$d"`] : []),
+        `  rmdir ${OWNERS_DIR} ${STATE_DIR} 2>/dev/null || true`,
+        `fi`,
+    ].join("\n");
+}

@@ -1,0 +1,219 @@
+/**
+ * Renaming a host or the web in the stack, through the real Pulumi engine. The engine creates
+ * the new name's resources, then deletes the old name's, on the same machine: the old deletes
+ * must not undo what the new resources use (the runc wrapper, the worker's unit, the web's
+ * database and release). An LXD host whose instance keeps its name is refused, saying to give
+ * renamedFrom, which moves the state to the new name without touching the instance.
+ */
+import * as assert from "assert";
+import * as fs from "fs";
+import * as path from "path";
+import { Stack } from "@pulumi/pulumi/automation";
+import { concourseRelease } from "../support/concourse";
+import { ensureEngine, makeProject, makeStack, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+
+const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
+const OWNERS = "/var/lib/gpu-workers/owners";
+
+describe("renames in the stack, through the Pulumi engine", function () {
+    this.timeout(900_000);
+    const root = tempDir("gw-rn-");
+    const lxd = new TestLxd(path.join(root, "lxd"));
+    let env: Record<string, string>;
+    let project: string;
+    let tarball: string;
+    const stacks: Stack[] = [];
+
+    before(() => {
+        env = ensureEngine(path.join(root, "state"));
+        lxd.start();
+        project = makeProject(path.join(root, "project"));
+        tarball = concourseRelease();
+    });
+
+    after(async () => {
+        for (const stack of stacks) {
+            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
+        }
+        lxd.stop();
+        fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball }, networkMtu: 1500 } });
+
+    /** Runs an up, keeping what it printed (the providers' lines among it). */
+    async function upShowing(stack: Stack): Promise<string> {
+        let output = "";
+        await stack.up({ onOutput: (out) => { output += out; } });
+        return output;
+    }
+
+    /** Who applied what on a machine: the resource of every owner record. */
+    const owners = (instance: string) => lxd.exec(instance, `cat ${OWNERS}/*/* 2>/dev/null | sed -n 's/^resource=//p' | sort -u; true`).trim().split("\n").filter(Boolean);
+
+    describe("a machine reached over SSH, renamed", () => {
+        const instance = "e2e-rn";
+        let stack: Stack;
+        let config: StackConfig;
+        let host: Record<string, unknown>;
+        let pristine: string;
+        const fingerprint = () => lxd.exec(instance, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers /var/lib/gpu-workers 2>&1; true");
+        const onHost = () => lxd.exec(instance, [
+            "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapper=in-place || echo wrapper=gone",
+            "echo unit=$(systemctl is-active concourse-worker)",
+            "sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env",
+            "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
+            "test -f /etc/containerd/conf.d/gpu-workers.toml && echo runtime=configured || echo runtime=gone",
+            "true",
+        ].join("; ")).trim().split("\n");
+
+        before(async () => {
+            const made = lxd.sshHost(instance, 2331, "rn-a", root);
+            host = made.host;
+            pristine = fingerprint();
+            config = { defaults: defaults(), hosts: [host], secrets: made.secrets };
+            stack = await makeStack(project, "rn-ssh", env, config);
+            stacks.push(stack);
+        });
+
+        after(() => {
+            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+        });
+
+        it("up under the first name records each file and step as its resource's", async () => {
+            await stack.up();
+            assert.deepStrictEqual(onHost(), ["wrapper=in-place", "unit=active", "name=rn-a", "release=installed", "runtime=configured"]);
+            const recorded = owners(instance);
+            assert.ok(recorded.length > 10 && recorded.every((r) => r.startsWith("rn-a-")), recorded.join("\n"));
+        });
+
+        it("renamed: the new name's resources take the machine over, and the old name's deletes leave it as the new ones made it", async () => {
+            config.hosts = [{ ...host, name: "rn-b" }];
+            await setStackConfig(stack, config);
+            const output = await upShowing(stack);
+            assert.deepStrictEqual(onHost(), ["wrapper=in-place", "unit=active", "name=rn-b", "release=installed", "runtime=configured"]);
+            const recorded = owners(instance);
+            assert.ok(recorded.length > 10 && recorded.every((r) => r.startsWith("rn-b-")), `only the new name's records are left:\n${recorded.join("\n")}`);
+            assert.match(output, /gpu-workers: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\) on 127\.0\.0\.1:2331: left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
+                "the up says what it left to whom");
+        });
+
+        it("a second up changes nothing; destroy still removes everything, leaving the machine as it was", async () => {
+            const again = await stack.up();
+            const changed = Object.entries(again.summary.resourceChanges ?? {}).filter(([, n]) => (n ?? 0) > 0).map(([k]) => k);
+            assert.deepStrictEqual(changed, ["same"]);
+            await stack.destroy();
+            assert.strictEqual(fingerprint(), pristine);
+            // The unit is gone; systemd may still remember how its last stop ended (failed).
+            const [wrapper, unit, ...rest] = onHost();
+            assert.deepStrictEqual([wrapper, ...rest], ["wrapper=gone", "release=gone", "runtime=gone"]);
+            assert.match(unit, /^unit=(inactive|failed)$/);
+        });
+    });
+
+    describe("a web over SSH with its PostgreSQL, renamed", () => {
+        const instance = "e2e-rw";
+        const webPort = 2333;
+        let stack: Stack;
+        let config: StackConfig;
+        let web: Record<string, unknown>;
+        const database = () => lxd.exec(instance, [
+            "runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>/dev/null || echo database=gone",
+            "echo web=$(systemctl is-active concourse-web)",
+            "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
+            "true",
+        ].join("; ")).trim().split("\n");
+
+        before(async () => {
+            const made = lxd.sshHost(instance, 2332, "rw", root);
+            const ssh = (made.host.transport as { ssh: Record<string, unknown> }).ssh;
+            lxd.lxc("config", "device", "add", instance, "web", "proxy", `listen=tcp:127.0.0.1:${webPort}`, "connect=tcp:127.0.0.1:8080", "bind=host");
+            web = { name: "rw-a", transport: { ssh }, externalUrl: `http://127.0.0.1:${webPort}` };
+            config = { defaults: defaults(), hosts: [], web, secrets: made.secrets };
+            stack = await makeStack(project, "rn-web", env, config);
+            await stack.setConfig("gpu-workers:allowNoHosts", { value: "true" });
+            stacks.push(stack);
+        });
+
+        after(() => {
+            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+        });
+
+        it("up makes the web and its database, which then holds a build's data", async () => {
+            await stack.up();
+            lxd.exec(instance, "runuser -u postgres -- psql -X -q -d atc -c \"create table gw_marker (note text); insert into gw_marker values ('kept')\"");
+            assert.deepStrictEqual(database(), ["kept", "web=active", "release=installed"]);
+        });
+
+        it("renamed: the database and the release stay, the web runs on with the new name's password", async () => {
+            config.web = { ...web, name: "rw-b" };
+            await setStackConfig(stack, config);
+            const result = await stack.up();
+            assert.deepStrictEqual(database(), ["kept", "web=active", "release=installed"]);
+            const outputs = result.outputs.web.value as { url: string; username: string; password: string };
+            const login = await fetch(`${outputs.url}/sky/issuer/token`, {
+                method: "POST",
+                headers: { authorization: `Basic ${Buffer.from("fly:Zmx5").toString("base64")}`, "content-type": "application/x-www-form-urlencoded" },
+                body: new URLSearchParams({ grant_type: "password", username: outputs.username, password: outputs.password, scope: "openid" }),
+            });
+            assert.strictEqual(login.status, 200, "the new name's generated password logs in");
+        });
+
+        it("destroy drops the database: a real delete still removes everything", async () => {
+            await stack.destroy();
+            assert.deepStrictEqual(database(), ["database=gone", "web=inactive", "release=gone"]);
+        });
+    });
+
+    describe("an LXD host renamed, its instance name kept", () => {
+        const instance = "e2e-lr";
+        let stack: Stack;
+        let config: StackConfig;
+        const lxdHost = (name: string, extra: Record<string, unknown> = {}) => ({
+            name,
+            transport: { lxd: { server: { socket: lxd.socket }, instance, image: "gpu-workers/debian-12", sshPort: 2334, shiftWritable: false } },
+            vendor: "none",
+            ...extra,
+        });
+        const uuid = () => lxd.lxc("config", "get", instance, "volatile.uuid").trim();
+        const worker = () => lxd.exec(instance, "echo unit=$(systemctl is-active concourse-worker); sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env").trim().split("\n");
+        let made: string;
+
+        before(async () => {
+            config = { defaults: defaults(), hosts: [lxdHost("lr-a")] };
+            stack = await makeStack(project, "rn-lxd", env, config);
+            stacks.push(stack);
+            await stack.up();
+            made = uuid();
+            assert.deepStrictEqual(worker(), ["unit=active", "name=lr-a"]);
+        });
+
+        it("is refused at up, saying to give renamedFrom; the instance and its worker are untouched", async () => {
+            config.hosts = [lxdHost("lr-b")];
+            await setStackConfig(stack, config);
+            await assert.rejects(stack.up(), /instance e2e-lr already exists on the server[\s\S]*renamedFrom: <its old name>/);
+            assert.strictEqual(uuid(), made, "the same instance");
+            assert.deepStrictEqual(worker(), ["unit=active", "name=lr-a"]);
+            // Back to the old name: what the refused up made before the instance (the new name's keys) goes again.
+            config.hosts = [lxdHost("lr-a")];
+            await setStackConfig(stack, config);
+            await stack.up();
+            assert.strictEqual(uuid(), made);
+        });
+
+        it("with renamedFrom the state moves to the new name: the same instance, nothing made or deleted", async () => {
+            config.hosts = [lxdHost("lr-b", { renamedFrom: "lr-a" })];
+            await setStackConfig(stack, config);
+            const result = await stack.up();
+            const changed = result.summary.resourceChanges ?? {};
+            assert.ok(!changed.create && !changed.delete && !changed.replace, JSON.stringify(changed));
+            assert.strictEqual(uuid(), made);
+            assert.deepStrictEqual(worker(), ["unit=active", "name=lr-b"]);
+        });
+
+        it("destroy removes the instance", async () => {
+            await stack.destroy();
+            assert.doesNotMatch(lxd.lxc("list", "--format", "csv", "-c", "n"), new RegExp(instance));
+        });
+    });
+});
