@@ -7,13 +7,15 @@ import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import { parseStack, StackConfigError } from "./stacks/config";
+import { namespaceKeysOf } from "./stacks/namespace-keys";
 import { buildFleet } from "./stacks/fleet";
 
 const config = new pulumi.Config("gpu-workers");
 
 function readStack() {
     try {
-        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web"), allowNoHosts: config.getObject("allowNoHosts") });
+        const keys = namespaceKeysOf(pulumi.runtime.allConfig());
+        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web"), allowNoHosts: config.getObject("allowNoHosts"), keys });
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);

@@ -84,7 +84,7 @@ function runScript(mode: DiscoverArgs["mode"]): { text: string; origin: string }
     let origin: string;
     if ("ssh" in mode) {
         command = "ssh";
-        args = ["-o", "BatchMode=yes", ...(mode.port ? ["-p", String(mode.port)] : []), ...(mode.identity ? ["-i", mode.identity] : []), mode.ssh, "bash -s"];
+        args = ["-o", "BatchMode=yes", ...(mode.port ? ["-p", String(mode.port)] : []), ...(mode.identity ? ["-i", mode.identity] : []), "--", mode.ssh, "bash -s"];
         origin = `ssh ${mode.ssh}${mode.port ? ` port ${mode.port}` : ""}`;
     } else {
         command = "bash";

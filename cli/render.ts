@@ -8,6 +8,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { RawStackConfig, StackConfigError } from "../stacks/config";
+import { namespaceKeysOf } from "../stacks/namespace-keys";
 import { MISSING_PLACEHOLDER, renderStack } from "../stacks/offline-render";
 
 function usage(message: string): never {
@@ -28,13 +29,14 @@ function parseArgs(argv: string[]): { stack: string; out: string; projectDir: st
     return { stack: args.stack, out: args.out, projectDir: args["project-dir"] ?? process.cwd() };
 }
 
-/** Reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web and gpu-workers:allowNoHosts from Pulumi.<stack>.yaml. */
+/** Reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web and gpu-workers:allowNoHosts from Pulumi.<stack>.yaml, and every other gpu-workers: key (a typo is an error). */
 export function readStackFile(projectDir: string, stack: string): RawStackConfig {
     const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(file)) usage(`no stack file ${file}`);
     const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
     const config = (doc.config ?? {}) as Record<string, unknown>;
-    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"] };
+    const keys = namespaceKeysOf(config);
+    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"], keys };
 }
 
 function main(): void {

@@ -19,13 +19,18 @@
 # --retire-timeout (default 120 s). Then what a stopped worker leaves behind goes: its
 # containers and shims, the mounts under the work dir, the concourse0 bridge, the CNI and
 # Concourse iptables chains, ip_forward as it was; then the release and the wrapped runc.
+#
+# The env file is read, never sourced: only the keys used, each taken literally from the one
+# line that sets it (a key set twice is refused). Whatever it says, remove deletes no work dir
+# that is not an absolute path in normal form of a folder of its own (never /, a system folder,
+# /home or /tmp); it refuses before it stops anything.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 PREFIX=${GPU_WORKERS_CONCOURSE_PREFIX:-/usr/local}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 INSTALL="$HERE/concourse-install.sh"
-RUNC_STATE=/run/containerd/runc/concourse
+RUNC_STATE=${GPU_WORKERS_CONCOURSE_RUNC_STATE:-/run/containerd/runc/concourse}
 HOST_CONTAINERD=containerd.service
 
 die() { echo "concourse-worker: $*" >&2; exit 1; }
@@ -105,24 +110,37 @@ ensure() {
   say "${unit} is running Concourse ${version}"
 }
 
+# The value of KEY in the env file, read literally (the file is never sourced): the text after
+# "=" on the one line that sets it; empty when no line does. A key set twice is refused: a
+# rendered env file sets each key once, and a second line would be someone else's.
+env_value() {
+  local key=$1 line value="" count=0
+  [ -r "$env_file" ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in "$key="*) value=${line#*=}; count=$((count + 1)) ;; esac
+  done <"$env_file"
+  [ "$count" -le 1 ] || die "${env_file} sets ${key} ${count} times; a rendered env file sets each key once (fix the file, then run remove again)"
+  printf '%s\n' "$value"
+}
+
 # Asks the TSA to retire this worker; the worker process exits once the web has let it go.
 retire() {
+  local name team tsa_host tsa_key worker_key flags
   systemctl is-active --quiet "$unit" || return 0
   if [ ! -r "$env_file" ] || [ ! -x "$PREFIX/concourse/bin/concourse" ]; then
     say "cannot retire: ${env_file} or the concourse binary is gone; stopping the worker"
     return 0
   fi
-  (
-    set -a
-    # shellcheck disable=SC1090 # the env file is rendered by gpu-workers
-    . "$env_file"
-    set +a
-    team=()
-    if [ -n "${CONCOURSE_TEAM:-}" ]; then team=(--team "$CONCOURSE_TEAM"); fi
-    timeout 60 "$PREFIX/concourse/bin/concourse" retire-worker --name "$CONCOURSE_NAME" "${team[@]}" \
-      --tsa-host "$CONCOURSE_TSA_HOST" --tsa-public-key "$CONCOURSE_TSA_PUBLIC_KEY" \
-      --tsa-worker-private-key "$CONCOURSE_TSA_WORKER_PRIVATE_KEY" >/dev/null 2>&1
-  ) || { say "retire-worker failed (is the TSA reachable?); stopping the worker, which the web may then list as stalled (fly prune-worker)"; return 0; }
+  name=$(env_value CONCOURSE_NAME)
+  team=$(env_value CONCOURSE_TEAM)
+  tsa_host=$(env_value CONCOURSE_TSA_HOST)
+  tsa_key=$(env_value CONCOURSE_TSA_PUBLIC_KEY)
+  worker_key=$(env_value CONCOURSE_TSA_WORKER_PRIVATE_KEY)
+  # --flag=value: a value is never read as a flag of its own.
+  flags=(--name="$name" --tsa-host="$tsa_host" --tsa-public-key="$tsa_key" --tsa-worker-private-key="$worker_key")
+  if [ -n "$team" ]; then flags+=(--team="$team"); fi
+  timeout 60 "$PREFIX/concourse/bin/concourse" retire-worker "${flags[@]}" >/dev/null 2>&1 ||
+    { say "retire-worker failed (is the TSA reachable?); stopping the worker, which the web may then list as stalled (fly prune-worker)"; return 0; }
   local waited=0
   while systemctl is-active --quiet "$unit" && [ "$waited" -lt "$retire_timeout" ]; do
     sleep 1
@@ -157,18 +175,31 @@ unmount_below() {
   done
 }
 
+# The rules of TABLE that jump to the worker's chains or filter its bridge, as "CHAIN NUMBER"
+# lines, last first: iptables -S lists a chain's rules in order after its -P or -N line, and
+# deleting from the end keeps the numbers of the rules still to go. Nothing of a rule is run
+# or quoted back (a comment can hold anything).
+worker_rules() {
+  local table=$1 chain
+  for chain in $(iptables -t "$table" -S | awk '$1 == "-P" || $1 == "-N" { print $2 }'); do
+    iptables -t "$table" -S "$chain" | awk -v chain="$chain" '
+      $1 == "-A" { n++; if ($0 ~ / -j (CNI-|CONCOURSE-)| -[io] concourse0( |$)/) print chain, n }' | sort -k2,2nr
+  done
+}
+
 clean_network() {
-  local table rule chain
+  local table chain number
   ip link del concourse0 2>/dev/null || true
-  command -v iptables-save >/dev/null 2>&1 || return 0
+  command -v iptables >/dev/null 2>&1 || return 0
   for table in filter nat; do
-    # Rules that jump to the worker's chains or filter its bridge, then the chains themselves.
-    # iptables-save quotes comments as the shell does, so eval reads the rule back as it was written.
-    { iptables-save -t "$table" | grep -E '^-A .*(-j (CNI-|CONCOURSE-)|-i concourse0|-o concourse0)' || true; } | while read -r rule; do
-      eval "iptables -t $table -D ${rule#-A }" 2>/dev/null || true
+    worker_rules "$table" | while read -r chain number; do
+      iptables -t "$table" -D "$chain" "$number" 2>/dev/null || true
     done
-    { iptables-save -t "$table" | sed -n 's/^:\(\(CNI\|CONCOURSE\)-[^ ]*\) .*/\1/p'; } | while read -r chain; do
+    # Then the chains: all emptied first, so none is still the target of another when it goes.
+    for chain in $(iptables -t "$table" -S | awk '$1 == "-N" && $2 ~ /^(CNI|CONCOURSE)-/ { print $2 }'); do
       iptables -t "$table" -F "$chain" 2>/dev/null || true
+    done
+    for chain in $(iptables -t "$table" -S | awk '$1 == "-N" && $2 ~ /^(CNI|CONCOURSE)-/ { print $2 }'); do
       iptables -t "$table" -X "$chain" 2>/dev/null || true
     done
   done
@@ -182,13 +213,50 @@ restore_ip_forward() {
   rm -f "$saved"
 }
 
+# Why DIR may not be deleted as the worker's work dir (printed), or nothing: rm -rf runs as
+# root, so the path must be absolute, in normal form, and a folder of its own: not /, not in a
+# system folder, /home (users') or /tmp (everyone's), not a folder others share (/opt, /srv,
+# /var/lib...). The same folders as components/lib/plan/value-patterns.ts refuses.
+unsafe_work_dir() {
+  local dir=$1
+  case "$dir" in
+    /) echo "the whole file system"; return ;;
+    /*) ;;
+    *) echo "not an absolute path"; return ;;
+  esac
+  case "$dir/" in
+    *//*|*/./*|*/../*) echo "not in normal form (a . or .. segment, // or a trailing /)"; return ;;
+  esac
+  case "$dir" in
+    /bin|/bin/*|/boot|/boot/*|/dev|/dev/*|/etc|/etc/*|/lib|/lib/*|/lib32|/lib32/*|/lib64|/lib64/*|/libx32|/libx32/*|\
+    /proc|/proc/*|/root|/root/*|/run|/run/*|/sbin|/sbin/*|/sys|/sys/*|/usr|/usr/*|/var/lock|/var/lock/*|/var/run|/var/run/*)
+      echo "a system folder, or in one" ;;
+    /home|/home/*) echo "in /home, the users' folders" ;;
+    /tmp|/tmp/*|/var/tmp|/var/tmp/*) echo "in a folder every user may write to" ;;
+    /var|/var/backups|/var/cache|/var/lib|/var/local|/var/log|/var/mail|/var/opt|/var/spool) echo "a system folder" ;;
+    /media|/mnt|/opt|/srv) echo "a folder other software shares" ;;
+  esac
+}
+
+# The work dir the env file names, once it is known to be safe to delete (empty: none).
 work_dir() {
-  [ -r "$env_file" ] || return 0
-  sed -n 's/^CONCOURSE_WORK_DIR=//p' "$env_file" | tail -n 1
+  local dir why real
+  # Run in $(...), where bash drops set -e: a refusal must still end it.
+  dir=$(env_value CONCOURSE_WORK_DIR) || exit 1
+  [ -n "$dir" ] || return 0
+  why=$(unsafe_work_dir "$dir")
+  # A link along the way counts as where it leads.
+  if [ -z "$why" ] && command -v realpath >/dev/null 2>&1 && real=$(realpath -m -- "$dir") && [ "$real" != "$dir" ]; then
+    why=$(unsafe_work_dir "$real")
+    [ -z "$why" ] || why="$why (it leads to $real)"
+  fi
+  [ -z "$why" ] || die "refusing to remove the worker: ${env_file} names the work dir '${dir}', which is ${why}; remove would delete it with rm -rf (fix CONCOURSE_WORK_DIR there, then run remove again)"
+  printf '%s\n' "$dir"
 }
 
 remove() {
   local dir
+  # Before anything is stopped: a refusal leaves the worker as it was.
   dir=$(work_dir)
   retire
   bash "$INSTALL" stop --unit "$unit"

@@ -15,7 +15,9 @@
 #   --env NAME=VALUE          a variable every container must see (repeatable)
 #   --unset NAME              a variable no container may see (repeatable)
 #   --device PATH             a device node every container must be able to open (repeatable)
-#   --datasets-root DIR       every subfolder must be mounted, read-write only with a suffix
+#   --datasets-root DIR       every subfolder must be mounted, read-write only with a suffix; DIR
+#                             must be writable by its owner only (the folders above it too,
+#                             unless sticky)
 #   --writable-suffix SUFFIX  (repeatable)
 #   --cdi-spec PATH           the CDI spec whose changes "check" notices
 #   --toolkit-package NAME    the toolkit package: it must be installed at --toolkit-version
@@ -176,7 +178,30 @@ check_toolkit() {
   esac
 }
 
+# The dataset root must be writable by its owner only: where others may write, they could put
+# there a folder that every task then gets. A folder above it may be writable by others only
+# with the sticky bit (as /tmp), which keeps them from moving the root away and putting their
+# own in its place. (The stack refuses /tmp, /home and system folders; only the host knows modes.)
+check_datasets_root() {
+  local dir mode
+  [ -n "$datasets_root" ] && [ -d "$datasets_root" ] || return 0
+  case "$datasets_root" in /*) ;; *) fail "datasets: expected an absolute dataset root, found $datasets_root"; return ;; esac
+  mode=$(stat -L -c '%a' "$datasets_root")
+  if (( 8#$mode & 8#022 )); then
+    fail "datasets: the dataset root $datasets_root is writable by group or others (mode $mode), so they could put there a folder that every task then gets; make it writable by its owner only (chmod go-w $datasets_root)"
+  fi
+  dir=$datasets_root
+  while [ "$dir" != / ]; do
+    dir=$(dirname "$dir")
+    mode=$(stat -L -c '%a' "$dir")
+    if (( 8#$mode & 8#022 )) && ! (( 8#$mode & 8#1000 )); then
+      fail "datasets: $dir, above the dataset root $datasets_root, is writable by group or others without the sticky bit (mode $mode), so they could put another folder in the root's place; make it writable by its owner only (chmod go-w $dir)"
+    fi
+  done
+}
+
 ensure() {
+  check_datasets_root
   check_toolkit
   case "$vendor" in
     nvidia) check_driver_nvidia ;;

@@ -6,9 +6,12 @@ import { z } from "zod";
 import { PartitionPlanError } from "../components/lib/fabric/partitions";
 import { normalizeFabricMode, PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
 import { planBoard } from "../components/lib/plan/board-plan";
-import { isPlainObject, mergeSettings } from "../components/lib/plan/settings";
+import { isPlainObject, mergeSettings, WHOLE_VALUES } from "../components/lib/plan/settings";
+import { workDirAndDatasetsProblem } from "../components/lib/plan/value-patterns";
+import { DEFAULT_PARTITION_TABLE, partitionIdProblem, partitionTable } from "../components/lib/fabric/partition-table";
 import { toolkitVersion, toolkitVersionProblems } from "../components/lib/toolkit/versions";
 import { describe, formatPath, issuesOf } from "./issues";
+import { NamespaceKey, unknownKeyProblems } from "./namespace-keys";
 import { parseWeb, webHostProblems } from "./web-config";
 import type { WebConfig } from "./web-schema";
 import { GpuWorkerArgsError } from "../components/chain/gpu-worker";
@@ -29,6 +32,14 @@ export interface RawStackConfig {
     web?: unknown;
     /** gpu-workers:allowNoHosts: true lets an empty hosts list through (up then deletes every worker). */
     allowNoHosts?: unknown;
+    /**
+     * Every key the stack config sets in the project's namespace (namespaceKeysOf): one that is
+     * neither the four above nor a secret key the settings name, and looks like one of them or
+     * holds a setting (an object or a list), is a mistake: a typo such as `gpu-workers:default`
+     * would otherwise be ignored, and none of its settings apply. Other text is let be: a secret
+     * of a host since removed from the stack, say.
+     */
+    keys?: NamespaceKey[];
 }
 
 /** The validated stack: the hosts that are workers on their own, the shared boards with their workers, and the web node when it has one. */
@@ -80,8 +91,8 @@ function checkLayer(layer: Record<string, unknown>, prefix: string): Layer {
         if (result.success) continue;
         out.problems.push(...issuesOf(result.error, formatPath(prefix, [key])));
         for (const issue of result.error.issues) {
-            // Lists are replaced, not merged, so a bad item drops the whole list.
-            const cut = issue.path.findIndex((part) => typeof part === "number");
+            // Lists are replaced, not merged, so a bad item drops the whole list; so does a bad part of a whole value.
+            const cut = issue.path.findIndex((part, at) => typeof part === "number" || WHOLE_VALUES.has(formatPath("", [key, ...issue.path.slice(0, at)])));
             const path = [key, ...(cut < 0 ? issue.path : issue.path.slice(0, cut))];
             const bad = issue.code === "unrecognized_keys" && cut < 0 ? issue.keys.map((k) => [...path, k]) : [path];
             for (const b of bad) {
@@ -120,6 +131,12 @@ interface ParsedHost {
 
 /** A board's worker: name and transport only (its GPUs come from its partition). */
 const boardWorkerEntrySchema = z.object({ name: hostEntrySchema.shape.name, transport: transportSchema });
+
+/** The fabricManager.mode the host or the defaults give, as written (before the settings are checked). */
+function givenMode(raw: Record<string, unknown>, defaults: Layer): unknown {
+    const own = isPlainObject(raw.fabricManager) ? raw.fabricManager.mode : undefined;
+    return own ?? (isPlainObject(defaults.settings.fabricManager) ? defaults.settings.fabricManager.mode : undefined);
+}
 
 function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const prefix = `hosts[${i}]`;
@@ -162,10 +179,20 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
         else problems.push(...issuesOf(parsed.error, `${prefix}.board`));
     }
     let fabric: BoardFabric | undefined;
+    let table: BoardFabric["partitionTable"] | undefined;
     if (raw.fabric !== undefined && !boardWorker) {
-        const parsed = boardFabricSchema.safeParse(raw.fabric, { reportInput: true });
-        if (parsed.success) fabric = parsed.data;
-        else problems.push(...issuesOf(parsed.error, `${prefix}.fabric`));
+        if (givenMode(raw, defaults) === "service-vm" || !isPlainObject(raw.fabric)) {
+            const parsed = boardFabricSchema.safeParse(raw.fabric, { reportInput: true });
+            if (parsed.success) fabric = parsed.data;
+            else problems.push(...issuesOf(parsed.error, `${prefix}.fabric`));
+        } else {
+            // A host that runs fabricmanager itself has a board too: only its partition table.
+            const others = Object.keys(raw.fabric).filter((k) => k !== "partitionTable");
+            if (others.length > 0) problems.push(`${prefix}.fabric: ${others.join(", ")}: only for a shared board (fabricManager.mode: service-vm); a host that runs fabricmanager itself takes only partitionTable`);
+            const parsed = boardFabricSchema.shape.partitionTable.safeParse(raw.fabric.partitionTable, { reportInput: true });
+            if (parsed.success) table = parsed.data;
+            else problems.push(...issuesOf(parsed.error, `${prefix}.fabric.partitionTable`));
+        }
     }
 
     const own = checkLayer(raw, prefix);
@@ -181,7 +208,20 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
             problems.push(`${prefix}.${path}: ${describe(issue)}${issue.input === undefined ? " — set it under defaults or on this host" : ""}`);
         }
     }
-    if (settings.success) problems.push(...roleProblems(raw, prefix, entry, settings.data, boardWorker));
+    if (settings.success) {
+        problems.push(...roleProblems(raw, prefix, entry, settings.data, boardWorker));
+        const s = settings.data;
+        const workDir = covered("concourse.workDir", reported) || covered("datasets.root", reported) ? undefined : workDirAndDatasetsProblem(s.concourse.workDir, s.datasets.root);
+        if (workDir) problems.push(`${prefix}.concourse.workDir: ${workDir}`);
+        // Where fabricmanager runs on the host (elsewhere the GPU plan refuses partitions outright).
+        if (runsFabricManager(entry, s) && !boardWorker && !covered("fabricManager.partitions", reported) && (table !== undefined || raw.fabric === undefined)) {
+            const known = partitionTable(table ?? DEFAULT_PARTITION_TABLE, entry?.name ?? prefix);
+            s.fabricManager.partitions.forEach((id, j) => {
+                const problem = partitionIdProblem(known, id);
+                if (problem) problems.push(`${prefix}.fabricManager.partitions[${j}]: ${problem}${table === undefined ? " (the default table; another board declares its own as fabric.partitionTable)" : ""}`);
+            });
+        }
+    }
     return {
         entry,
         settings: settings.success ? settings.data : undefined,
@@ -191,6 +231,11 @@ function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
         board,
         boardWorker,
     };
+}
+
+/** Whether fabricmanager runs on the host itself (where its partitions are activated). */
+function runsFabricManager(entry: ParsedHost["entry"], settings: Settings): boolean {
+    return (entry?.inventory?.nvswitches ?? 0) > 0 && ["host", "auto"].includes(normalizeFabricMode(settings.fabricManager.mode));
 }
 
 function isBoard(settings: Settings | undefined): boolean {
@@ -210,7 +255,8 @@ function roleProblems(raw: Record<string, unknown>, prefix: string, entry: Parse
     }
     if (lxd?.type === "virtual-machine") problems.push(`${prefix}.transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers`);
     if (!isBoard(settings)) {
-        if (raw.fabric !== undefined) problems.push(`${prefix}.fabric: only for a shared board (fabricManager.mode: service-vm)`);
+        const onlyTable = isPlainObject(raw.fabric) && Object.keys(raw.fabric).every((k) => k === "partitionTable");
+        if (onlyTable && !runsFabricManager(entry, settings)) problems.push(`${prefix}.fabric: only for a board: a shared one (fabricManager.mode: service-vm), or one that runs fabricmanager itself (NVSwitches declared, fabricManager.mode host or auto)`);
         return problems;
     }
     if (entry && !("ssh" in entry.transport)) problems.push(`${prefix}.transport: a shared board is reached over SSH (its libvirt runs the fabricmanager service VM; its workers are LXD VMs)`);
@@ -365,7 +411,7 @@ export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
 
 /** Validates the whole stack config, web and boards included; throws StackConfigError listing every problem. */
 export function parseStack(raw: RawStackConfig): StackConfig {
-    const problems: string[] = [];
+    const problems: string[] = raw.keys === undefined ? [] : unknownKeyProblems(raw.keys, [raw.defaults, raw.hosts, raw.web]);
     let defaults: Layer = { settings: {}, reported: [], problems: [] };
     if (raw.defaults !== undefined) {
         if (!isPlainObject(raw.defaults)) {

@@ -3,10 +3,11 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
-import { BUILTIN_PARTITION_TABLES, partitionListSchema } from "../components/lib/fabric/partition-table";
+import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema } from "../components/lib/fabric/partition-table";
 import { inventorySchema } from "../components/lib/gpu/inventory";
 import type { Transport as TransportOf } from "../components/lib/host/transport";
 import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
+import { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser } from "../components/lib/plan/value-patterns";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 export const secretRef = z.string({ error: "expected the name of a secret config key" })
@@ -15,9 +16,9 @@ export const hostName = z.string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
 export const sshTransportSchema = z.strictObject({
-    host: z.string().min(1, { error: "expected a host name or address" }),
+    host: hostAddress,
     port: port.default(22),
-    user: z.string().min(1).default("root"),
+    user: posixUser.default("root"),
     /** Config key whose secret value is the OpenSSH private key. */
     privateKeySecret: secretRef,
     /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
@@ -48,23 +49,23 @@ export const lxdTransportFields = z.strictObject({
     /** LXD instance name (created and owned by this stack). */
     instance: hostName,
     /** Image alias or fingerprint on the LXD server. */
-    image: z.string().min(1, { error: "expected an image alias or fingerprint" }),
+    image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, { error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit" }),
     /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
     type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default("container"),
-    profiles: z.array(z.string().min(1)).default(["default"]),
+    profiles: z.array(plainName("a profile name")).default(["default"]),
     /** Extra instance config keys (security.nesting is always set for containers). */
-    config: z.record(z.string(), z.string()).default({}),
+    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default({}),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
-    datasetSource: absolutePath.optional(),
+    datasetSource: datasetRoot.optional(),
     /**
      * The subfolders of datasetSource to attach, each as its own disk (read-write when its name
      * ends with a writable suffix). Absent: all of datasetSource, read-only.
      */
-    datasetFolders: z.array(z.string().regex(/^(?!\.\.?$)[^/\0]+$/, { error: "expected a folder name (no /)" })).optional(),
+    datasetFolders: z.array(z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, { error: "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)" })).optional(),
     /** Loopback port on the LXD server that forwards to the instance's sshd. */
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
-    sshAddress: z.string().default("127.0.0.1"),
+    sshAddress: ipAddress.default("127.0.0.1"),
     // The key placed in the instance is root's: another user could not read it to log in.
     user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default("root"),
     /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
@@ -72,7 +73,7 @@ export const lxdTransportFields = z.strictObject({
     /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
     shiftWritable: z.boolean().default(true),
     /** virtual-machine: the managed bridge network (with DHCP) on the LXD server for the VM's nic. */
-    network: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD network name such as lxdbr0" }).optional(),
+    network: plainName("an LXD network name (e.g. lxdbr0)").optional(),
     /** virtual-machine: the VM's static IPv4 address on that network; sshd is reached through NAT to it. */
     address: ipv4.optional(),
 });
@@ -103,8 +104,8 @@ export const settingsSchema = workerSettingsSchema.extend({
         workerKeySecret: secretRef.optional(),
         /** Check the registration at a web outside this stack: its URL, a user, and the secret config key of its password. */
         registration: z.strictObject({
-            url: z.url({ error: "expected the web's URL, e.g. https://ci.example.com" }),
-            username: z.string().min(1),
+            url: httpUrl,
+            username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
             passwordSecret: secretRef,
             timeoutSeconds: z.number().int().positive().default(120),
             /** For an https web: the config key whose secret value is its certificate (PEM) or CA, the only one trusted. */
@@ -125,7 +126,7 @@ export const boardFabricSchema = z.strictObject({
     partitionTable: z.union([
         z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }),
         partitionListSchema,
-    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default("hgx-h100-8gpu"),
+    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE),
     /** The board's NVSwitches. */
     nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }),
     /** The NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128, "Memory controller" in lspci). */
@@ -134,13 +135,13 @@ export const boardFabricSchema = z.strictObject({
         /** Base image on the board host: cloud-init, the NVIDIA driver and its fabricmanager, same version. */
         image: absolutePath,
         /** libvirt domain name (default <board>-fabric). */
-        name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected a domain name of letters, digits, _ . -" }).optional(),
+        name: plainName("a domain name").optional(),
         vcpus: positiveInt.optional(),
         memoryMiB: positiveInt.optional(),
         diskGiB: positiveInt.optional(),
         /** libvirt network for a NIC (apt access for fabricmanager); default none. */
-        network: z.string().min(1).optional(),
-        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\//, { error: "expected a libvirt URI such as qemu:///system" }).optional(),
+        network: plainName("a libvirt network name").optional(),
+        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional(),
         readyTimeoutSeconds: positiveInt.optional(),
     }),
 });

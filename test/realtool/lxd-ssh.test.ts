@@ -80,7 +80,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
         const r = spawnSync("ssh", [
             "-i", keyFile, "-p", String(port),
             "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
-            "root@127.0.0.1", "cat /etc/hostname; id -u; systemctl is-system-running || true",
+            "--", "root@127.0.0.1", "cat /etc/hostname; id -u; systemctl is-system-running || true",
         ], { encoding: "utf8", timeout: 60_000 });
         assert.strictEqual(r.status, 0, r.stderr);
         const [hostname, uid, systemState] = r.stdout.trim().split("\n");

@@ -62,7 +62,7 @@ describe("Concourse web (render)", () => {
         assert.match(env, /^CONCOURSE_TSA_BIND_PORT=2222$/m);
         assert.strictEqual(renderWebSecretEnv("admin", "pw", "db"), "CONCOURSE_POSTGRES_PASSWORD=db\nCONCOURSE_ADD_LOCAL_USER=admin:pw\n");
         assert.throws(() => renderWebSecretEnv("ad:min", "pw", "db"), /cannot hold ':'/);
-        assert.throws(() => renderWebSecretEnv("admin", "p\nCONCOURSE_X=1", "db"), /must be one line/);
+        assert.throws(() => renderWebSecretEnv("admin", "p\nCONCOURSE_X=1", "db"), /the value of CONCOURSE_ADD_LOCAL_USER holds a line break/);
     });
 
     it("renders the worker keys one per line, and the steps in order: database, then the web", () => {

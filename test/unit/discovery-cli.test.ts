@@ -98,7 +98,7 @@ describe("npm run discover", () => {
         fs.writeFileSync(key, "not a real key\n");
         const r = cli(["--ssh", "ops@gpu-a", "--port", "2222", "--identity", key], { PATH: bin, GPU_WORKERS_ROOT: path.join(FIXTURES, "amd-mi210", "root") });
         assert.strictEqual(r.status, 0, r.stderr);
-        assert.deepStrictEqual(fs.readFileSync(log, "utf8").trim().split("\n"), ["-o", "BatchMode=yes", "-p", "2222", "-i", key, "ops@gpu-a", "bash -s"]);
+        assert.deepStrictEqual(fs.readFileSync(log, "utf8").trim().split("\n"), ["-o", "BatchMode=yes", "-p", "2222", "-i", key, "--", "ops@gpu-a", "bash -s"]);
         assert.strictEqual(parseYaml(r.stdout).gpus[0].gfxTarget, "gfx90a");
     });
 

@@ -81,9 +81,7 @@ describe("shared boards in the stack config", () => {
             "hosts[2].transport.lxd.network: only for a virtual-machine (a container is reached through a plain proxy)",
             "hosts[2].transport.lxd.address: only for a virtual-machine (a container is reached through a plain proxy)",
             "hosts[4].board: give gpus (how many) or partition (an id of the board's table)",
-            "hosts[5].fabric.nvswitchPci: name the board's NVSwitches",
-            "hosts[5].fabric.serviceVm: required (expected object, received undefined)",
-            "hosts[5].fabric: only for a shared board (fabricManager.mode: service-vm)",
+            "hosts[5].fabric: nvswitchPci: only for a shared board (fabricManager.mode: service-vm); a host that runs fabricmanager itself takes only partitionTable",
             "hosts[3].board.name: there is no host nowhere",
         ]);
     });

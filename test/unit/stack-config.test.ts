@@ -124,7 +124,7 @@ describe("stack config", () => {
         // built-in stand-in, auto, would reject the partitions) must not make hosts look misconfigured.
         raw.defaults = { ...raw.defaults, concourse: { ...raw.defaults.concourse, tsaHost: "" }, toolkit: { version: "latest" }, fabricManager: { mode: "of", partitions: [1] } } as typeof raw.defaults;
         assert.deepStrictEqual(problemsOf(raw).sort(), [
-            "defaults.concourse.tsaHost: expected the TSA host name",
+            "defaults.concourse.tsaHost: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
             "defaults.fabricManager.mode: expected auto, host, service-vm or off (on is the older name of host)",
             "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
         ]);

@@ -6,6 +6,7 @@ import { onTransport, Transport } from "../../lib/host/transport";
 import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
+import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
 import { ConcourseWorker } from "../concourse-worker";
@@ -146,6 +147,8 @@ export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
     const merged = mergeSettings(WORKER_DEFAULTS, { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) });
     const parsed = settingsSchema.safeParse(merged);
     const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    const workDir = parsed.success ? workDirAndDatasetsProblem(parsed.data.concourse.workDir, parsed.data.datasets.root) : undefined;
+    if (workDir) problems.push(`concourse.workDir: ${workDir}`);
     if (parsed.success && parsed.data.concourse.binary) {
         if (parsed.data.concourse.tsaHost === undefined) problems.push("concourse.tsaHost: required to run the worker (or give concourse.web)");
         if (tsaPublicKey === undefined && web === undefined) problems.push("concourse.tsaPublicKey: required to run the worker (or give concourse.web)");

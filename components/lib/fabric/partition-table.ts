@@ -66,6 +66,15 @@ export const BUILTIN_PARTITION_TABLES: Readonly<Record<string, PartitionTable>> 
     "hgx-h100-8gpu": HGX_H100_8GPU,
 };
 
+/** The table of a board that declares none. */
+export const DEFAULT_PARTITION_TABLE = "hgx-h100-8gpu";
+
+/** Why `id` names no partition of `table` (naming the ids it has), or undefined. */
+export function partitionIdProblem(table: PartitionTable, id: number): string | undefined {
+    if (table.partitions.some((p) => p.id === id)) return undefined;
+    return `partition ${id} is not in the ${table.board} table (ids: ${table.partitions.map((p) => p.id).join(", ")})`;
+}
+
 /** A table from a stack: a built-in name, or a declared list (named after the board). */
 export function partitionTable(source: string | FabricPartition[], board: string): PartitionTable {
     if (typeof source !== "string") return { board, partitions: source.map((p) => ({ id: p.id, modules: [...p.modules].sort((a, b) => a - b) })) };

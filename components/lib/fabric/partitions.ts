@@ -6,7 +6,7 @@
  * Pure.
  */
 import type { Gpu, GpuInventory } from "../gpu/inventory";
-import type { FabricPartition, PartitionTable } from "./partition-table";
+import { FabricPartition, partitionIdProblem, PartitionTable } from "./partition-table";
 
 /** What one worker of the board asks for: a number of GPUs, or one partition by id. */
 export interface PartitionRequest {
@@ -99,7 +99,7 @@ export function planPartitions(table: PartitionTable, inventory: GpuInventory, r
             return;
         }
         const p = table.partitions.find((t) => t.id === r.partition);
-        if (!p) throw new PartitionPlanError(i, `partition ${r.partition} is not in the ${table.board} table (ids: ${table.partitions.map((t) => t.id).join(", ")})`);
+        if (!p) throw new PartitionPlanError(i, partitionIdProblem(table, r.partition)!);
         if (!usable.includes(p)) throw new PartitionPlanError(i, `partition ${p.id} holds modules ${p.modules.join(", ")}, and the board's GPUs have module ids ${[...byModule.keys()].sort((a, b) => a - b).join(", ")}`);
         if (r.gpus !== undefined && r.gpus !== p.modules.length) throw new PartitionPlanError(i, `partition ${p.id} has ${p.modules.length} GPUs, not ${r.gpus}`);
         for (const [j, other] of fixed) {

@@ -5,22 +5,24 @@
  */
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
+import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
     .int({ error: "expected a non-negative integer" })
     .nonnegative({ error: "expected a non-negative integer" });
 export const port = z.number({ error: "expected a port number" }).int({ error: "expected a port number" })
     .min(1, { error: "expected a port number (1-65535)" }).max(65535, { error: "expected a port number (1-65535)" });
-export const absolutePath = z.string({ error: "expected an absolute path" }).regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
+/** Absolute, in normal form, of plain characters (value-patterns.ts). */
+export const absolutePath = hostPath;
 export const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
 /** Any vendor's toolkit version form (1.17.8, 1.18.0~rc.1); the vendor's own form is checked with the host. */
 const toolkitVersionForm = z.string().regex(/^[0-9]+(\.[0-9]+)+(~rc\.[0-9]+)?$/, { error: "expected preinstalled or a version such as 1.17.8" });
 // One schema, not a union of two, so a bad value's error names both forms.
 const DRIVER_VERSION_ERROR = "expected preinstalled or a pinned version such as 550.54.15";
 const driverVersion = z.string({ error: DRIVER_VERSION_ERROR }).regex(/^(preinstalled|[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?)$/, { error: DRIVER_VERSION_ERROR });
-export const publicKey = z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+/, { error: "expected a public key such as 'ssh-rsa AAAA...'" });
+export const publicKey = publicKeyLine;
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
-const tag = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:=+,-]*$/, { error: "expected a tag of letters, digits and _.:=+,-" });
+const tag = z.string().regex(CONCOURSE_TAG, { error: "expected a tag of letters, digits and _.:=+,-" });
 
 export const settingsSchema = z.strictObject({
     /** Which GPUs the worker gets: all, or a list of indices. */
@@ -45,8 +47,8 @@ export const settingsSchema = z.strictObject({
         cdi: z.boolean(),
     }),
     datasets: z.strictObject({
-        root: absolutePath,
-        writableSuffixes: z.array(z.string().regex(/^[^/\0]+$/, { error: "expected a folder-name suffix without /" })),
+        root: datasetRoot,
+        writableSuffixes: z.array(writableSuffix),
     }),
     containerd: z.strictObject({
         runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }),
@@ -60,18 +62,18 @@ export const settingsSchema = z.strictObject({
     concourse: z.strictObject({
         version: version,
         /** The TSA's host name or address as the worker reaches it; taken from the web when the stack has one. */
-        tsaHost: z.string().min(1, { error: "expected the TSA host name" }).optional(),
+        tsaHost: hostAddress.optional(),
         tsaPort: port,
         /** The TSA's host public key ("ssh-rsa AAAA..."); taken from the web when the stack has one. */
         tsaPublicKey: publicKey.optional(),
-        team: z.string().min(1).optional(),
+        team: plainName("a team name").optional(),
         tags: z.array(tag),
         /** Where the worker binary comes from: a URL the host downloads, or a local file uploaded. */
         binary: z.union([
-            z.strictObject({ url: z.url({ error: "expected a URL" }), sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }) }),
+            z.strictObject({ url: httpUrl, sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }) }),
             z.strictObject({ path: z.string().min(1) }),
         ], { error: "expected {url, sha256} or {path}" }).optional(),
-        workDir: absolutePath,
+        workDir: workDir,
         /**
          * The worker's host runs in a user namespace (an unprivileged container), where overlayfs
          * refuses metacopy; absent: true for an LXD container this stack creates, else false.
@@ -108,7 +110,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /** Settings given whole, never merged key by key: one form replaces another ({path} after {url, sha256}). */
-const WHOLE_VALUES = new Set(["concourse.binary"]);
+export const WHOLE_VALUES = new Set(["concourse.binary"]);
 
 /**
  * A layer of settings over another: objects merge key by key, anything else (lists included)

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { port } from "./settings";
+import { httpUrl } from "./value-patterns";
 
 export const WEB_DEFAULTS = {
     port: 8080,
@@ -14,7 +15,8 @@ export const WEB_DEFAULTS = {
     keepDatabase: false,
 } as const;
 
-const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_$-]{0,62}$/, { error: "expected a PostgreSQL name of letters, digits and _ (up to 63)" });
+/** A database or role name: it reaches the env file and psql's arguments, so no `$` (which PostgreSQL itself allows). */
+export const pgName = z.string({ error: "expected a PostgreSQL name" }).regex(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { error: "expected a PostgreSQL name: a letter or _, then letters, digits, _ and - (up to 63)" });
 
 /** The web's settings besides transport and release, as a stack or ConcourseWeb's arguments give them. */
 export const webSettingsSchema = z.strictObject({
@@ -25,10 +27,10 @@ export const webSettingsSchema = z.strictObject({
     /** The web's HTTPS port, when it is given a certificate (`tls`). */
     tlsPort: port.default(WEB_DEFAULTS.tlsPort),
     /** The URL users reach the web on (default http://<host>:<port>, https://<host>:<tlsPort> with a certificate, or the published port of an LXD instance). */
-    externalUrl: z.url({ error: "expected a URL such as http://ci.example.com:8080" }).optional(),
+    externalUrl: httpUrl.optional(),
     mainTeamUser: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected a user name of letters, digits and _.-" }).default(WEB_DEFAULTS.mainTeamUser),
     keepDatabase: z.boolean().default(WEB_DEFAULTS.keepDatabase),
 });
 
-export const localDatabaseSchema = z.strictObject({ database: identifier.default("atc"), user: identifier.default("concourse") });
+export const localDatabaseSchema = z.strictObject({ database: pgName.default("atc"), user: pgName.default("concourse") });
 

@@ -7,6 +7,7 @@
 import { combine, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, pathSlug, RenderedComponent } from "../host/steps";
 import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
+import { renderEnvFile } from "./env-file";
 
 /** The web's own PostgreSQL on its host, or an external one. */
 export type WebDatabase =
@@ -89,16 +90,13 @@ export function renderWebEnv(s: ConcourseWebSettings): string {
             ["CONCOURSE_TLS_KEY", CONCOURSE_WEB_PATHS.tlsKey],
         ] as [string, number | string][] : []),
     ];
-    return "# Rendered by gpu-workers.\n" + env.map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
+    return renderEnvFile(env, "Rendered by gpu-workers.");
 }
 
 /** The passwords, in their own file (a secret): the main team user's and the database's. */
 export function renderWebSecretEnv(user: string, userPassword: string, databasePassword: string): string {
-    for (const [what, value] of [["user", user], ["password", userPassword], ["database password", databasePassword]]) {
-        if (/[\n\0]/.test(value)) throw new Error(`concourse web: the ${what} must be one line`);
-    }
     if (user.includes(":")) throw new Error("concourse web: the main team user's name cannot hold ':'");
-    return `CONCOURSE_POSTGRES_PASSWORD=${databasePassword}\nCONCOURSE_ADD_LOCAL_USER=${user}:${userPassword}\n`;
+    return renderEnvFile([["CONCOURSE_POSTGRES_PASSWORD", databasePassword], ["CONCOURSE_ADD_LOCAL_USER", `${user}:${userPassword}`]]);
 }
 
 /** Public keys the TSA admits: one per line. */

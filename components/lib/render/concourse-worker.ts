@@ -5,6 +5,8 @@
 import { combine, hostScriptFile, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../host/steps";
 import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
+import { renderEnvFile } from "./env-file";
+import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../plan/value-patterns";
 import { WRAPPER_INSTALLER } from "./runc-wrapper";
 
 export interface ConcourseWorkerSettings {
@@ -63,7 +65,8 @@ export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
     const env: [string, string][] = [
         ["CONCOURSE_NAME", s.name],
         ["CONCOURSE_WORK_DIR", s.workDir],
-        ["CONCOURSE_TSA_HOST", `${s.tsaHost}:${s.tsaPort}`],
+        // An IPv6 address goes in brackets, as Go's host:port wants it.
+        ["CONCOURSE_TSA_HOST", `${isIpAddress(s.tsaHost) && s.tsaHost.includes(":") ? `[${s.tsaHost}]` : s.tsaHost}:${s.tsaPort}`],
         ["CONCOURSE_TSA_PUBLIC_KEY", CONCOURSE_PATHS.tsaPublicKey],
         ["CONCOURSE_TSA_WORKER_PRIVATE_KEY", CONCOURSE_PATHS.workerKey],
         ["CONCOURSE_RUNTIME", "containerd"],
@@ -72,7 +75,7 @@ export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
     ];
     if (s.networkMtu !== undefined) env.push(["CONCOURSE_CONTAINERD_MTU", String(s.networkMtu)]);
     if (s.team) env.push(["CONCOURSE_TEAM", s.team]);
-    return "# Rendered by gpu-workers.\n" + env.map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
+    return renderEnvFile(env, "Rendered by gpu-workers.");
 }
 
 /**
@@ -80,6 +83,8 @@ export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
  * the variable is split on commas, which would cut `gpu-devices=0,1` in two.
  */
 export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
+    // A tag is one word of the unit's command line: no space, quote, % (a unit specifier) or line break.
+    for (const t of s.tags) if (!CONCOURSE_TAG.test(t)) throw new Error(`concourse worker: the tag ${JSON.stringify(t)} is not one plain word`);
     const tagFlags = s.tags.map((t) => ` \\\n  --tag=${t}`).join("");
     return [
         "# Rendered by gpu-workers.",
@@ -110,12 +115,18 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
     ].join("\n");
 }
 
+/** The TSA's host key file: one key on one line (a second line would be a second key the worker trusts). */
+function tsaPublicKeyFile(key: string): string {
+    if (!PUBLIC_KEY_LINE.test(key.trim())) throw new Error("concourse worker: the TSA public key must be one key on one line, such as 'ssh-rsa AAAA... comment'");
+    return key.trim() + "\n";
+}
+
 export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedComponent {
     const files: HostFile[] = [
         { path: CONCOURSE_PATHS.env, mode: "0644", content: renderWorkerEnv(s) },
         s.tsaPublicKey === undefined
             ? { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: "", generated: "tsa-host-key.public" }
-            : { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: s.tsaPublicKey.trim() + "\n" },
+            : { path: CONCOURSE_PATHS.tsaPublicKey, mode: "0644", content: tsaPublicKeyFile(s.tsaPublicKey) },
         { path: CONCOURSE_PATHS.workerKey, mode: "0600", content: "", secret: true },
         { path: CONCOURSE_PATHS.containerdConfig, mode: "0644", content: s.containerdConfig },
         { path: CONCOURSE_PATHS.unit, mode: "0644", content: renderWorkerUnit(s) },

@@ -7,6 +7,7 @@ import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { isHostAddress, POSIX_USER, PUBLIC_KEY_LINE } from "../../lib/plan/value-patterns";
 
 export interface SshTarget {
     host: string;
@@ -24,7 +25,21 @@ export interface SshResult { code: number; stdout: string; stderr: string }
 /** ssh's own exit status when it could not connect or authenticate. */
 const SSH_FAILED = 255;
 
-function runOnce(target: SshTarget, command: string, input: string | Buffer, dir: string, timeoutSeconds: number): Promise<SshResult> {
+/**
+ * Why ssh could not take `target` safely, or undefined: the user and host go on ssh's command
+ * line and the host and its key into a known_hosts line, so a user or host that began with `-`,
+ * or held a space or a line break, could be an option (`-oProxyCommand=...`, run on this
+ * machine) or a second known_hosts entry.
+ */
+export function sshTargetProblem(target: Pick<SshTarget, "host" | "user" | "hostKey">): string | undefined {
+    if (!POSIX_USER.test(target.user)) return `ssh: the user ${JSON.stringify(target.user)} is no POSIX user name`;
+    if (!isHostAddress(target.host)) return `ssh: the host ${JSON.stringify(target.host)} is neither a DNS name nor an IP address`;
+    if (!PUBLIC_KEY_LINE.test(target.hostKey.trim())) return `ssh: the host key of ${target.host} is not one public key on one line`;
+    return undefined;
+}
+
+/** One run of ssh; `--` ends its options, so the destination is never read as one. */
+export function runOnce(target: SshTarget, command: string, input: string | Buffer, dir: string, timeoutSeconds: number): Promise<SshResult> {
     const key = path.join(dir, "key");
     const knownHosts = path.join(dir, "known_hosts");
     return new Promise((resolve, reject) => {
@@ -34,7 +49,7 @@ function runOnce(target: SshTarget, command: string, input: string | Buffer, dir
             "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
             "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR",
             "-o", "ServerAliveInterval=15",
-            `${target.user}@${target.host}`, command,
+            "--", `${target.user}@${target.host}`, command,
         ], { stdio: ["pipe", "pipe", "pipe"] });
         const out: Buffer[] = [];
         const err: Buffer[] = [];
@@ -57,6 +72,8 @@ function runOnce(target: SshTarget, command: string, input: string | Buffer, dir
  * stdin. Connection failures are retried a few times (a host that is still booting).
  */
 export async function runOverSsh(target: SshTarget, command: string, input: string | Buffer = "", timeoutSeconds = 1800): Promise<SshResult> {
+    const problem = sshTargetProblem(target);
+    if (problem) throw new Error(problem);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-workers-ssh-"));
     try {
         fs.writeFileSync(path.join(dir, "key"), target.privateKey.endsWith("\n") ? target.privateKey : target.privateKey + "\n", { mode: 0o600 });
