@@ -15,8 +15,8 @@
 #   --env NAME=VALUE          a variable every container must see (repeatable)
 #   --unset NAME              a variable no container may see (repeatable)
 #   --device PATH             a device node every container must be able to open (repeatable)
-#   --datasets-root DIR       every subfolder must be mounted, read-write only with a suffix; DIR
-#                             must be writable by its owner only (the folders above it too,
+#   --datasets-root DIR       every subfolder (not a link) must be read-write exactly when it has a suffix;
+#                             DIR must be writable by its owner only (the folders above it too,
 #                             unless sticky)
 #   --writable-suffix SUFFIX  (repeatable)
 #   --cdi-spec PATH           the CDI spec whose changes "check" notices
@@ -274,6 +274,8 @@ inside_datasets() {
   for dir in "$datasets_root"/*/; do
     [ -d "$dir" ] || continue
     dir=${dir%/}; name=${dir##*/}; writable=no
+    # A link resolves inside the container and has the mode of what it leads to, whatever its name.
+    [ -L "$dir" ] && continue
     for suffix in "${suffixes[@]+"${suffixes[@]}"}"; do
       case "$name" in *"$suffix") writable=yes ;; esac
     done

@@ -21,6 +21,8 @@ type invocation struct {
 	Bundle string
 	// `exec`: the process file given with --process/-p; empty when the process is on the command line.
 	Process string
+	// ID of the container (create, run, exec): the first argument after the subcommand's flags.
+	ID string
 }
 
 // flagName splits "--name=value" / "-name" into its name and inline value.
@@ -64,8 +66,15 @@ func parseArgs(args []string) invocation {
 	}
 	for i++; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			break // Go's flag parsing stops at the first positional argument (the container id)
+		if a == "--" {
+			if i+1 < len(args) {
+				inv.ID = args[i+1]
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			inv.ID = a // Go's flag parsing stops at the first positional argument: the container id
+			break
 		}
 		name, value, inline := flagName(a)
 		if !valueFlags[name] {

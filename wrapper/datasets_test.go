@@ -4,100 +4,129 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 )
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Only real folders with a writable suffix get a mount of their own; links are never
+// followed (they resolve inside the container), everything else is in the read-only root.
 func TestScanDatasets(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "srv")
-	outside := filepath.Join(base, "outside")
-	for _, d := range []string{root, outside, filepath.Join(root, "plain"), filepath.Join(root, "data_rw"), filepath.Join(root, "DATA_RW"), filepath.Join(root, "nested", "child"), filepath.Join(root, "space name $(x)\n")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	outside := filepath.Join(base, "outside_rw")
+	for _, d := range []string{root, outside, filepath.Join(root, "plain"), filepath.Join(root, "data_rw"), filepath.Join(root, "DATA_RW"),
+		filepath.Join(root, "nested", "child_rw"), filepath.Join(root, "space name $(x)\n_rw"), filepath.Join(root, "cache_writable"), filepath.Join(root, "scratch_rw", "team")} {
+		must(t, os.MkdirAll(d, 0o755))
 	}
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.WriteFile(filepath.Join(root, "file.txt"), nil, 0o644))
-	// A link is read-write only when its name and the dataset its target lies in both say so.
-	must(os.Symlink("plain", filepath.Join(root, "link_rw")))
-	must(os.MkdirAll(filepath.Join(root, "nested", "inner_rw"), 0o755))
-	must(os.Symlink("nested/inner_rw", filepath.Join(root, "deep_rw")))
-	must(os.MkdirAll(filepath.Join(root, "data_rw", "sub"), 0o755))
-	must(os.Symlink("data_rw/sub", filepath.Join(root, "scratch_rw")))
-	must(os.Symlink("data_rw", filepath.Join(root, "view")))
-	must(os.Symlink(outside, filepath.Join(root, "escape")))
-	must(os.Symlink("missing", filepath.Join(root, "dangling")))
-	must(os.Symlink(".", filepath.Join(root, "self_rw")))
-	must(os.Symlink("file.txt", filepath.Join(root, "filelink")))
-	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
-	must(os.Mkdir(filepath.Join(root, "caf\xe9_rw"), 0o755)) // Latin-1, not UTF-8
-	must(os.Mkdir(filepath.Join(root, "café_rw"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "file_rw"), nil, 0o644))
+	must(t, os.Symlink("plain", filepath.Join(root, "link_rw")))
+	must(t, os.Symlink("scratch_rw/team", filepath.Join(root, "team_rw")))
+	must(t, os.Symlink(outside, filepath.Join(root, "escape_rw")))
+	must(t, os.Symlink("/etc", filepath.Join(root, "etc_rw")))
+	must(t, os.Symlink("missing", filepath.Join(root, "dangling_rw")))
+	must(t, syscall.Mkfifo(filepath.Join(root, "fifo_rw"), 0o644))
+	must(t, os.Mkdir(filepath.Join(root, "caf\xe9_rw"), 0o755)) // Latin-1, not UTF-8
+	must(t, os.Mkdir(filepath.Join(root, "café_rw"), 0o755))
 
-	mounts, notes, err := scanDatasets(root, []string{"_rw", "_writable"})
-	must(err)
-	resolvedRoot, err := filepath.EvalSymlinks(root)
-	must(err)
-	want := []datasetMount{
-		{filepath.Join(root, "DATA_RW"), filepath.Join(root, "DATA_RW"), false},
-		{filepath.Join(root, "café_rw"), filepath.Join(root, "café_rw"), true},
-		{filepath.Join(root, "data_rw"), filepath.Join(root, "data_rw"), true},
-		{filepath.Join(root, "nested", "inner_rw"), filepath.Join(root, "deep_rw"), false},
-		{filepath.Join(root, "plain"), filepath.Join(root, "link_rw"), false},
-		{filepath.Join(root, "nested"), filepath.Join(root, "nested"), false},
-		{filepath.Join(root, "plain"), filepath.Join(root, "plain"), false},
-		{filepath.Join(root, "data_rw", "sub"), filepath.Join(root, "scratch_rw"), true},
-		{filepath.Join(root, "space name $(x)\n"), filepath.Join(root, "space name $(x)\n"), false},
-		{filepath.Join(root, "data_rw"), filepath.Join(root, "view"), false},
+	d, notes, err := scanDatasets(root+"/", []string{"_rw", "_writable"})
+	must(t, err)
+	source, err := filepath.EvalSymlinks(root)
+	must(t, err)
+	want := &datasets{Root: root, Source: source, Writable: []string{"cache_writable", "café_rw", "data_rw", "scratch_rw", "space name $(x)\n_rw"}}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("datasets =\n%#v\nwant\n%#v", d, want)
 	}
-	// The temp dir may itself sit behind a symlink: compare resolved sources.
-	for i := range want {
-		if s, err := filepath.EvalSymlinks(want[i].Source); err == nil {
-			want[i].Source = s
-		}
-	}
-	for i := range mounts {
-		if s, err := filepath.EvalSymlinks(mounts[i].Source); err == nil {
-			mounts[i].Source = s
-		}
-	}
-	if !reflect.DeepEqual(mounts, want) {
-		t.Errorf("mounts =\n%+v\nwant\n%+v", mounts, want)
-	}
-	joined := strings.Join(notes, "\n")
-	for _, n := range []string{"escape", "dangling", "self_rw", "not UTF-8",
-		`link_rw" mounted read-only although its name ends with a writable suffix: it is a symlink to ` + resolvedRoot + `/plain, which lies in the read-only dataset "plain"`,
-		`deep_rw" mounted read-only`} {
-		if !strings.Contains(joined, n) {
-			t.Errorf("no note for %s in %q", n, notes)
-		}
-	}
-	if strings.Contains(joined, "fifo") || strings.Contains(joined, "file.txt") {
-		t.Errorf("files are ignored silently, got %q", notes)
+	if len(notes) != 1 || !strings.Contains(notes[0], `caf\xe9_rw" stays read-only although its name ends with a writable suffix: the name is not UTF-8`) {
+		t.Errorf("notes = %q, want one for the Latin-1 name", notes)
 	}
 }
 
-func TestScanDatasetsMissingOrEmptyRoot(t *testing.T) {
-	for name, root := range map[string]string{"missing": filepath.Join(t.TempDir(), "none"), "empty": t.TempDir(), "no": ""} {
-		if m, n, err := scanDatasets(root, nil); m != nil || n != nil || err != nil {
-			t.Errorf("%s root gave %v %v %v", name, m, n, err)
+// The root is resolved once (it is the operator's path); the container sees it at its own path.
+func TestScanDatasetsResolvesTheRootOnce(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "data", "srv")
+	must(t, os.MkdirAll(filepath.Join(real, "a_rw"), 0o755))
+	link := filepath.Join(base, "srv")
+	must(t, os.Symlink(real, link))
+	d, _, err := scanDatasets(link, []string{"_rw"})
+	must(t, err)
+	resolved, _ := filepath.EvalSymlinks(real)
+	if d.Root != link || d.Source != resolved || !reflect.DeepEqual(d.Writable, []string{"a_rw"}) {
+		t.Errorf("datasets = %+v, want root %s from %s", d, link, resolved)
+	}
+}
+
+// Thousands of folders, few writable: one pass, and only the writable ones come back.
+func TestScanDatasetsManyFolders(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.Chmod(root, 0o755))
+	for i := 0; i < 3000; i++ {
+		must(t, os.Mkdir(filepath.Join(root, "set-"+strconv.Itoa(i)), 0o755))
+	}
+	for _, n := range []string{"a_rw", "b_rw"} {
+		must(t, os.Mkdir(filepath.Join(root, n), 0o755))
+	}
+	d, _, err := scanDatasets(root, []string{"_rw"})
+	must(t, err)
+	if !reflect.DeepEqual(d.Writable, []string{"a_rw", "b_rw"}) {
+		t.Errorf("writable = %q", d.Writable)
+	}
+}
+
+func TestScanDatasetsMissingRoot(t *testing.T) {
+	for name, root := range map[string]string{"missing": filepath.Join(t.TempDir(), "none"), "no": "", "dangling link": danglingLink(t)} {
+		if d, n, err := scanDatasets(root, nil); d != nil || n != nil || err != nil {
+			t.Errorf("%s root gave %v %v %v", name, d, n, err)
 		}
 	}
 }
 
-func TestScanDatasetsUnlistableRoot(t *testing.T) {
+func danglingLink(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "srv")
+	must(t, os.Symlink("nowhere", p))
+	return p
+}
+
+func TestScanDatasetsEmptyRoot(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.Chmod(root, 0o755))
+	d, n, err := scanDatasets(root, []string{"_rw"})
+	if err != nil || n != nil || d == nil || d.Writable != nil {
+		t.Errorf("empty root gave %+v %v %v; want the root alone", d, n, err)
+	}
+}
+
+func TestScanDatasetsRefusals(t *testing.T) {
 	// A root that exists but cannot be listed must fail the create, not start a container without its datasets.
-	root := filepath.Join(t.TempDir(), "srv")
-	if err := os.WriteFile(root, nil, 0o644); err != nil {
-		t.Fatal(err)
+	file := filepath.Join(t.TempDir(), "srv")
+	must(t, os.WriteFile(file, nil, 0o644))
+	if d, _, err := scanDatasets(file, nil); err == nil || !strings.Contains(err.Error(), "dataset root "+file+" cannot be listed") || !strings.Contains(err.Error(), "not a directory") || d != nil {
+		t.Errorf("a root that is a file gave %v, %v", d, err)
 	}
-	m, _, err := scanDatasets(root, nil)
-	if err == nil || !strings.Contains(err.Error(), "cannot be listed") || m != nil {
-		t.Errorf("a root that is a file gave %v, %v", m, err)
+	if _, _, err := scanDatasets("/", nil); err == nil || !strings.Contains(err.Error(), "is the host's /") {
+		t.Errorf("root / gave %v", err)
+	}
+	open := filepath.Join(t.TempDir(), "srv")
+	must(t, os.Mkdir(open, 0o755))
+	must(t, syscall.Chmod(open, 0o1777))
+	if _, _, err := scanDatasets(open, nil); err == nil || !strings.Contains(err.Error(), "must not be writable by group or others (mode 1777): whoever can write the root could swap a writable folder for a link") {
+		t.Errorf("a world-writable root gave %v", err)
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(t.TempDir(), "srv")
+		must(t, os.Mkdir(other, 0o755))
+		must(t, os.Chown(other, 1000, 1000))
+		if _, _, err := scanDatasets(other, nil); err == nil || !strings.Contains(err.Error(), "must be owned by root (owner uid 1000)") {
+			t.Errorf("a root owned by uid 1000 gave %v", err)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Command runc-wrapper sits where containerd's shim looks for runc. On `create` and `run`
-// it adds the worker's dataset mounts, GPU environment and device nodes to the bundle's
-// config.json, then execs the real runtime with the same arguments; on `exec` it gives the
-// process file the same GPU environment (a task's params come that way); every other call is
+// it refuses a spec that could undo the datasets' modes (privileged.go), adds the worker's
+// dataset mounts, GPU environment and device nodes to the bundle's config.json, then execs
+// the real runtime with the same arguments; on `exec` it gives the process file the same
+// refusal and GPU environment (a task's params come that way); every other call is
 // passed straight to the real runc by the C front (front.c) before the Go runtime starts.
 // Its settings come only from a root-owned file at a path fixed at build time, never from
 // the image, the bundle or the caller's environment.
@@ -71,8 +72,8 @@ func main() {
 	}
 	r.log = s.Log
 	if editsProcess(inv.Subcommand) {
-		// A process started in a running container gets the same environment as its first one.
-		if err := prepareProcess(inv.Process, s); err != nil {
+		// A process started in a running container gets the same refusal and environment as its first one.
+		if err := prepareProcess(inv, s); err != nil {
 			r.fail("%v", err)
 		}
 		execRuntime(r, "real runc", realRunc, args)
@@ -81,7 +82,7 @@ func main() {
 	if err != nil {
 		r.fail("%v", err)
 	}
-	if err := prepareBundle(inv.Bundle, s, real, r); err != nil {
+	if err := prepareBundle(inv, s, real, r); err != nil {
 		r.fail("%v", err)
 	}
 	execRuntime(r, "real runtime", real, args)
@@ -117,7 +118,8 @@ func checkRealRuntime(path string) (string, error) {
 
 // prepareBundle edits <bundle>/config.json. Everything that can fail is done before the
 // file is replaced, so on error the bundle is left exactly as it was.
-func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
+func prepareBundle(inv invocation, s *settings, real string, r *reporter) error {
+	bundle := inv.Bundle
 	if bundle == "" {
 		bundle = "."
 	}
@@ -133,6 +135,19 @@ func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
+	spec, err := parseSpec(data)
+	if err != nil {
+		return fmt.Errorf("cannot edit %s: %v", path, err)
+	}
+	if !s.AllowPrivileged {
+		found, err := containerPrivileges(spec)
+		if err != nil {
+			return fmt.Errorf("cannot edit %s: %v", path, err)
+		}
+		if len(found) > 0 {
+			return refusal(fmt.Sprintf("container %q", inv.ID), found)
+		}
+	}
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
 	for _, p := range s.DeviceNodes {
 		d, err := statDevice(p)
@@ -142,23 +157,31 @@ func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
 		e.Devices = append(e.Devices, d)
 	}
 	var notes []string
-	e.Mounts, notes, err = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
+	e.Datasets, notes, err = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
 	for _, n := range notes {
 		r.note("%s", n)
 	}
 	if err != nil {
 		return err
 	}
-	if anyReadOnly(e.Mounts) {
+	if e.Datasets != nil {
 		rro := recursiveReadOnly(real)
 		e.RecursiveReadOnly = rro.Supported
-		if rro.Probed && !rro.Supported {
-			r.note("read-only datasets are read-only at their top only, a mount nested inside one keeps its own mode: %s", rro.Why)
+		if !rro.Supported {
+			if rro.Probed {
+				r.note("read-only datasets are made read-only mount by mount, as the runtime cannot make the root read-only all the way down: %s; each host mount point inside a read-only dataset gets a read-only mount of its own", rro.Why)
+			}
+			if e.Datasets.NestedReadOnly, err = nestedReadOnly(e.Datasets); err != nil {
+				return err
+			}
 		}
 	}
-	out, err := editSpec(data, e)
+	out, notes, err := editSpec(spec, e)
 	if err != nil {
 		return fmt.Errorf("cannot edit %s: %v", path, err)
+	}
+	for _, n := range notes {
+		r.note("%s", n)
 	}
 	if err := writeAtomically(path, out, info); err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
@@ -166,11 +189,14 @@ func prepareBundle(bundle string, s *settings, real string, r *reporter) error {
 	return nil
 }
 
-// prepareProcess edits the process file of `runc exec --process FILE`, the way containerd's
-// shim starts every process after the first (Concourse's tasks among them). Without a
-// process file the process is on the command line, runc's own use by hand: left as it is.
-func prepareProcess(path string, s *settings) error {
-	if path == "" || (len(s.Env) == 0 && len(s.UnsetEnv) == 0) {
+// prepareProcess checks and edits the process file of `runc exec --process FILE`, the way
+// containerd's shim starts every process after the first (Concourse's tasks among them):
+// the same refusal of privileges as a container's spec, and the same environment. Without
+// a process file the process is on the command line, runc's own use by hand: left as it is.
+func prepareProcess(inv invocation, s *settings) error {
+	path := inv.Process
+	editsEnv := len(s.Env) > 0 || len(s.UnsetEnv) > 0
+	if path == "" || (!editsEnv && s.AllowPrivileged) {
 		return nil
 	}
 	info, err := os.Stat(path)
@@ -181,7 +207,23 @@ func prepareProcess(path string, s *settings) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the process file %s: %v", path, err)
 	}
-	out, err := editProcess(data, edits{Env: s.Env, UnsetEnv: s.UnsetEnv})
+	process, err := parseSpec(data)
+	if err != nil {
+		return fmt.Errorf("cannot edit the process file %s: %v", path, err)
+	}
+	if !s.AllowPrivileged {
+		found, err := processPrivileges(process)
+		if err != nil {
+			return fmt.Errorf("cannot edit the process file %s: %v", path, err)
+		}
+		if len(found) > 0 {
+			return refusal(fmt.Sprintf("process %s for container %q", path, inv.ID), found)
+		}
+	}
+	if !editsEnv {
+		return nil
+	}
+	out, err := editProcess(process, edits{Env: s.Env, UnsetEnv: s.UnsetEnv})
 	if err != nil {
 		return fmt.Errorf("cannot edit the process file %s: %v", path, err)
 	}
@@ -189,15 +231,6 @@ func prepareProcess(path string, s *settings) error {
 		return fmt.Errorf("cannot write the process file %s: %v", path, err)
 	}
 	return nil
-}
-
-func anyReadOnly(mounts []datasetMount) bool {
-	for _, m := range mounts {
-		if !m.Writable {
-			return true
-		}
-	}
-	return false
 }
 
 // appendLog adds one line to the log file; best effort, the line is on stderr anyway.

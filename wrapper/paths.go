@@ -11,6 +11,7 @@ var (
 	// realRunc is where every call other than create and run goes (front.c execs it, and
 	// main.go after editing an exec's process file).
 	realRunc string
-	// stateDir keeps what the wrapper learned about the real runtime (recursive.go).
+	// stateDir keeps what the wrapper learned about the real runtime (recursive.go) and the
+	// dataset root's last listing (listing.go).
 	stateDir string
 )

@@ -12,7 +12,7 @@ import (
 )
 
 // settings is the root-owned JSON file at configPath, rendered by renderWrapperConfig
-// (components/lib/render/runc-wrapper.ts). Only create and run read it.
+// (components/lib/render/runc-wrapper.ts). Only create, run and exec read it.
 type settings struct {
 	RealRuntime      string            `json:"realRuntime"`
 	DatasetRoot      string            `json:"datasetRoot"`
@@ -21,6 +21,9 @@ type settings struct {
 	UnsetEnv         []string          `json:"unsetEnv"`
 	DeviceNodes      []string          `json:"deviceNodes"`
 	Log              string            `json:"log"`
+	// AllowPrivileged lets through specs that could undo the datasets' modes (privileged.go);
+	// absent means false.
+	AllowPrivileged bool `json:"allowPrivileged"`
 }
 
 func loadSettings(path string) (*settings, error) {
@@ -97,7 +100,7 @@ func (s *settings) validate() error {
 		}
 	}
 	for _, suffix := range s.WritableSuffixes {
-		if suffix == "" || strings.ContainsRune(suffix, '/') {
+		if suffix == "" || strings.ContainsAny(suffix, "/\x00") {
 			return fmt.Errorf("writableSuffixes: invalid suffix %q", suffix)
 		}
 	}

@@ -26,8 +26,11 @@ func TestLoadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Log != defaultLogPath || s.Env["A"] != "1" {
-		t.Errorf("settings = %+v", s)
+	if s.Log != defaultLogPath || s.Env["A"] != "1" || s.AllowPrivileged {
+		t.Errorf("settings = %+v (allowPrivileged absent is false)", s)
+	}
+	if s, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","allowPrivileged":true}`, 0o644)); err != nil || !s.AllowPrivileged {
+		t.Errorf("allowPrivileged: %+v %v", s, err)
 	}
 	bad := map[string]string{
 		`{"realRuntime":"runc"}`:                          "absolute",
@@ -35,6 +38,7 @@ func TestLoadSettings(t *testing.T) {
 		`{"realRuntime":"/r","env":{"A=B":"1"}}`:          "invalid variable name",
 		`{"realRuntime":"/r","deviceNodes":["dev/kfd"]}`:  "absolute",
 		`{"realRuntime":"/r","writableSuffixes":["a/b"]}`: "invalid suffix",
+		`{"realRuntime":"/r","allowPrivileged":"yes"}`:    "cannot unmarshal string",
 		`not json`: "invalid settings",
 	}
 	for text, want := range bad {

@@ -16,17 +16,15 @@ type object map[string]json.RawMessage
 type edits struct {
 	Env      map[string]string
 	UnsetEnv []string
-	Mounts   []datasetMount
+	Datasets *datasets
 	Devices  []hostDevice
-	// RecursiveReadOnly adds "rro" to read-only dataset mounts, so that a mount nested
-	// inside one is read-only too (the runtime and kernel must support it: recursive.go).
+	// RecursiveReadOnly adds "rro" to the root's read-only mount, so that every mount
+	// nested inside it is read-only too (the runtime and kernel must support it: recursive.go).
 	RecursiveReadOnly bool
 }
 
-// editSpec applies e to the OCI spec in data and returns the new document. Only
-// process.env, mounts, linux.devices and linux.resources.devices change; every other
-// member, known or not, is kept as it was.
-func editSpec(data []byte, e edits) ([]byte, error) {
+// parseSpec reads an OCI spec (or a process) as an object whose members keep their exact values.
+func parseSpec(data []byte) (object, error) {
 	var spec object
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
@@ -34,22 +32,34 @@ func editSpec(data []byte, e edits) ([]byte, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("not a JSON object: null")
 	}
+	return spec, nil
+}
+
+// editSpec applies e to the spec and returns the new document, and notes for the log.
+// Only process.env, mounts, linux.devices and linux.resources.devices change; every other
+// member, known or not, is kept as it was.
+func editSpec(spec object, e edits) ([]byte, []string, error) {
 	if err := editProcessEnv(spec, e); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := addMounts(spec, e.Mounts, e.RecursiveReadOnly); err != nil {
-		return nil, err
+	var notes []string
+	note, err := addMounts(spec, e.Datasets, e.RecursiveReadOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 	if len(e.Devices) > 0 {
 		if err := addDevices(spec, e.Devices); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	size := 2
 	for k, v := range spec {
 		size += len(k) + len(v) + 4
 	}
-	return appendObject(make([]byte, 0, size), spec), nil
+	return appendObject(make([]byte, 0, size), spec), notes, nil
 }
 
 // appendObject writes o with its members in key order. Every value is already JSON (kept
@@ -74,8 +84,9 @@ func appendObject(buf []byte, o object) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string. s is valid UTF-8 (scanDatasets skips other
-// names), so only quotes, backslashes and control characters need escaping.
+// appendString writes s as a JSON string. s is valid UTF-8 (scanDatasets and
+// nestedReadOnly never give other names), so only quotes, backslashes and control
+// characters need escaping.
 func appendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
@@ -164,17 +175,7 @@ func editProcessEnv(spec object, e edits) error {
 
 // editProcess applies the environment edits to a process of its own, as `runc exec
 // --process` reads it: Concourse starts a task's command that way, its params in the env.
-func editProcess(data []byte, e edits) ([]byte, error) {
-	if len(e.Env) == 0 && len(e.UnsetEnv) == 0 {
-		return data, nil
-	}
-	var process object
-	if err := json.Unmarshal(data, &process); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if process == nil {
-		return nil, fmt.Errorf("not a JSON object: null")
-	}
+func editProcess(process object, e edits) ([]byte, error) {
 	if err := editEnv(process, e); err != nil {
 		return nil, err
 	}
@@ -219,69 +220,95 @@ func editEnv(process object, e edits) error {
 	return set(process, "env", out)
 }
 
-// addMounts appends a bind mount per dataset whose destination the spec does not mount
-// yet (mounts hold distinct destinations, as one scan gives them). The options are separate items ("rbind", "ro"): one "rbind,ro" string would be
-// passed to mount(2) as data and fail. Each entry is written straight into the array, so
-// thousands of folders cost little more than copying their names.
-func addMounts(spec object, mounts []datasetMount, recursiveReadOnly bool) error {
-	if len(mounts) == 0 {
-		return nil
+// addMounts adds the dataset mounts: the root once, read-only (all the way down with
+// "rro"), then a read-only bind per host mount point inside a read-only dataset where rro
+// is missing (nested.go), then a read-write bind per writable folder. They go before the
+// first of the spec's own mounts that lies inside the root, so those stay visible on top.
+// A destination the spec already mounts is left to the spec; a spec that mounts the root
+// itself gets no dataset mounts (the note says so). The options are separate items
+// ("rbind", "ro"): one "rbind,ro" string would be passed to mount(2) as data and fail.
+func addMounts(spec object, d *datasets, recursiveReadOnly bool) (note string, err error) {
+	if d == nil {
+		return "", nil
 	}
 	existing, err := getArray(spec, "mounts")
 	if err != nil {
-		return err
+		return "", err
 	}
-	// Only the spec's own destinations are looked up: one scan's datasets have distinct names.
-	taken := make(map[string]bool, len(existing))
+	inside := d.Root + "/"
+	insertAt := len(existing)
+	taken := map[string]bool{}
 	size := 2
-	for _, raw := range existing {
+	for i, raw := range existing {
 		var m struct {
 			Destination string `json:"destination"`
+			Source      string `json:"source"`
 		}
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("mounts: an entry is not an object")
+			return "", fmt.Errorf("mounts: an entry is not an object")
 		}
-		taken[filepath.Clean(m.Destination)] = true
+		dest := filepath.Clean(m.Destination)
+		if dest == d.Root {
+			return fmt.Sprintf("dataset root %s: the container's spec already mounts it (from %q), so it is left to the spec and no dataset mounts are added", d.Root, m.Source), nil
+		}
+		if strings.HasPrefix(dest, inside) {
+			taken[dest] = true
+			if insertAt == len(existing) {
+				insertAt = i
+			}
+		}
 		size += len(raw) + 1
+	}
+	size += 2 * (len(d.Root) + len(d.Source) + 96)
+	for _, name := range d.Writable {
+		size += 2*len(name) + len(d.Root) + len(d.Source) + 96 // escapes are rare
+	}
+	for _, rel := range d.NestedReadOnly {
+		size += 2*len(rel) + len(d.Root) + len(d.Source) + 96
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, '[')
+	for _, raw := range existing[:insertAt] {
+		buf = append(append(buf, raw...), ',')
 	}
 	readOnly := `"rbind","ro"`
 	if recursiveReadOnly {
 		readOnly = `"rbind","ro","rro"`
 	}
-	for _, m := range mounts {
-		size += len(m.Destination) + len(m.Source) + 96 // the rest of the entry; escapes are rare
+	buf = appendMount(buf, d.Root, d.Source, "", readOnly)
+	for _, rel := range d.NestedReadOnly {
+		if !taken[d.Root+"/"+rel] {
+			buf = appendMount(append(buf, ','), d.Root, d.Source, rel, `"rbind","ro"`)
+		}
 	}
-	buf := make([]byte, 0, size)
-	buf = append(buf, '[')
-	for i, raw := range existing {
-		if i > 0 {
-			buf = append(buf, ',')
+	for _, name := range d.Writable {
+		if !taken[d.Root+"/"+name] {
+			buf = appendMount(append(buf, ','), d.Root, d.Source, name, `"rbind","rw"`)
 		}
-		buf = append(buf, raw...)
 	}
-	n := len(existing)
-	for _, m := range mounts {
-		if taken[filepath.Clean(m.Destination)] {
-			continue
-		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		n++
-		buf = append(buf, `{"destination":`...)
-		buf = appendString(buf, m.Destination)
-		buf = append(buf, `,"type":"bind","source":`...)
-		buf = appendString(buf, m.Source)
-		buf = append(buf, `,"options":[`...)
-		if m.Writable {
-			buf = append(buf, `"rbind","rw"`...)
-		} else {
-			buf = append(buf, readOnly...)
-		}
-		buf = append(buf, "]}"...)
+	for _, raw := range existing[insertAt:] {
+		buf = append(append(buf, ','), raw...)
 	}
 	spec["mounts"] = append(buf, ']')
-	return nil
+	return "", nil
+}
+
+// appendMount writes one bind mount of source/rel at root/rel (rel "" for the root itself).
+func appendMount(buf []byte, root, source, rel, options string) []byte {
+	buf = append(buf, `{"destination":`...)
+	buf = appendPath(buf, root, rel)
+	buf = append(buf, `,"type":"bind","source":`...)
+	buf = appendPath(buf, source, rel)
+	buf = append(buf, `,"options":[`...)
+	buf = append(buf, options...)
+	return append(buf, "]}"...)
+}
+
+func appendPath(buf []byte, dir, rel string) []byte {
+	if rel == "" {
+		return appendString(buf, dir)
+	}
+	return appendString(buf, dir+"/"+rel)
 }
 
 type specDevice struct {

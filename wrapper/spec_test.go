@@ -20,8 +20,17 @@ func decode(t *testing.T, data []byte) map[string]interface{} {
 	return v
 }
 
+// edit parses data and applies e, as prepareBundle does.
+func edit(data string, e edits) ([]byte, []string, error) {
+	spec, err := parseSpec([]byte(data))
+	if err != nil {
+		return nil, nil, err
+	}
+	return editSpec(spec, e)
+}
+
 func TestEditSpecEnv(t *testing.T) {
-	out, err := editSpec([]byte(baseSpec), edits{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "0,1", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}, UnsetEnv: []string{"HSA_OVERRIDE_GFX_VERSION", "AMD_VISIBLE_DEVICES"}})
+	out, _, err := edit(baseSpec, edits{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "0,1", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}, UnsetEnv: []string{"HSA_OVERRIDE_GFX_VERSION", "AMD_VISIBLE_DEVICES"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +42,7 @@ func TestEditSpecEnv(t *testing.T) {
 }
 
 func TestEditSpecKeepsUnknownMembers(t *testing.T) {
-	out, err := editSpec([]byte(baseSpec), edits{Env: map[string]string{"X": "1"}})
+	out, _, err := edit(baseSpec, edits{Env: map[string]string{"X": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,44 +56,72 @@ func TestEditSpecKeepsUnknownMembers(t *testing.T) {
 }
 
 func TestEditSpecMounts(t *testing.T) {
-	mounts := []datasetMount{{"/srv/a", "/srv/a", false}, {"/srv/b_rw", "/srv/b_rw", true}, {"/srv/taken", "/srv/taken", false}, {"/real/c", "/srv/c", false}}
-	out, err := editSpec([]byte(baseSpec), edits{Mounts: mounts})
-	if err != nil {
-		t.Fatal(err)
+	d := &datasets{Root: "/srv", Source: "/data/srv", Writable: []string{"b_rw", "taken_rw"}}
+	spec := `{"mounts":[{"destination":"/proc","type":"proc","source":"proc"},{"destination":"/srv/taken_rw/","type":"tmpfs","source":"tmpfs"},{"destination":"/etc/hosts","type":"bind","source":"/h"}]}`
+	out, notes, err := edit(spec, edits{Datasets: d, RecursiveReadOnly: true})
+	if err != nil || notes != nil {
+		t.Fatal(err, notes)
 	}
-	// Applying the same edits twice (a retried create) changes nothing more.
-	again, err := editSpec(out, edits{Mounts: mounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(again) != string(out) {
-		t.Errorf("second edit changed the spec:\n%s\n%s", out, again)
-	}
-	got := decode(t, out)["mounts"].([]interface{})
-	if len(got) != 5 {
-		t.Fatalf("mounts = %v, want proc, taken and 3 datasets", got)
-	}
-	want := []map[string]interface{}{
-		{"destination": "/srv/a", "type": "bind", "source": "/srv/a", "options": []interface{}{"rbind", "ro"}},
-		{"destination": "/srv/b_rw", "type": "bind", "source": "/srv/b_rw", "options": []interface{}{"rbind", "rw"}},
-		{"destination": "/srv/c", "type": "bind", "source": "/real/c", "options": []interface{}{"rbind", "ro"}},
-	}
-	for i, w := range want {
-		if !reflect.DeepEqual(got[i+2], map[string]interface{}(w)) {
-			t.Errorf("mount %d = %v, want %v", i, got[i+2], w)
-		}
+	// The root once, read-only all the way down, before the spec's own mount inside it; the
+	// writable folder right after it; the one the spec mounts itself is left to the spec.
+	want := `{"mounts":[{"destination":"/proc","type":"proc","source":"proc"},` +
+		`{"destination":"/srv","type":"bind","source":"/data/srv","options":["rbind","ro","rro"]},` +
+		`{"destination":"/srv/b_rw","type":"bind","source":"/data/srv/b_rw","options":["rbind","rw"]},` +
+		`{"destination":"/srv/taken_rw/","type":"tmpfs","source":"tmpfs"},{"destination":"/etc/hosts","type":"bind","source":"/h"}]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
 	}
 }
 
-func TestEditSpecRecursiveReadOnly(t *testing.T) {
-	mounts := []datasetMount{{"/srv/a", "/srv/a", false}, {"/srv/b_rw", "/srv/b_rw", true}}
-	out, err := editSpec([]byte(`{"mounts":[]}`), edits{Mounts: mounts, RecursiveReadOnly: true})
+func TestEditSpecMountsAtTheEnd(t *testing.T) {
+	d := &datasets{Root: "/srv", Source: "/srv", Writable: []string{"b_rw"}, NestedReadOnly: []string{"models", "models/cache"}}
+	out, _, err := edit(`{"mounts":[{"destination":"/srvx","type":"tmpfs","source":"tmpfs"}]}`, edits{Datasets: d})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"mounts":[{"destination":"/srv/a","type":"bind","source":"/srv/a","options":["rbind","ro","rro"]},{"destination":"/srv/b_rw","type":"bind","source":"/srv/b_rw","options":["rbind","rw"]}]}`
+	// Without rro: the root read-only at its top, and each host mount point inside a read-only dataset read-only too.
+	want := `{"mounts":[{"destination":"/srvx","type":"tmpfs","source":"tmpfs"},` +
+		`{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro"]},` +
+		`{"destination":"/srv/models","type":"bind","source":"/srv/models","options":["rbind","ro"]},` +
+		`{"destination":"/srv/models/cache","type":"bind","source":"/srv/models/cache","options":["rbind","ro"]},` +
+		`{"destination":"/srv/b_rw","type":"bind","source":"/srv/b_rw","options":["rbind","rw"]}]}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	none, _, err := edit(`{}`, edits{Datasets: &datasets{Root: "/srv", Source: "/srv"}})
+	if err != nil || string(none) != `{"mounts":[{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro"]}]}` {
+		t.Errorf("a spec without mounts: %s %v", none, err)
+	}
+}
+
+// A spec that mounts the root itself keeps it: no dataset mounts, and a note for the log.
+// A retried create (the spec already edited) is the same case, and changes nothing more.
+func TestEditSpecRootAlreadyMounted(t *testing.T) {
+	d := &datasets{Root: "/srv", Source: "/srv", Writable: []string{"b_rw"}}
+	spec := `{"mounts":[{"destination":"/srv/","type":"tmpfs","source":"tmpfs"}]}`
+	out, notes, err := edit(spec, edits{Datasets: d, RecursiveReadOnly: true})
+	if err != nil || string(out) != spec || len(notes) != 1 || !strings.Contains(notes[0], `dataset root /srv: the container's spec already mounts it (from "tmpfs")`) {
+		t.Errorf("got %s %q %v", out, notes, err)
+	}
+	once, _, _ := edit(`{"mounts":[]}`, edits{Datasets: d, RecursiveReadOnly: true})
+	twice, _, err := edit(string(once), edits{Datasets: d, RecursiveReadOnly: true})
+	if err != nil || string(twice) != string(once) {
+		t.Errorf("second edit changed the spec:\n%s\n%s", once, twice)
+	}
+}
+
+func TestEditSpecMountsHoldAnyUTF8Name(t *testing.T) {
+	names := []string{"space name $(x)\n_rw", `quote " back \ slash_rw`, "café 🎉_rw", "-rf_rw"}
+	out, _, err := edit(`{}`, edits{Datasets: &datasets{Root: "/srv", Source: "/srv", Writable: names}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := decode(t, out)["mounts"].([]interface{})
+	for i, n := range names {
+		m := mounts[i+1].(map[string]interface{})
+		if m["destination"] != "/srv/"+n || m["source"] != "/srv/"+n {
+			t.Errorf("mount %d = %v, want %q", i, m, n)
+		}
 	}
 }
 
@@ -105,11 +142,11 @@ func TestAppendStringRoundTrips(t *testing.T) {
 
 func TestEditSpecDevices(t *testing.T) {
 	dev := hostDevice{Path: "/dev/kfd", Type: "c", Major: 1, Minor: 3, FileMode: 0o666}
-	out, err := editSpec([]byte(baseSpec), edits{Devices: []hostDevice{dev}})
+	out, _, err := edit(baseSpec, edits{Devices: []hostDevice{dev}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := editSpec(out, edits{Devices: []hostDevice{dev}})
+	again, _, _ := edit(string(out), edits{Devices: []hostDevice{dev}})
 	if string(again) != string(out) {
 		t.Errorf("second edit changed the spec")
 	}
@@ -126,7 +163,7 @@ func TestEditSpecDevices(t *testing.T) {
 }
 
 func TestEditSpecNoLinuxMember(t *testing.T) {
-	out, err := editSpec([]byte(`{"process":{}}`), edits{Devices: []hostDevice{{Path: "/dev/x", Type: "c", Major: 1, Minor: 3}}})
+	out, _, err := edit(`{"process":{}}`, edits{Devices: []hostDevice{{Path: "/dev/x", Type: "c", Major: 1, Minor: 3}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +175,11 @@ func TestEditSpecNoLinuxMember(t *testing.T) {
 // runc exec --process: the task's own env (Concourse's params) cannot choose the GPUs.
 func TestEditProcess(t *testing.T) {
 	doc := `{"args":["sh","-c","nvidia-smi"],"env":["PATH=/bin","NVIDIA_VISIBLE_DEVICES=all","HSA_OVERRIDE_GFX_VERSION=9.9.9"],"cwd":"/tmp/build","user":{"uid":0,"gid":0},"x-unknown":[1.50]}`
-	out, err := editProcess([]byte(doc), edits{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-1"}, UnsetEnv: []string{"HSA_OVERRIDE_GFX_VERSION"}})
+	process, err := parseSpec([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := editProcess(process, edits{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-1"}, UnsetEnv: []string{"HSA_OVERRIDE_GFX_VERSION"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +191,12 @@ func TestEditProcess(t *testing.T) {
 	if v["cwd"] != "/tmp/build" || !strings.Contains(string(out), `"x-unknown":[1.50]`) || len(v["args"].([]interface{})) != 3 {
 		t.Errorf("members lost or changed: %s", out)
 	}
-	same, err := editProcess([]byte(doc), edits{})
-	if err != nil || string(same) != doc {
-		t.Errorf("no edits: got %s, %v; want the document untouched", same, err)
-	}
 	for _, bad := range []string{``, `[]`, `null`, `{"env":"A=1"}`, `{"env":[1]}`} {
-		if _, err := editProcess([]byte(bad), edits{Env: map[string]string{"A": "1"}}); err == nil {
+		p, err := parseSpec([]byte(bad))
+		if err == nil {
+			_, err = editProcess(p, edits{Env: map[string]string{"A": "1"}})
+		}
+		if err == nil {
 			t.Errorf("editProcess(%q) succeeded, want an error", bad)
 		}
 	}
@@ -163,7 +204,7 @@ func TestEditProcess(t *testing.T) {
 
 func TestEditSpecRejectsBadDocuments(t *testing.T) {
 	for _, doc := range []string{``, `{`, `[]`, `null`, `{"process":{"env":"A=1"}}`, `{"mounts":{}}`} {
-		if _, err := editSpec([]byte(doc), edits{Env: map[string]string{"A": "1"}, Mounts: []datasetMount{{"/a", "/a", false}}}); err == nil {
+		if _, _, err := edit(doc, edits{Env: map[string]string{"A": "1"}, Datasets: &datasets{Root: "/a", Source: "/a"}}); err == nil {
 			t.Errorf("editSpec(%q) succeeded, want an error", doc)
 		}
 	}

@@ -65,6 +65,9 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
         datasets = path.join(dir, "datasets");
         fs.mkdirSync(path.join(datasets, "models"), { recursive: true });
         fs.mkdirSync(path.join(datasets, "scratch_rw"));
+        // Links have the mode of what they lead to, whatever their names say: not judged by name.
+        fs.symlinkSync("scratch_rw", path.join(datasets, "results"));
+        fs.symlinkSync("models", path.join(datasets, "alias_rw"));
         // A node like /dev/kfd: root-owned, reachable through its group only (the numbers of /dev/null).
         device = path.join(dir, "dev", "kfd-test");
         fs.mkdirSync(path.dirname(device));

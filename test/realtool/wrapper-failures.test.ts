@@ -70,7 +70,8 @@ describe("runc wrapper failures (real runc)", function () {
     });
 
     after(() => {
-        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1", "root1", "open1"]) cleanup(id);
+        for (const id of ["ok1", "bad1", "missing1", "loop1", "loop2", "loop3", "dev1", "root1", "root2", "root3", "root4", "open1"]) cleanup(id);
+        if (dir) spawnSync("umount", [path.join(dir, "ro-root")], { stdio: "ignore" });
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -82,7 +83,7 @@ describe("runc wrapper failures (real runc)", function () {
         assert.strictEqual(r.status, 0, r.stderr);
         const spec = JSON.parse(fs.readFileSync(path.join(bundle, "config.json"), "utf8"));
         assert.deepStrictEqual(spec.process.env, ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=0"]);
-        assert.ok(spec.mounts.some((m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets", "d1") && m.options.join(",") === "rbind,ro,rro"), "read-only all the way down: runc and the kernel here have rro");
+        assert.ok(spec.mounts.some((m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets") && m.options.join(",") === "rbind,ro,rro"), "the root, read-only all the way down: runc and the kernel here have rro");
     });
 
     it("invalid config.json: create fails with the reason in one line, the bundle is unchanged", () => {
@@ -117,6 +118,36 @@ describe("runc wrapper failures (real runc)", function () {
         const r = create(bundle, "root1");
         assertOneLine(r.stderr, new RegExp(`^gpu-workers runc wrapper: create: dataset root ${notADir} cannot be listed: .*not a directory$`));
         assert.strictEqual(bundleSums(bundle), before);
+    });
+
+    it("a dataset root that others could write, or that root does not own, fails the create: its entries could be swapped under runc", () => {
+        const bundle = makeBundle(path.join(dir, "root-mode"), rootfs, ["true"]);
+        const before = bundleSums(bundle);
+        const open = path.join(dir, "open-root");
+        fs.mkdirSync(path.join(open, "d_rw"), { recursive: true });
+        fs.chmodSync(open, 0o777);
+        settings({ datasetRoot: open });
+        assertOneLine(create(bundle, "root2").stderr, new RegExp(`^gpu-workers runc wrapper: create: dataset root ${open} must not be writable by group or others \\(mode 0777\\): whoever can write the root could swap a writable folder for a link between this listing and the runtime's mount$`));
+        fs.chmodSync(open, 0o755);
+        fs.chownSync(open, 1000, 1000);
+        assertOneLine(create(bundle, "root3").stderr, /must be owned by root \(owner uid 1000\): whoever can write the root/);
+        assert.strictEqual(bundleSums(bundle), before);
+    });
+
+    it("a dataset root on a read-only mount is accepted whoever owns it (an LXD instance's read-only disk): nobody here can change it", () => {
+        const roRoot = path.join(dir, "ro-root");
+        fs.mkdirSync(path.join(roRoot, "d_rw"), { recursive: true });
+        fs.chownSync(roRoot, 1000, 1000);
+        fs.chmodSync(roRoot, 0o777);
+        sh("mount", ["--bind", roRoot, roRoot]);
+        sh("mount", ["-o", "remount,bind,ro", roRoot]);
+        settings({ datasetRoot: roRoot });
+        const bundle = makeBundle(path.join(dir, "ro-root-bundle"), rootfs, ["true"]);
+        const r = create(bundle, "root4");
+        cleanup("root4");
+        assert.strictEqual(r.status, 0, r.stderr);
+        const spec = JSON.parse(fs.readFileSync(path.join(bundle, "config.json"), "utf8"));
+        assert.deepStrictEqual(spec.mounts.filter((m: { destination: string }) => m.destination.startsWith(roRoot)).map((m: { destination: string }) => m.destination), [roRoot, `${roRoot}/d_rw`]);
     });
 
     it("the real runtime is missing: create fails naming it, the bundle is unchanged", () => {

@@ -34,11 +34,28 @@ export function sha256(file: string): string {
  * and every other path of its own: the log for failures before the settings are read
  * beside `configPath` (`variantLog`), what it learns about the runtime in `run/` there,
  * and the real runc that calls other than create and run go to (default: this machine's).
+ * GW_WRAPPER_CHECKOUT=DIR builds it from another checkout's wrapper/ and dev/ (an older
+ * commit, to show that a test fails on the wrapper before a fix).
  */
 export function buildTestWrapper(dir: string, configPath: string, opts: { realRunc?: string; output?: string } = {}): string {
     const output = opts.output ?? path.join(dir, "runc-wrapper");
     const realRunc = opts.realRunc ?? sh("sh", ["-c", "command -v runc"]).trim();
-    sh("bash", [path.join(DEV_DIR, "build-wrapper.sh"), "--output", output, "--config-path", configPath, "--real-runc", realRunc], { timeout: 300_000 });
+    const devDir = process.env.GW_WRAPPER_CHECKOUT ? path.join(process.env.GW_WRAPPER_CHECKOUT, "dev") : DEV_DIR;
+    sh("bash", [path.join(devDir, "build-wrapper.sh"), "--output", output, "--config-path", configPath, "--real-runc", realRunc], { timeout: 300_000 });
+    return output;
+}
+
+/** The settings file as the chain renders it, with members added that the renderer does not know (allowPrivileged). */
+export function withSettings(json: string, extra: Record<string, unknown>): string {
+    return JSON.stringify({ ...JSON.parse(json), ...extra }, null, 2) + "\n";
+}
+
+/** Builds a small static C program (gcc, the static C library): a test's own tool inside a busybox container. */
+export function buildStaticC(source: string, output: string): string {
+    ensureCommands(["gcc"], ["gcc", "libc6-dev"]);
+    const file = `${output}.c`;
+    fs.writeFileSync(file, source);
+    sh("gcc", ["-static", "-O2", "-o", output, file]);
     return output;
 }
 
@@ -54,7 +71,7 @@ export function writeSettings(file: string, json: string): void {
     fs.renameSync(`${file}.tmp`, file);
 }
 
-const APPLETS = ["sh", "ls", "cat", "echo", "true", "env", "grep", "touch", "rm", "test", "[", "printf", "find", "sleep", "mkdir", "stat"];
+const APPLETS = ["sh", "ls", "cat", "echo", "true", "env", "grep", "touch", "rm", "test", "[", "printf", "find", "sleep", "mkdir", "stat", "mount", "readlink", "id"];
 
 /** A rootfs of static busybox: /bin/busybox and its applets as links. */
 export function makeBusyboxRootfs(rootfs: string): void {

@@ -47,7 +47,7 @@ export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
 export interface WrapperConfigInput {
     /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
     plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes">;
-    /** Each direct subfolder of root is mounted at the same path; read-write when its name ends with a suffix. */
+    /** root is mounted read-only at its own path; each direct subfolder (a real folder, not a link) whose name ends with a suffix is mounted read-write on top. Links resolve inside the container. */
     datasets: { root: string; writableSuffixes: string[] };
     /**
      * The runtime the wrapper execs for `create` and `run`: the real runc, or
