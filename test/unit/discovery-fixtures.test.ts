@@ -8,7 +8,11 @@ import { GpuInventory, inventorySchema } from "../../components/lib/gpu/inventor
 import { DiscoveryResult } from "../../components/lib/discovery/result";
 import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
 import { compareInventory } from "../../components/lib/discovery/verify";
-import { fixtureNames, runFixture } from "../fixtures/discovery/run-fixture";
+import * as fs from "fs";
+import * as path from "path";
+import { HGX_H100_8GPU } from "../../components/lib/fabric/partition-table";
+import { planPartitions } from "../../components/lib/fabric/partitions";
+import { FIXTURES, fixtureNames, runFixture } from "../fixtures/discovery/run-fixture";
 import { AMD_PHOENIX, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
 function discover(name: string): DiscoveryResult {
@@ -175,6 +179,18 @@ describe("discovery on captured outputs (real script + parser)", () => {
         assert.ok(nvidiaWorker.warnings.includes("vendor: this host also has 1 AMD GPU (0: AMD Phoenix1), which this worker does not use"), nvidiaWorker.warnings.join("\n"));
         const amdWorker = compareInventory(inventorySchema.parse(AMD_PHOENIX), r);
         assert.deepStrictEqual(amdWorker.errors, []);
+    });
+
+    it("one H100 in a VM, captured on a real machine: the fixture gives what the script gave there, and the board planner says plainly there is no NVSwitch", () => {
+        const r = discover("h100-vm-1x");
+        assert.deepStrictEqual(r.inventory, inventorySchema.parse({
+            vendor: "nvidia", nvswitches: 0, driverVersion: "580.159.04", cudaVersion: "13.0",
+            gpus: [{ index: 0, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, uuid: "GPU-deb69b9f-716f-67d5-8533-708877fae1c4", pciBusId: "00000000:00:06.0", computeCapability: "9.0" }],
+        }));
+        assert.deepStrictEqual([r.problems, r.warnings], [[], []]);
+        const captured = JSON.parse(fs.readFileSync(path.join(FIXTURES, "h100-vm-1x", "captured-discovery.json"), "utf8"));
+        assert.deepStrictEqual(parseDiscoveryDocument(captured, "h100-vm-1x (captured)").inventory, r.inventory);
+        assert.throws(() => planPartitions(HGX_H100_8GPU, r.inventory, [{ worker: "w1", gpus: 1 }]), /the board declares no NVSwitch \(nvswitches: 0\): it has no NVLink fabric to partition/);
     });
 
     it("every fixture's inventory is valid for the stack schema", () => {
