@@ -108,7 +108,7 @@ apt_remove() {
       if [ ${#back[@]} -gt 0 ]; then apt-get remove -s -q "${back[@]}"; fi
     } | sed -n 's/^\(Purg\|Remv\) \([^ ]*\).*/\2/p' | grep -vxF -f <(cut -d' ' -f1 "$record") | sort -u | tr '\n' ' ' || true)
     if [ -n "$also" ]; then
-      say "left installed: ${purge[*]} ${back[*]}: removing them would take along ${also% }, which the host installed since"
+      say "left installed: ${purge[*]}${back[*]:+ ${back[*]}}: removing them would take along ${also% }, which the host installed since"
       return 0
     fi
     if [ ${#purge[@]} -gt 0 ]; then DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${purge[@]}"; fi
