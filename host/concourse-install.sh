@@ -12,11 +12,17 @@
 # start enables the unit (web or worker) and restarts it when a watched file or the installed
 # release changed since it last started it, or when the unit is not running; it prints
 # "restarted" when it did. stop disables and stops the unit and forgets what it started.
+#
+# A web and a worker on one host share the release: each unit start runs is a user of it
+# (ownership.sh), stop takes that user away, and remove deletes the release only when no user
+# is left, so removing one never breaks the other.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 PREFIX=${GPU_WORKERS_CONCOURSE_PREFIX:-/usr/local}
 MARKER="$STATE_DIR/concourse.installed"
+USERS="$STATE_DIR/concourse.users"
+OWNERSHIP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ownership.sh"
 
 die() { echo "concourse-install: $*" >&2; exit 1; }
 
@@ -80,10 +86,9 @@ check() {
 }
 
 remove() {
-  if [ -f "$MARKER" ]; then
-    rm -rf "$PREFIX/concourse"
-    rm -f "$MARKER"
-  fi
+  [ -f "$MARKER" ] || return 0
+  # The marker goes last: a remove cut short is done again.
+  bash "$OWNERSHIP" if-unused "$USERS" rm -rf -- "$PREFIX/concourse" "$MARKER"
 }
 
 start() {
@@ -93,6 +98,7 @@ start() {
   # The marker (version + archive checksum) counts too: a new release must restart the unit,
   # which otherwise keeps running the old, deleted binary.
   sum=$(cat "${watch[@]}" "$MARKER" | sha256sum | cut -d' ' -f1)
+  bash "$OWNERSHIP" user-add "$USERS" "$unit"
   systemctl daemon-reload
   systemctl enable "$unit" >/dev/null 2>&1
   if [ "$(cat "$stamp" 2>/dev/null || true)" != "$sum" ] || ! systemctl is-active --quiet "$unit"; then
@@ -106,6 +112,7 @@ stop() {
   [ -n "$unit" ] || die "--unit is required"
   systemctl disable --now "$unit" >/dev/null 2>&1 || true
   rm -f "$STATE_DIR/${unit}.sha256"
+  bash "$OWNERSHIP" user-remove "$USERS" "$unit"
 }
 
 case "$action" in

@@ -32,6 +32,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 INSTALL="$HERE/concourse-install.sh"
 RUNC_STATE=${GPU_WORKERS_CONCOURSE_RUNC_STATE:-/run/containerd/runc/concourse}
 HOST_CONTAINERD=containerd.service
+HOST_CONTAINERD_BEFORE="$STATE_DIR/host-containerd.before"
 
 die() { echo "concourse-worker: $*" >&2; exit 1; }
 say() { echo "concourse-worker: $*"; }
@@ -71,14 +72,8 @@ unwrap_concourse_runc() {
 
 # The distribution's containerd would hold Concourse's socket: stop it, remembering how it was.
 hold_host_containerd() {
-  local saved="$STATE_DIR/host-containerd.before" enabled active
   systemctl cat "$HOST_CONTAINERD" >/dev/null 2>&1 || return 0
-  if [ ! -f "$saved" ]; then
-    enabled=$(systemctl is-enabled "$HOST_CONTAINERD" 2>/dev/null || true)
-    active=$(systemctl is-active "$HOST_CONTAINERD" 2>/dev/null || true)
-    mkdir -p "$STATE_DIR"
-    echo "${enabled:-unknown} ${active:-unknown}" >"$saved"
-  fi
+  bash "$HERE/ownership.sh" service-keep "$HOST_CONTAINERD_BEFORE" "$HOST_CONTAINERD"
   if systemctl is-enabled --quiet "$HOST_CONTAINERD" 2>/dev/null || systemctl is-active --quiet "$HOST_CONTAINERD"; then
     systemctl disable --now "$HOST_CONTAINERD" >/dev/null 2>&1
     say "stopped and disabled ${HOST_CONTAINERD}: Concourse runs its own containerd on its socket"
@@ -86,12 +81,7 @@ hold_host_containerd() {
 }
 
 release_host_containerd() {
-  local saved="$STATE_DIR/host-containerd.before" enabled active
-  [ -f "$saved" ] || return 0
-  read -r enabled active <"$saved"
-  if [ "$enabled" = enabled ]; then systemctl enable "$HOST_CONTAINERD" >/dev/null 2>&1 || true; fi
-  if [ "$active" = active ]; then systemctl start "$HOST_CONTAINERD" || true; fi
-  rm -f "$saved"
+  bash "$HERE/ownership.sh" service-restore "$HOST_CONTAINERD_BEFORE" "$HOST_CONTAINERD"
 }
 
 # The value the worker's CNI bridge will switch on; put back on remove.

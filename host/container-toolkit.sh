@@ -10,12 +10,14 @@
 # --dev-char-links   (NVIDIA) create the /dev/char links of the device nodes now; the udev
 #                    rule placed beside this step keeps them from then on
 # Our config files are placed before the package, so dpkg keeps them (--force-confold).
-# The apt pin placed beside this step holds the version. "remove" only removes a package
-# this script installed itself.
+# The apt pin placed beside this step holds the version. "remove" purges only the packages
+# this script installed (ownership.sh records them once apt has), never a toolkit the host had:
+# after a failed or a successful change of version, the host's package stays.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 HERE=$(cd "$(dirname "$0")" && pwd)
+PACKAGES="$STATE_DIR/toolkit-package" # what apt installed for this step (the name is older than the list)
 
 die() { echo "container-toolkit: $*" >&2; exit 1; }
 
@@ -95,20 +97,12 @@ ensure() {
     if [ -n "$apt_source" ]; then die "${package} ${version} is pinned but no apt source offers it (installed: ${current:-none}); nor does the vendor repository in ${apt_source}"; fi
     die "${package} ${version} is pinned but no apt source offers it (installed: ${current:-none}); add the vendor's repository to the host's apt sources, or pin a version they offer"
   fi
-  mkdir -p "$STATE_DIR"
-  # Recorded first: an interrupted install is still undone by "remove".
-  echo "$package" > "$STATE_DIR/toolkit-package"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold \
-    "${package}=${full}"
+  bash "$HERE/ownership.sh" apt-install "$PACKAGES" -o Dpkg::Options::=--force-confold "${package}=${full}"
   dev_char_links
 }
 
 remove() {
-  [ -f "$STATE_DIR/toolkit-package" ] || { echo "container-toolkit: nothing installed by gpu-workers"; return 0; }
-  if dpkg -s "$package" >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$package"
-  fi
-  rm -f "$STATE_DIR/toolkit-package"
+  bash "$HERE/ownership.sh" apt-remove "$PACKAGES"
 }
 
 case "$action" in

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Runs NVIDIA fabricmanager on an NVSwitch system, at exactly the loaded driver's version.
 #   fabric-manager.sh ensure --config PATH [--partition ID]... [--report FILE --plan ID]
-#   fabric-manager.sh remove
+#   fabric-manager.sh remove [--config PATH]
 # It refuses to start without NVSwitches, restarts the service only when the config
 # changed, and activates the requested partitions (shared NVSwitch mode) through fmpm.
+# remove puts back what the host had (ownership.sh keeps the records): the package's own
+# config (kept aside when gpu-workers placed PATH over it), then the service as it was,
+# enabled or not and running or not (restarted, so it reads its own config again); the
+# package goes only when this script installed it.
 # In a service VM it reports the outcome to FILE (the serial console, which the host logs):
 # "gpu-workers-fabric: ready plan=ID partitions=1,2", or "... failed plan=ID: why".
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 ROOT=${GPU_WORKERS_ROOT:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
 SERVICE=nvidia-fabricmanager
+PACKAGES="$STATE_DIR/fabricmanager-package" # what apt installed (the name is older than the list)
+SERVICE_BEFORE="$STATE_DIR/fabricmanager.service.before"
 report=""; plan=""; reported=no
 
 say() {
@@ -65,6 +72,9 @@ active_partitions() {
     sed -nE '/"isActive":1(,|$)/s/.*"partitionId":([0-9]+).*/\1/p'
 }
 
+# Notes, once, how the service was before this script first changed it.
+keep_service_state() { bash "$HERE/ownership.sh" service-keep "$SERVICE_BEFORE" "$SERVICE"; }
+
 ensure_package() {
   local version=$1 major=${1%%.*} pkg full current
   for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
@@ -74,9 +84,8 @@ ensure_package() {
   for pkg in "nvidia-fabricmanager-${major}" nvidia-fabricmanager; do
     full=$(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' -v v="$version" '{gsub(/ /,"",$2)} $2 == v || index($2, v"-") == 1 {print $2; exit}')
     if [ -n "$full" ]; then
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "${pkg}=${full}"
-      mkdir -p "$STATE_DIR"
-      echo "$pkg" > "$STATE_DIR/fabricmanager-package"
+      keep_service_state # the package's install may enable and start it
+      bash "$HERE/ownership.sh" apt-install "$PACKAGES" -o Dpkg::Options::=--force-confold "${pkg}=${full}"
       return 0
     fi
   done
@@ -92,6 +101,7 @@ ensure() {
   version=$(driver_version)
   [ -n "$version" ] || die "the NVIDIA driver is not loaded (/proc/driver/nvidia/version is missing)"
   ensure_package "$version"
+  keep_service_state
   mkdir -p "$STATE_DIR"
   stamp="$STATE_DIR/fabricmanager.config.sha256"
   sum=$(sha256sum "$config" | cut -d' ' -f1)
@@ -117,16 +127,17 @@ ensure() {
 }
 
 remove() {
-  if systemctl list-unit-files "${SERVICE}.service" >/dev/null 2>&1; then
+  # The config first: a service that ran before restarts with its own. The file's own delete
+  # step then finds its record gone and leaves the file.
+  if [ -n "$config" ]; then bash "$HERE/ownership.sh" file-restore "$config"; fi
+  if [ -f "$SERVICE_BEFORE" ]; then
+    bash "$HERE/ownership.sh" service-restore "$SERVICE_BEFORE" "$SERVICE"
+  elif systemctl list-unit-files "${SERVICE}.service" >/dev/null 2>&1; then
+    # Started by an earlier version, which kept no record.
     systemctl disable --now "$SERVICE" >/dev/null 2>&1 || true
   fi
   rm -f "$STATE_DIR/fabricmanager.config.sha256"
-  if [ -f "$STATE_DIR/fabricmanager-package" ]; then
-    local pkg
-    pkg=$(cat "$STATE_DIR/fabricmanager-package")
-    if dpkg -s "$pkg" >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$pkg"; fi
-    rm -f "$STATE_DIR/fabricmanager-package"
-  fi
+  bash "$HERE/ownership.sh" apt-remove "$PACKAGES"
 }
 
 case "$action" in

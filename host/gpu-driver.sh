@@ -5,12 +5,14 @@
 # --apt-source FILE --keyring FILE --fingerprint FPR: the vendor's driver repository that
 # gpu-workers placed, refreshed when no apt list offers the pinned version yet. The apt pin
 # placed beside this step holds a pinned version.
-# "remove" only removes a package this script installed itself (recorded in STATE_DIR).
+# "remove" purges only the packages this script installed (ownership.sh records them once apt
+# has), never a driver package the host had, even one this script moved to another version.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 ROOT=${GPU_WORKERS_ROOT:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
+PACKAGES="$STATE_DIR/driver-package" # what apt installed for this step (the name is older than the list)
 
 die() { echo "gpu-driver: $*" >&2; exit 1; }
 
@@ -88,9 +90,7 @@ ensure() {
     bash "$HERE/apt-vendor-source.sh" refresh --source "$apt_source" --keyring "$keyring" --fingerprint "$fingerprint"
   fi
   spec=${spec:-$(apt_candidate)} || die "driver ${version} is pinned but ${running:-no driver} is loaded, and no apt package offers ${version}; add the vendor's repository or preinstall the driver"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$spec"
-  mkdir -p "$STATE_DIR"
-  echo "${spec%%=*}" > "$STATE_DIR/driver-package"
+  bash "$HERE/ownership.sh" apt-install "$PACKAGES" "$spec"
   running=$(running_version)
   case "$running" in
     "$version"|"$version".*) echo "gpu-driver: installed ${spec}" ;;
@@ -99,13 +99,7 @@ ensure() {
 }
 
 remove() {
-  [ -f "$STATE_DIR/driver-package" ] || { echo "gpu-driver: nothing installed by gpu-workers"; return 0; }
-  local pkg
-  pkg=$(cat "$STATE_DIR/driver-package")
-  if dpkg -s "$pkg" >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$pkg"
-  fi
-  rm -f "$STATE_DIR/driver-package"
+  bash "$HERE/ownership.sh" apt-remove "$PACKAGES"
 }
 
 case "$action" in

@@ -4,12 +4,16 @@
 #   runtime-packages.sh ensure COMMAND=PACKAGE...   e.g. containerd=containerd runc=runc
 #   runtime-packages.sh remove COMMAND=PACKAGE...   purge what ensure installed, nothing else
 #   runtime-packages.sh check  COMMAND=PACKAGE...   exit 1 when a command is missing
-# A command already on the host (from any source) is left as it is. What ensure installs is
-# recorded, so remove takes away only that.
+# A command already on the host (from any source) is left as it is. What ensure installs
+# (dependencies included) is recorded by ownership.sh, one record per list of packages, so
+# remove takes away only that: the steps that share this script (containerd's, the runc
+# wrapper's) each undo their own install and never the other's.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
-INSTALLED="$STATE_DIR/runtime-packages.installed"
+HERE=$(cd "$(dirname "$0")" && pwd)
+# Earlier versions kept one list for every step.
+LEGACY="$STATE_DIR/runtime-packages.installed"
 
 die() { echo "runtime-packages: $*" >&2; exit 1; }
 
@@ -22,19 +26,12 @@ for pair in "$@"; do
   esac
 done
 
+packages=()
+for pair in "$@"; do packages+=("${pair#*=}"); done
+RECORD="$STATE_DIR/runtime-packages-$(printf '%s\n' "${packages[@]}" | sort -u | paste -sd+)"
+
 # A command the host has: on PATH, or in the sbin folders a login shell of another user lacks.
 has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
-
-# Keeps in the record only what is installed (an install that failed leaves nothing to purge).
-forget_uninstalled() {
-  local package
-  [ -f "$INSTALLED" ] || return 0
-  while read -r package; do
-    dpkg-query -W -f '${Status}\n' "$package" 2>/dev/null | grep -q "install ok installed" && echo "$package"
-  done <"$INSTALLED" >"$INSTALLED.new" || true
-  mv -f "$INSTALLED.new" "$INSTALLED"
-  [ -s "$INSTALLED" ] || rm -f "$INSTALLED"
-}
 
 ensure() {
   local pair command package missing=()
@@ -44,17 +41,11 @@ ensure() {
   done
   [ ${#missing[@]} -gt 0 ] || { echo "runtime-packages: present"; return 0; }
   command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and there is no apt-get to install them; install them and run again"
-  mkdir -p "$STATE_DIR"
-  # Recorded first: an install cut short is still undone by remove.
-  for package in "${missing[@]}"; do
-    grep -qxF "$package" "$INSTALLED" 2>/dev/null || echo "$package" >>"$INSTALLED"
-  done
   local log
   log=$(mktemp)
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+  if ! bash "$HERE/ownership.sh" apt-install "$RECORD" --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
     tail -n 5 "$log" >&2
     rm -f "$log"
-    forget_uninstalled
     die "${missing[*]} missing, and apt-get could not install them from the distribution's packages (above)"
   fi
   rm -f "$log"
@@ -65,19 +56,23 @@ ensure() {
   echo "runtime-packages: installed ${missing[*]}"
 }
 
-remove() {
-  [ -f "$INSTALLED" ] || return 0
-  local pair package ours=()
-  for pair in "$@"; do
-    package=${pair#*=}
-    grep -qxF "$package" "$INSTALLED" && ours+=("$package")
+# This step's packages in the list of an earlier version move to its record.
+adopt_legacy() {
+  [ -f "$LEGACY" ] || return 0
+  local package
+  for package in "${packages[@]}"; do
+    if grep -qxF "$package" "$LEGACY" && ! grep -q "^$package " "$RECORD" 2>/dev/null; then
+      echo "$package not-installed" >>"$RECORD"
+    fi
   done
-  if [ ${#ours[@]} -gt 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${ours[@]}" >/dev/null 2>&1 || true
-    grep -vxF -f <(printf '%s\n' "${ours[@]}") "$INSTALLED" >"$INSTALLED.new" || true
-    mv -f "$INSTALLED.new" "$INSTALLED"
-  fi
-  [ -s "$INSTALLED" ] || rm -f "$INSTALLED"
+  grep -vxF -f <(printf '%s\n' "${packages[@]}") "$LEGACY" >"$LEGACY.new" || true
+  mv -f "$LEGACY.new" "$LEGACY"
+  [ -s "$LEGACY" ] || rm -f "$LEGACY"
+}
+
+remove() {
+  adopt_legacy
+  bash "$HERE/ownership.sh" apt-remove "$RECORD"
 }
 
 check() {
@@ -89,7 +84,7 @@ check() {
 
 case "$action" in
   ensure) ensure "$@" ;;
-  remove) remove "$@" ;;
+  remove) remove ;;
   check) check "$@" ;;
   *) die "usage: runtime-packages.sh ensure|remove|check COMMAND=PACKAGE..." ;;
 esac

@@ -22,7 +22,7 @@ const FAKE_TOOLS = ["apt-get", "apt-cache", "dpkg-query", "dpkg", "systemctl", "
 const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh"];
 /** The real programs the scripts and the fakes may run; nothing else is on their PATH. */
 const REAL_TOOLS = ["bash", "sh", "env", "sed", "awk", "grep", "head", "cat", "cut", "tr", "wc", "find", "sort", "ls",
-    "sha256sum", "mkdir", "rm", "mv", "cp", "chmod", "touch", "dirname", "mktemp", "tar", "gzip"];
+    "sha256sum", "mkdir", "rm", "mv", "cp", "chmod", "touch", "dirname", "mktemp", "tar", "gzip", "flock", "rmdir", "basename"];
 
 const NVRM_550 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
     + "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
@@ -223,7 +223,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
                 /installed nvidia-driver-550=550\.54\.15-0ubuntu0\.22\.04\.1, but 535\.104\.05 is loaded: reboot the host, then run pulumi up again/);
             assert.deepStrictEqual(h.calls("apt-cache"), ["apt-cache madison nvidia-driver-550-server", "apt-cache madison nvidia-driver-550"]);
             assert.deepStrictEqual(h.calls("apt-get"), ["apt-get install -y -q nvidia-driver-550=550.54.15-0ubuntu0.22.04.1"]);
-            assert.strictEqual(h.stateFile("driver-package"), "nvidia-driver-550\n");
+            assert.strictEqual(h.stateFile("driver-package"), "nvidia-driver-550 not-installed\n", "installed, and not there before");
             // After the reboot the pinned module is loaded: nothing more to do.
             h.put("proc/driver/nvidia/version", NVRM_550);
             h.resetLog();
@@ -250,9 +250,9 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.strictEqual(h.dpkgState("nvidia-driver-550"), "installed 550.54.15-0ubuntu1");
 
             fs.mkdirSync(h.state, { recursive: true });
-            fs.writeFileSync(path.join(h.state, "driver-package"), "nvidia-driver-550\n");
+            fs.writeFileSync(path.join(h.state, "driver-package"), "nvidia-driver-550\n"); // as an earlier version recorded it
             h.ok("gpu-driver.sh", args);
-            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get remove -y -q nvidia-driver-550"]);
+            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get purge -y -q nvidia-driver-550"]);
             assert.strictEqual(h.stateFile("driver-package"), undefined);
             h.resetLog();
             assert.match(h.ok("gpu-driver.sh", args).stdout, /nothing installed by gpu-workers/);
@@ -302,7 +302,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             h.madison("nvidia-container-toolkit", ["1.17.8-1", "1.17.7-1", "1.16.2-1"]);
             h.ok("container-toolkit.sh", ensure);
             assert.deepStrictEqual(h.calls("apt-get"), [INSTALL]);
-            assert.strictEqual(h.stateFile("toolkit-package"), "nvidia-container-toolkit\n");
+            assert.strictEqual(h.stateFile("toolkit-package"), undefined, "the host's package, at another version, is not ours to remove");
             h.resetLog();
             h.ok("container-toolkit.sh", ensure);
             assert.deepStrictEqual(h.calls("apt-get"), []);
@@ -317,15 +317,15 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.strictEqual(h.stateFile("toolkit-package"), undefined);
         });
 
-        it("remove is idempotent, and an ensure after it installs again (left-over conffiles are not an install)", () => {
+        it("remove purges what it installed, is idempotent, and an ensure after it installs again", () => {
             const h = new FakeHost("ctk-remove");
             h.madison("nvidia-container-toolkit", ["1.17.8-1"]);
             h.ok("container-toolkit.sh", ensure);
             h.resetLog();
             h.ok("container-toolkit.sh", remove);
-            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get remove -y -q nvidia-container-toolkit"]);
+            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get purge -y -q nvidia-container-toolkit"]);
             assert.strictEqual(h.stateFile("toolkit-package"), undefined);
-            assert.strictEqual(h.dpkgState("nvidia-container-toolkit"), "config-files 1.17.8-1");
+            assert.strictEqual(h.dpkgState("nvidia-container-toolkit"), undefined, "as it was before: never installed");
             h.resetLog();
             assert.match(h.ok("container-toolkit.sh", remove).stdout, /nothing installed by gpu-workers/);
             assert.deepStrictEqual(h.calls(), []);
@@ -369,7 +369,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.deepStrictEqual(h.calls("apt-get"), ["apt-get install -y -q -o Dpkg::Options::=--force-confold nvidia-fabricmanager-550=550.54.15-1"]);
             assert.ok(h.calls("systemctl").includes("systemctl enable nvidia-fabricmanager"), h.calls().join("\n"));
             assert.deepStrictEqual(h.restarts(), ["systemctl restart nvidia-fabricmanager"]);
-            assert.strictEqual(h.stateFile("fabricmanager-package"), "nvidia-fabricmanager-550\n");
+            assert.strictEqual(h.stateFile("fabricmanager-package"), "nvidia-fabricmanager-550 not-installed\n");
 
             h.resetLog();
             h.ok("fabric-manager.sh", args);
@@ -450,16 +450,17 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             h.ok("fabric-manager.sh", ["ensure", "--config", config]);
             h.resetLog();
             h.ok("fabric-manager.sh", ["remove"]);
-            assert.ok(h.calls("systemctl").includes("systemctl disable --now nvidia-fabricmanager"), h.calls().join("\n"));
-            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get remove -y -q nvidia-fabricmanager-550"]);
+            assert.deepStrictEqual(h.calls("apt-get"), ["apt-get purge -y -q nvidia-fabricmanager-550"]);
+            // Disabled and stopped, as it was before ensure.
+            assert.ok(!fs.existsSync(path.join(h.fake, "systemd/enabled/nvidia-fabricmanager")), h.calls().join("\n"));
             assert.ok(!fs.existsSync(path.join(h.fake, "systemd/active/nvidia-fabricmanager")));
             assert.strictEqual(h.stateFile("fabricmanager-package"), undefined);
             assert.strictEqual(h.stateFile("fabricmanager.config.sha256"), undefined);
             h.resetLog();
             h.ok("fabric-manager.sh", ["remove"]);
             assert.deepStrictEqual(h.calls("apt-get"), []);
-            // The conffiles remove leaves behind are no install: the next ensure installs again.
-            assert.strictEqual(h.dpkgState("nvidia-fabricmanager-550"), "config-files 550.54.15-1");
+            // Purged as it was never there: the next ensure installs again.
+            assert.strictEqual(h.dpkgState("nvidia-fabricmanager-550"), undefined);
             h.ok("fabric-manager.sh", ["ensure", "--config", config]);
             assert.deepStrictEqual(h.calls("apt-get"), ["apt-get install -y -q -o Dpkg::Options::=--force-confold nvidia-fabricmanager-550=550.54.15-1"]);
 

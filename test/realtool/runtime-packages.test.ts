@@ -2,8 +2,8 @@
  * host/runtime-packages.sh in a Debian 12 LXD instance that lacks containerd and runc: real apt
  * installs them from a repository of the distribution's own packages (Debian's containerd and
  * runc, downloaded here, served to the instance as a local repository, since it has no network),
- * a second run changes nothing, remove purges only what it installed, and a package apt cannot
- * find fails with apt's own words.
+ * a second run changes nothing, remove purges only what its own ensure installed (the steps that
+ * share the script each undo their own), and a package apt cannot find fails with apt's own words.
  */
 import * as assert from "assert";
 import { execFileSync } from "child_process";
@@ -33,7 +33,9 @@ describe("runtime-packages.sh (real apt in an LXD instance)", function () {
         execFileSync("apt-get", ["download", "containerd", "runc"], { cwd: repo, stdio: "ignore" });
         fs.writeFileSync(path.join(repo, "Packages"), execFileSync("dpkg-scanpackages", ["."], { cwd: repo, stdio: ["ignore", "pipe", "ignore"] }));
         daemon.lxc("file", "push", "-q", "-r", "--create-dirs", repo, `${INSTANCE}/srv/`);
-        daemon.lxc("file", "push", "-q", "--create-dirs", "--mode", "0755", path.join(REPO, "host", "runtime-packages.sh"), `${INSTANCE}${SCRIPT}`);
+        for (const script of ["runtime-packages.sh", "ownership.sh"]) {
+            daemon.lxc("file", "push", "-q", "--create-dirs", "--mode", "0755", path.join(REPO, "host", script), `${INSTANCE}/usr/local/lib/gpu-workers/${script}`);
+        }
         const r = sh([
             "rm -f /etc/apt/sources.list.d/* && echo 'deb [trusted=yes] file:/srv/repo ./' > /etc/apt/sources.list",
             "apt-get update -qq",
@@ -71,12 +73,24 @@ describe("runtime-packages.sh (real apt in an LXD instance)", function () {
         assert.match(r.stderr, /no-such-package missing, and apt-get could not install them from the distribution's packages/);
     });
 
-    it("remove purges what it installed, and only that", () => {
-        assert.strictEqual(sh(`${SCRIPT} remove bash=bash containerd=containerd`).status, 0);
-        assert.notStrictEqual(sh("command -v containerd").status, 0, "containerd (installed by ensure) is gone");
-        assert.strictEqual(sh("test -x /usr/sbin/runc && test -x /bin/bash").status, 0, "runc (not asked for) and bash (not installed by ensure) stay");
+    it("remove purges what its own ensure installed, and only that", () => {
+        // The runc wrapper's step (runc=runc) found runc there: removing it takes nothing away,
+        // not the runc that containerd's step installed and containerd needs.
+        assert.strictEqual(sh(`${SCRIPT} ensure runc=runc`).stdout.trim(), "runtime-packages: present");
         assert.strictEqual(sh(`${SCRIPT} remove runc=runc`).status, 0);
+        assert.strictEqual(sh("command -v containerd && test -x /usr/sbin/runc").status, 0, "containerd's step's packages stay");
+        const r = sh(`${SCRIPT} remove containerd=containerd runc=runc`);
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.notStrictEqual(sh("command -v containerd").status, 0, "containerd (installed by ensure) is gone");
         assert.notStrictEqual(sh("test -x /usr/sbin/runc").status, 0, "runc (installed by ensure) is gone");
-        assert.notStrictEqual(sh("test -e /var/lib/gpu-workers/runtime-packages.installed").status, 0, "nothing left recorded");
+        assert.strictEqual(sh("test -x /bin/bash").status, 0);
+        assert.strictEqual(sh("ls /var/lib/gpu-workers | grep runtime-packages").stdout, "", "nothing left recorded");
+    });
+
+    it("the one list of an earlier version: remove purges that step's packages from it", () => {
+        assert.strictEqual(sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc >/dev/null && printf 'containerd\\nrunc\\n' > /var/lib/gpu-workers/runtime-packages.installed").status, 0);
+        assert.strictEqual(sh(`${SCRIPT} remove containerd=containerd runc=runc`).status, 0);
+        assert.notStrictEqual(sh("command -v containerd").status, 0);
+        assert.strictEqual(sh("ls /var/lib/gpu-workers | grep runtime-packages").stdout, "", "the old list is gone too");
     });
 });

@@ -127,7 +127,9 @@ describe("one plan per host: offline render = resource graph", function () {
         const installer = "/usr/local/lib/gpu-workers/install-runc-wrapper.sh";
         assert.deepStrictEqual(plan.files.filter((f) => f.path === installer).map((f) => f.component), ["RuncWrapper"]);
         const concourse = plan.links.find((l) => l.component === "ConcourseWorker")!;
-        assert.deepStrictEqual(concourse.placedEarlier, [installer], "the worker runs the installer the wrapper placed");
+        const ownership = "/usr/local/lib/gpu-workers/ownership.sh";
+        assert.deepStrictEqual(concourse.placedEarlier, [ownership, installer], "the worker runs the installer the wrapper placed, and the helper the first component placed");
+        assert.deepStrictEqual(plan.files.filter((f) => f.path === ownership).map((f) => f.component), ["ContainerdRuntime"]);
         const graph = await graphOf(host);
         assert.deepStrictEqual(graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")), ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"]);
     });

@@ -63,13 +63,14 @@ describe("RuncWrapper component (render)", () => {
         const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary });
         assert.deepStrictEqual(r.files.map((f) => [f.path, f.mode]), [
             [`${HOST_LIB_DIR}/runtime-packages.sh`, "0755"],
+            [`${HOST_LIB_DIR}/ownership.sh`, "0755"],
             [WRAPPER_CONFIG_PATH, "0644"],
             [WRAPPER_PATH, "0755"],
             [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
         ]);
-        assert.strictEqual(r.files[2].localPath, binary);
-        assert.strictEqual(r.files[2].content, "");
-        assert.ok(r.files[3].content.startsWith("#!/usr/bin/env bash"));
+        assert.strictEqual(r.files[3].localPath, binary);
+        assert.strictEqual(r.files[3].content, "");
+        assert.ok(r.files[4].content.startsWith("#!/usr/bin/env bash"));
         assert.deepStrictEqual(r.steps.map((s) => s.name), ["runtime-packages", "runc-wrapper"], "the host's runc from the distribution where it has none, then the wrapper in its place");
         const step = r.steps[1];
         assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 [0-9a-f]{64} --aside ${RUNC_REAL_PATH}$`));

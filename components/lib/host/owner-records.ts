@@ -2,36 +2,31 @@
  * Who applied what on a host. A host or web renamed in the stack (and any resource replaced
  * create-before-delete) makes new resources that apply the same files and steps on the same
  * machine, and only then are the old resources deleted: their deletes would undo what the new
- * ones use (the web's `DROP DATABASE`, the release, the runc wrapper). So every host command that
- * undoes something records on the host, in its slot (the file's path, the step's name), that it
- * applied it: one record per resource, named by the resource's id, which a replacement does not
+ * ones use (the web's `DROP DATABASE`, the release, the runc wrapper). So every step that
+ * undoes something records on the host, in its slot (the step's name), that it applied it: one record per resource, named by the resource's id, which a replacement does not
  * share. A delete takes its own record away and undoes only when no other resource's record is
- * left; otherwise it leaves the host alone and says which resources hold it.
+ * left; otherwise it leaves the host alone and says which resources hold it. Placed files keep
+ * their own records (resources.ts claimFileCommand: each component a user of the path, and what
+ * the host had there before), so a file is never gated twice.
  *
  * A slot with no record at all (state made before this existed) is undone as before. A record left
  * by a resource that is gone from every state (`pulumi state delete`) keeps the slot's delete from
  * undoing anything: the message names the record file to remove. Pure: the shell lives here.
  */
 import { sha256Text } from "../file-hash";
-import { pathSlug, shellCommand } from "./steps";
+import { HOST_STATE_DIR, pathSlug, shellCommand } from "./steps";
 
 /** The folder of the owner records on a host: one folder per slot, one file per resource. */
-export const OWNERS_DIR = "/var/lib/gpu-workers/owners";
-const STATE_DIR = "/var/lib/gpu-workers";
+export const OWNERS_DIR = `${HOST_STATE_DIR}/owners`;
 
 /** What a host command records as its own: its slot and its resource's name. */
 export interface HostOwner {
-    /** What it applies on the host: `file:<path>` or `step:<name>`. Two resources with one slot on one machine apply the same thing. */
+    /** What it applies on the host: `step:<name>`. Two resources with one slot on one machine apply the same thing. */
     slot: string;
     /** The resource's name, as messages name it. */
     resource: string;
     /** The login user: the records are root's, through `sudo -n` for another user. */
     user: string;
-}
-
-/** The slot of a file placed at `path`. */
-export function fileSlot(path: string): string {
-    return `file:${path}`;
 }
 
 /** The slot of a step: its own when it gives one (several of one name act on different things), else its name. */
@@ -96,7 +91,7 @@ export function releaseScript(owner: HostOwner | undefined, id: string, remove: 
         remove,
         `  ) || exit $?`,
         ...(owner ? [`  rm -rf "$d"`] : []),
-        `  rmdir ${OWNERS_DIR} ${STATE_DIR} 2>/dev/null || true`,
+        `  rmdir ${OWNERS_DIR} ${HOST_STATE_DIR} 2>/dev/null || true`,
         `fi`,
     ].join("\n");
 }

@@ -53,19 +53,27 @@ export function hostScriptFile(name: string): HostFile {
 }
 
 /**
+ * The helper that records what a host had before a step changed it, and what the step installed
+ * (host/ownership.sh): the scripts that install packages, start services or write files over
+ * the host's run it from beside them.
+ */
+export const OWNERSHIP_SCRIPT = "ownership.sh";
+
+/**
  * A step that runs host/<script> on the host: `<script> <action> args...` on create,
  * `<script> <removeAction> args...` on delete (default actions: ensure, remove). The script
- * file comes with it.
+ * file comes with it, and the host scripts it runs (`helpers`) beside it.
  */
-export function scriptStep(step: { name: string; script: string; action?: string; removeAction?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[] }): RenderedComponent {
+export function scriptStep(step: { name: string; script: string; action?: string; removeAction?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[]; helpers?: string[] }): RenderedComponent {
     const file = hostScriptFile(step.script);
+    const helpers = (step.helpers ?? []).map(hostScriptFile);
     return {
-        files: [file],
+        files: [file, ...helpers],
         steps: [{
             name: step.name,
             create: shellCommand([file.path, step.action ?? "ensure", ...step.args]),
             remove: shellCommand([file.path, step.removeAction ?? "remove", ...(step.removeArgs ?? step.args)]),
-            dependsOn: [file.path, ...(step.dependsOn ?? [])],
+            dependsOn: [file.path, ...helpers.map((h) => h.path), ...(step.dependsOn ?? [])],
         }],
     };
 }

@@ -106,3 +106,14 @@ export function asRoot(user: string, cmd: string): string {
 /** Where the project keeps its own scripts and state on a host. */
 export const HOST_LIB_DIR = "/usr/local/lib/gpu-workers";
 export const HOST_ETC_DIR = "/etc/gpu-workers";
+/** The host scripts' records (their STATE_DIR): what they installed, and what was there before. */
+export const HOST_STATE_DIR = "/var/lib/gpu-workers";
+
+/**
+ * What a host records of a path the program places (host/ownership.sh reads the same records):
+ * `users/` holds one mark per component that placed it; `original` is what was at the path
+ * before the first of them, or `absent` says that nothing was.
+ */
+export function placedRecordDir(path: string): string {
+    return `${HOST_STATE_DIR}/placed${path}`;
+}

@@ -3,7 +3,7 @@
  * here or downloaded by the host (checked against its sha256), unpacked by
  * host/concourse-install.sh, which both components place and their scripts run.
  */
-import { hostScriptFile } from "../host/scripts";
+import { hostScriptFile, OWNERSHIP_SCRIPT } from "../host/scripts";
 import { HostFile } from "../host/steps";
 
 /** The official release tarball ({url, sha256}), or a tarball in its layout uploaded from here ({path}). */
@@ -11,10 +11,10 @@ export type ConcourseRelease = { url: string; sha256: string } | { path: string 
 
 export const CONCOURSE_INSTALLER = "concourse-install.sh";
 
-/** The installer, and the tarball itself when it is uploaded (to `archive` on the host). */
+/** The installer (with the helper that keeps the release's users), and the tarball itself when it is uploaded (to `archive` on the host). */
 export function concourseReleaseFiles(binary: ConcourseRelease, archive: string): HostFile[] {
     const uploaded: HostFile[] = "path" in binary ? [{ path: archive, mode: "0644", content: "", localPath: binary.path }] : [];
-    return [...uploaded, hostScriptFile(CONCOURSE_INSTALLER)];
+    return [...uploaded, hostScriptFile(CONCOURSE_INSTALLER), hostScriptFile(OWNERSHIP_SCRIPT)];
 }
 
 /** The installer's arguments for this release. */

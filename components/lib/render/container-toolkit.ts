@@ -1,5 +1,5 @@
 import { stringify } from "smol-toml";
-import { combine, hostScriptFile, scriptStep } from "../host/scripts";
+import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
 import { HostFile, RenderedComponent, shellCommand } from "../host/steps";
 import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "./apt-sources";
 import type { VendorRepository } from "../repos/vendor-repos";
@@ -96,23 +96,24 @@ export function toolkitScriptArgs(settings: Pick<ContainerToolkitSettings, "vend
 export function renderContainerToolkit(settings: ContainerToolkitSettings): RenderedComponent {
     const aptFiles = renderToolkitAptFiles(settings);
     const helper = aptFiles.length > 0 && settings.repository ? [hostScriptFile("apt-vendor-source.sh")] : [];
-    const install = scriptStep({ name: "container-toolkit", script: "container-toolkit.sh", args: toolkitScriptArgs(settings), dependsOn: [...aptFiles, ...helper].map((f) => f.path) });
+    const install = scriptStep({ name: "container-toolkit", script: "container-toolkit.sh", args: toolkitScriptArgs(settings), dependsOn: [...aptFiles, ...helper].map((f) => f.path), helpers: [OWNERSHIP_SCRIPT] });
     const apt: RenderedComponent = { files: [...aptFiles, ...helper], steps: [] };
     const config: RenderedComponent = settings.vendor === "nvidia"
         ? { files: [{ path: NVIDIA_RUNTIME_CONFIG, mode: "0644", content: renderNvidiaRuntimeConfig(settings) }, { path: DEV_CHAR_RULE_PATH, mode: "0644", content: renderDevCharRule() }], steps: [] }
         : { files: [], steps: [] };
     if (!settings.cdi) return combine(apt, config, install);
     const cdiScript = hostScriptFile("generate-cdi.sh");
+    const ownership = hostScriptFile(OWNERSHIP_SCRIPT);
     const cdiArgs = ["--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor], ...(settings.tegra ? ["--tegra"] : []), "--driver-pin", settings.driverVersion, "--", ...settings.cdiDevices];
     const cdi: RenderedComponent = {
-        files: [cdiScript],
+        files: [cdiScript, ownership],
         steps: [{
             name: "cdi-spec",
             create: shellCommand([cdiScript.path, "ensure", ...cdiArgs]),
             remove: shellCommand([cdiScript.path, "remove", "--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor]]),
             // A refresh notices a driver upgraded by hand, a MIG change or an edited spec.
             check: shellCommand([cdiScript.path, "check", ...cdiArgs]),
-            dependsOn: [cdiScript.path, "container-toolkit"],
+            dependsOn: [cdiScript.path, ownership.path, "container-toolkit"],
         }],
         // The spec the vendor's tool wrote goes through the project's CDI validator too.
         checks: [{ name: "cdi-spec-check", kind: "cdi-spec", after: "cdi-spec", path: CDI_SPEC_PATHS[settings.vendor] }],

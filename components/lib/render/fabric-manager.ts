@@ -1,4 +1,4 @@
-import { scriptStep, combine } from "../host/scripts";
+import { combine, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
 import { RenderedComponent } from "../host/steps";
 
 export interface FabricManagerSettings {
@@ -48,8 +48,10 @@ export function renderFabricManager(settings: FabricManagerSettings): RenderedCo
             name: "fabric-manager",
             script: "fabric-manager.sh",
             args: ["--config", FABRIC_MANAGER_CONFIG, ...settings.partitions.flatMap((id) => ["--partition", String(id)])],
-            removeArgs: [],
+            // remove puts the package's own config back before it restarts the service.
+            removeArgs: ["--config", FABRIC_MANAGER_CONFIG],
             dependsOn: [FABRIC_MANAGER_CONFIG],
+            helpers: [OWNERSHIP_SCRIPT],
         }),
     );
 }

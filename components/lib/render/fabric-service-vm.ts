@@ -8,7 +8,7 @@
  */
 import { stringify } from "yaml";
 import { sha256Text } from "../file-hash";
-import { hostScriptFile, readHostScript } from "../host/scripts";
+import { hostScriptFile, OWNERSHIP_SCRIPT, readHostScript } from "../host/scripts";
 import { HOST_ETC_DIR, HostFile, HostStep, RenderedComponent, shellCommand } from "../host/steps";
 import { FABRIC_MANAGER_CONFIG, renderFabricManagerConfig } from "./fabric-manager";
 
@@ -187,16 +187,18 @@ export function renderVmFabricUnit(s: FabricServiceVmSettings, plan: string): st
  */
 export function servicePlanId(s: FabricServiceVmSettings): string {
     const config = renderFabricManagerConfig({ partitions: s.partitions, shared: true });
-    return sha256Text([config, s.partitions.join(","), sha256Text(readHostScript(FABRIC_MANAGER_SCRIPT)), VM_FABRIC_UNIT].join("\n")).slice(0, 16);
+    return sha256Text([config, s.partitions.join(","), sha256Text(readHostScript(FABRIC_MANAGER_SCRIPT)), sha256Text(readHostScript(OWNERSHIP_SCRIPT)), VM_FABRIC_UNIT].join("\n")).slice(0, 16);
 }
 
-/** cloud-init user-data of the service VM: fabricmanager's config, its step script and the unit that runs it. */
+/** cloud-init user-data of the service VM: fabricmanager's config, its step script (with the helper it runs) and the unit that runs it. */
 export function renderServiceVmUserData(s: FabricServiceVmSettings): string {
     const plan = servicePlanId(s);
     const doc = {
         write_files: [
             { path: FABRIC_MANAGER_CONFIG, permissions: "0644", owner: "root:root", content: renderFabricManagerConfig({ partitions: s.partitions, shared: true }) },
             { path: `/usr/local/lib/gpu-workers/${FABRIC_MANAGER_SCRIPT}`, permissions: "0755", owner: "root:root", content: readHostScript(FABRIC_MANAGER_SCRIPT) },
+            // fabric-manager.sh runs it to record the package it installs.
+            { path: `/usr/local/lib/gpu-workers/${OWNERSHIP_SCRIPT}`, permissions: "0755", owner: "root:root", content: readHostScript(OWNERSHIP_SCRIPT) },
             { path: `/etc/systemd/system/${VM_FABRIC_UNIT}`, permissions: "0644", owner: "root:root", content: renderVmFabricUnit(s, plan) },
         ],
         runcmd: [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", VM_FABRIC_UNIT]],

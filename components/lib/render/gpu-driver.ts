@@ -1,4 +1,4 @@
-import { combine, hostScriptFile, scriptStep } from "../host/scripts";
+import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
 import { RenderedComponent } from "../host/steps";
 import type { VendorRepository } from "../repos/vendor-repos";
 import { driverPin } from "../toolkit/pins";
@@ -19,7 +19,7 @@ export interface GpuDriverSettings {
  */
 export function renderGpuDriver(settings: GpuDriverSettings): RenderedComponent {
     if (settings.version === "preinstalled") {
-        return scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version] });
+        return scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version], helpers: [OWNERSHIP_SCRIPT] });
     }
     const repo = settings.repository;
     const files = [
@@ -29,6 +29,6 @@ export function renderGpuDriver(settings: GpuDriverSettings): RenderedComponent 
     const repoArgs = repo ? ["--apt-source", sourcePath(repo), "--keyring", keyringPath(repo), "--fingerprint", repo.fingerprint] : [];
     return combine(
         { files, steps: [] },
-        scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version, ...repoArgs], dependsOn: files.map((f) => f.path) }),
+        scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version, ...repoArgs], dependsOn: files.map((f) => f.path), helpers: [OWNERSHIP_SCRIPT] }),
     );
 }

@@ -6,8 +6,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256File, sha256Text } from "../../lib/file-hash";
-import { fileSlot, stepSlot } from "../../lib/host/owner-records";
-import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, HostStep, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
+import { stepSlot } from "../../lib/host/owner-records";
+import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HOST_STATE_DIR, HostFile, HostStep, pathSlug, placedRecordDir, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { HostCommand } from "./host-command";
 import type { SshTarget } from "./ssh";
@@ -50,11 +50,38 @@ export function writeFileCommand(file: HostFile): string {
     ].join(" && ") + ` || { rm -f ${tmp}; exit 1; }`;
 }
 
-/** Removes the file, and its folder when that is one of ours and now empty. */
-export function removeFileCommand(file: HostFile): string {
-    const dir = file.path.replace(/\/[^/]+$/, "");
+/**
+ * Makes `user` (a component) a user of the path before it writes there. The first user keeps
+ * what is at the path aside (or notes that nothing is), so the last one puts it back; with
+ * `adopt` (an update of a file an earlier version placed, which kept no record) what is there
+ * is taken as the program's own. Each record is written before the file changes, so a run cut
+ * short does it again and never keeps the program's own file as the host's.
+ */
+export function claimFileCommand(file: HostFile, user: string, adopt: boolean): string {
+    const keep = adopt ? `: > "$r/absent"` : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
+    return `${recordVariables(file)}; mkdir -p "$r/users" && { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ] || ${keep}; } && : > "$r/users/"${shellCommand([pathSlug(user)])}`;
+}
+
+/** `r`: the path's record (placedRecordDir), `p`: the path. */
+function recordVariables(file: HostFile): string {
+    return `r=${shellCommand([placedRecordDir(file.path)])} p=${shellCommand([file.path])}`;
+}
+
+/**
+ * `user` no longer places the file. The last user puts back what was at the path before (the
+ * original, byte for byte, in one rename) or removes the file where nothing was; then the
+ * record goes, and the file's folder when that is one of ours and now empty. Without a record
+ * it does nothing: a step put the original back already (fabric-manager.sh restarts the
+ * service that reads it).
+ */
+export function removeFileCommand(file: HostFile, user: string): string {
+    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
     const ours = dir === HOST_LIB_DIR || dir === HOST_ETC_DIR;
-    return `rm -f ${shellCommand([file.path])}` + (ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : "");
+    const record = placedRecordDir(file.path).slice(HOST_STATE_DIR.length + 1);
+    return `${recordVariables(file)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then`
+        + ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";`
+        + ` elif [ -e "$r/absent" ]; then rm -f "$p"${ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi`
+        + ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null || true; }; fi`;
 }
 
 /** The content of a file that only `up` knows (a secret, a generated key); a secret stays one. */
@@ -80,18 +107,18 @@ function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string
 function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const name = fileResourceName(o.prefix, file.path);
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
-    const write = asRoot(o.user, writeFileCommand(file));
-    const remove = asRoot(o.user, removeFileCommand(file));
-    const owner = { slot: fileSlot(file.path), resource: name, user: o.user };
+    const create = asRoot(o.user, `${claimFileCommand(file, o.prefix, false)} && ${writeFileCommand(file)}`);
+    const update = asRoot(o.user, `${claimFileCommand(file, o.prefix, true)} && ${writeFileCommand(file)}`);
+    const remove = asRoot(o.user, removeFileCommand(file, o.prefix));
     if (file.localPath) {
         if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
         return new HostCommand(name, {
-            connection: o.connection, create: write, update: write, delete: remove,
-            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch, owner,
+            connection: o.connection, create, update, delete: remove,
+            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
         }, opts);
     }
     const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
-    return new HostCommand(name, { connection: o.connection, create: write, update: write, delete: remove, stdin, reconverge: o.epoch, owner }, opts);
+    return new HostCommand(name, { connection: o.connection, create, update, delete: remove, stdin, reconverge: o.epoch }, opts);
 }
 
 /**
