@@ -30,7 +30,7 @@ export * as lxd from "./providers/lxd";
 
 // Pure libraries.
 export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./lib/gpu/inventory";
-export { planWorkerGpus, selectGpus, modelSlug, normalizeFabricMode, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection, FabricManagerMode } from "./lib/gpu/plan";
+export { planWorkerGpus, selectGpus, modelSlug, normalizeFabricMode, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";
 export { HostFile, HostStep, RenderedComponent, ProgramCheck, shellQuote, shellCommand, asRoot } from "./lib/host/steps";
 export { Transport, onTransport } from "./lib/host/transport";
 export { settingsSchema, WORKER_DEFAULTS, WorkerSettings, mergeSettings } from "./lib/plan/settings";

@@ -8,7 +8,11 @@ import (
 )
 
 // writeAtomically replaces path with data: a temp file in the same folder, the original
-// mode and owner, fsync, rename. A reader sees the old file or the new one, never half.
+// mode and owner, rename. A reader sees the old file or the new one, never half, and a
+// failed write leaves the old one. No fsync: the files it edits (a bundle's config.json under
+// /run, the process file of one `runc exec`) are read by runc within milliseconds and die with
+// the machine, so making them outlive a crash buys nothing, while an fsync on a worker's busy
+// disk waits for that disk.
 func writeAtomically(path string, data []byte, info os.FileInfo) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".config.json.gpu-workers-*")
 	if err != nil {
@@ -30,9 +34,6 @@ func writeAtomically(path string, data []byte, info os.FileInfo) error {
 		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
 			return fail(err)
 		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)

@@ -124,7 +124,7 @@ func processPrivileges(process object) ([]string, error) {
 
 // refusal is the one line that says why a container or process was refused, and how to allow it.
 func refusal(what string, found []string) error {
-	return fmt.Errorf("%s refused: it would let a task undo the read-only datasets: %s. To run such containers on purpose, set \"allowPrivileged\": true in %s",
+	return fmt.Errorf("%s refused: it would let a task undo the read-only datasets: %s. To run such containers on purpose, set the worker's concourse.privilegedMode to full or fuse-only in the stack (it sets \"allowPrivileged\": true in %s)",
 		what, strings.Join(found, "; "), configPath)
 }
 

@@ -123,7 +123,7 @@ func TestPrepareProcessRefusesPrivileges(t *testing.T) {
 	s := &settings{Env: map[string]string{"NVIDIA_VISIBLE_DEVICES": "1"}}
 	err := prepareProcess(invocation{Subcommand: "exec", Process: file, ID: "c1"}, s)
 	if err == nil || !strings.HasPrefix(err.Error(), `process `+file+` for container "c1" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN in ambient (mount and remount`) ||
-		!strings.Contains(err.Error(), `set "allowPrivileged": true in `) {
+		!strings.Contains(err.Error(), `set the worker's concourse.privilegedMode to full or fuse-only in the stack (it sets "allowPrivileged": true in `) {
 		t.Errorf("error %v", err)
 	}
 	if data, _ := os.ReadFile(file); string(data) != doc {

@@ -1,7 +1,9 @@
 /**
  * A real Concourse, end to end through the real Pulumi engine: one stack brings up a web node
- * (an LXD instance with PostgreSQL, made by the stack) and two workers (an LXD instance made by
- * the stack, and a machine reached over SSH); fly then runs tasks and a pipeline on them.
+ * (an LXD instance with PostgreSQL, made by the stack) and three workers (an LXD instance made by
+ * the stack, and two machines reached over SSH: an unprivileged container, and a privileged one
+ * whose containers share the machine's user namespace, as on bare metal); fly then runs tasks
+ * and a pipeline on them, privileged steps among them.
  * Concourse 8.2.5 comes from the kit beside the repo (dev/concourse-release.sh).
  */
 import * as assert from "assert";
@@ -11,10 +13,15 @@ import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { create as checkRegistration } from "../../components/providers/checks/worker-registration-ops";
 import { concourseRelease, Fly } from "../support/concourse";
-import { ensureEngine, makeProject, makeStack, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+import { buildFileHandleTool } from "../support/file-handle";
+import { FAKE_GPU, privilegedProbeScript, probeLines, probeMeaning, withCapabilitiesTheWorkerHas } from "../support/privileged-probe";
+import { RUNC_REAL_PATH } from "../../components/lib/render/runc-wrapper";
+import { datasetSourceDir, ensureEngine, makeProject, makeStack, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
 
-const PORTS = { web: 2390, tsa: 2391, webSsh: 2392, lx: 2393, bm: 2394 };
+const PORTS = { web: 2390, tsa: 2391, webSsh: 2392, lx: 2393, bm: 2394, pbm: 2395 };
 const TSA_INSIDE_BM = 2222;
+/** The privileged machine: its containers share this machine's user namespace, as on bare metal. */
+const PBM = "e2e-cpbm";
 
 function changes(result: { summary: { resourceChanges?: Record<string, number> } }): Record<string, number> {
     return Object.fromEntries(Object.entries(result.summary.resourceChanges ?? {}).filter(([, n]) => n > 0));
@@ -24,7 +31,7 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     this.timeout(900_000);
     const root = tempDir("gw-ci-");
     const lxd = new TestLxd(path.join(root, "lxd"));
-    const datasets = path.join(root, "datasets");
+    const datasets = datasetSourceDir("gw-ci-");
     const fly = new Fly("gw-e2e");
     let env: Record<string, string>;
     let stack: Stack;
@@ -32,6 +39,8 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     let web: { url: string; username: string; password: string };
     let bmSecrets: Record<string, string>;
     let bmHost: Record<string, unknown>;
+    let pbmEntry: Record<string, unknown>;
+    const pbmHost = (concourse: Record<string, unknown> = {}) => ({ ...pbmEntry, concourse: { tags: ["e2e", "pbm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, ...concourse } });
 
     const lxHost = (extra: Record<string, unknown> = {}) => ({
         name: "lx",
@@ -54,6 +63,17 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         params,
         run: { path: "sh", args: ["-ec", script] },
     });
+
+    /** Runs the privileged probe as a privileged step on pbm; returns what it saw, and the sha256 of pbm's worker key. */
+    function probePrivileged(): { seen: ReturnType<typeof probeMeaning>; keySha256: string } {
+        const handle = lxd.exec(PBM, "/srv/tools/file-handle name /etc/concourse/worker_key").trim();
+        const file = path.join(root, `privileged-${Date.now()}.yml`);
+        fs.writeFileSync(file, JSON.stringify(shellTask(privilegedProbeScript(handle))));
+        const r = withCapabilitiesTheWorkerHas((script) => lxd.exec(PBM, script), RUNC_REAL_PATH,
+            () => fly.run(["execute", "-c", file, "--privileged", "--tag", "e2e", "--tag", "pbm"], 240_000));
+        assert.strictEqual(r.status, 0, r.stdout + r.stderr);
+        return { seen: probeMeaning(probeLines(r.stdout)), keySha256: lxd.exec(PBM, "sha256sum /etc/concourse/worker_key").split(" ")[0] };
+    }
 
     /** What the registration check is given for the bm worker, but for what each test asks. */
     const checkInputs = () => {
@@ -82,24 +102,39 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         // It is an unprivileged container itself, which its stack entry has to say.
         bmHost = { ...bm.host, concourse: { tags: ["e2e", "bm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, userNamespace: true } };
         bmSecrets = bm.secrets;
+        // A privileged container: no user namespace of its own, so neither have the containers
+        // its worker starts for a full-privileged step, as on bare metal (where an unprivileged
+        // container's kernel would lock their mounts whatever their capabilities).
+        // LXD also drops a few capabilities (sys_module, sys_rawio, sys_time, mac_*) from it; a
+        // machine's root keeps them, and runc cannot give a full-privileged step what it lacks.
+        const pbm = lxd.sshHost(PBM, PORTS.pbm, "pbm", root, { "security.privileged": "true", "security.nesting": "true", "raw.lxc": "lxc.cap.drop =" });
+        lxd.lxc("config", "device", "add", PBM, "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
+        // A GPU node the machine lets it use (its device cgroup allows it), which its tasks' cgroups do not.
+        lxd.lxc("config", "device", "add", PBM, "gpu0", "unix-char", "path=/dev/nvidia0", `major=${FAKE_GPU.major}`, `minor=${FAKE_GPU.minor}`);
+        lxd.exec(PBM, "mkdir -p /srv/models /srv/tools && echo 'read me only' > /srv/models/weights.txt");
+        lxd.lxc("file", "push", "--mode", "0755", buildFileHandleTool(root), `${PBM}/srv/tools/file-handle`);
+        pbmEntry = pbm.host;
         config = {
             defaults: { concourse: { version: "8.2.5", binary: { path: release }, networkMtu: 1500 } },
             web: { name: "ci", transport: { lxd: { server: { socket: lxd.socket }, instance: "e2e-ci", image: "gpu-workers/debian-12", sshPort: PORTS.webSsh, publish: { web: PORTS.web, tsa: PORTS.tsa } } } },
-            hosts: [lxHost(), bmHost],
-            secrets: bmSecrets,
+            hosts: [lxHost(), bmHost, pbmHost()],
+            secrets: { ...bmSecrets, ...pbm.secrets },
         };
         stack = await makeStack(makeProject(path.join(root, "project")), "ci", env, config);
     });
 
     after(async () => {
         try { await stack?.destroy(); } catch { /* the daemon goes next anyway */ }
-        try { lxd.lxc("delete", "--force", "e2e-cbm"); } catch { /* already gone */ }
+        for (const instance of ["e2e-cbm", PBM]) {
+            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+        }
         lxd.stop();
         fly.cleanup();
         fs.rmSync(root, { recursive: true, force: true });
+        fs.rmSync(datasets, { recursive: true, force: true });
     });
 
-    it("one up: the web answers, and both workers are running in it with the tags of their plans", async () => {
+    it("one up: the web answers, and every worker is running in it with the tags of its plan", async () => {
         const result = await stack.up();
         web = result.outputs.web.value as typeof web;
         assert.strictEqual(web.url, `http://127.0.0.1:${PORTS.web}`);
@@ -114,6 +149,14 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         const listed = Object.fromEntries(fly.workers().map((w) => [w.name, w]));
         assert.deepStrictEqual({ state: listed.lx?.state, tags: listed.lx?.tags }, { state: "running", tags: ["e2e", "lx"] });
         assert.deepStrictEqual({ state: listed.bm?.state, tags: listed.bm?.tags }, { state: "running", tags: ["e2e", "bm"] });
+        assert.deepStrictEqual({ state: listed.pbm?.state, tags: listed.pbm?.tags }, { state: "running", tags: ["e2e", "pbm"] }, "the default privileged mode adds no tag");
+    });
+
+    it("by default a privileged step on a machine whose containers share its user namespace gets nothing more: no CAP_SYS_ADMIN, the dataset stays read-only, no GPU node outside its cgroup, no worker key", () => {
+        assert.match(lxd.exec(PBM, "cat /proc/self/uid_map"), /^\s*0\s+0\s+4294967295\s*$/, "the worker's host has no user namespace of its own");
+        const { seen } = probePrivileged();
+        assert.deepStrictEqual(seen, { ownUserNamespace: true, capSysAdmin: false, models: "read-only", gpuNode: "refused", workerKey: "refused" });
+        assert.strictEqual(lxd.exec(PBM, "ls /srv/models"), "weights.txt\n", "nothing was written into the dataset");
     });
 
     it("a task tagged for the LXD worker runs through the wrapper: dataset modes, writes, and no GPU variables even when it asks", () => {
@@ -167,12 +210,25 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     });
 
     it("a tag added in the stack reaches fly workers after one up; a containerd runtime setting reaches containerd's config dump", async () => {
-        config.hosts = [lxHost({ concourse: { tags: ["e2e", "lx", "added"] }, containerd: { runtimeName: "gpu-e2e" } }), bmHost];
+        // The same up turns pbm's privileged mode to full (the next test).
+        config.hosts = [lxHost({ concourse: { tags: ["e2e", "lx", "added"] }, containerd: { runtimeName: "gpu-e2e" } }), bmHost, pbmHost({ privilegedMode: "full" })];
         await setStackConfig(stack, config);
         await stack.up();
         const lx = fly.workers().find((w) => w.name === "lx");
         assert.deepStrictEqual({ state: lx?.state, tags: lx?.tags }, { state: "running", tags: ["e2e", "lx", "added"] });
         assert.match(lxd.exec("e2e-lx", "containerd config dump"), /runtimes\.gpu-e2e\]/);
+    });
+
+    it("privilegedMode: full is an opt-in that shows in fly workers (privileged=full), and there a privileged step is root on the worker: all the default keeps out", () => {
+        const pbm = fly.workers().find((w) => w.name === "pbm");
+        assert.deepStrictEqual({ state: pbm?.state, tags: pbm?.tags }, { state: "running", tags: ["privileged=full", "e2e", "pbm"] });
+        const { seen, keySha256 } = probePrivileged();
+        try {
+            // No user namespace: root in the step is root on the worker; and the probes of the test before see what they look for.
+            assert.deepStrictEqual(seen, { ownUserNamespace: false, capSysAdmin: true, models: "written", gpuNode: "opened", workerKey: `read ${keySha256}` });
+        } finally {
+            lxd.exec(PBM, "rm -f /srv/models/written-by-a-task");
+        }
     });
 
     it("a second up changes nothing", async () => {
@@ -204,7 +260,7 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
 
     it("destroy removes the web and the worker instances", async () => {
         await stack.destroy();
-        const left = lxd.lxc("list", "--format", "csv", "-c", "n").split("\n").filter((n) => n.startsWith("e2e-") && n !== "e2e-cbm");
+        const left = lxd.lxc("list", "--format", "csv", "-c", "n").split("\n").filter((n) => n.startsWith("e2e-") && n !== "e2e-cbm" && n !== PBM);
         assert.deepStrictEqual(left, []);
     });
 });

@@ -103,7 +103,7 @@ describe("runc wrapper: privileged specs (real runc)", function () {
         });
     }
 
-    const refusedLine = (id: string, what: string) => new RegExp(`^gpu-workers runc wrapper: create: container "${id}" refused: it would let a task undo the read-only datasets: .*${what}.*\\. To run such containers on purpose, set "allowPrivileged": true in ${settingsPath}\\n$`);
+    const refusedLine = (id: string, what: string) => new RegExp(`^gpu-workers runc wrapper: create: container "${id}" refused: it would let a task undo the read-only datasets: .*${what}.*\\. To run such containers on purpose, set the worker's concourse\\.privilegedMode to full or fuse-only in the stack \\(it sets "allowPrivileged": true in ${settingsPath}\\)\\n$`);
 
     before(() => {
         ensureWrapperTools();
@@ -231,7 +231,7 @@ describe("runc wrapper: privileged specs (real runc)", function () {
             const before = sha256(privileged);
             const refused = call(["exec", "--process", privileged, b.id]);
             assert.notStrictEqual(refused.status, 0);
-            assert.match(refused.err, new RegExp(`^gpu-workers runc wrapper: exec: process ${privileged} for container "${b.id}" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN in bounding, effective, permitted \\(mount and remount.*"allowPrivileged": true in ${settingsPath}\\n$`));
+            assert.match(refused.err, new RegExp(`^gpu-workers runc wrapper: exec: process ${privileged} for container "${b.id}" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN in bounding, effective, permitted \\(mount and remount.*"allowPrivileged": true in ${settingsPath}\\)\\n$`));
             assert.strictEqual(sha256(privileged), before);
             const plain = call(["exec", "--process", processFile(caps(UNPRIVILEGED_CAPS)), b.id]);
             assert.strictEqual(plain.status, 0, plain.err);

@@ -126,6 +126,18 @@ export async function setStackConfig(stack: Stack, config: StackConfig): Promise
     });
 }
 
+/**
+ * A folder for a stack's dataset source: never under /tmp, where the stack refuses it (any
+ * user could plant a folder there that every task then mounts). The caller removes it.
+ */
+export function datasetSourceDir(prefix: string): string {
+    const parent = "/var/lib/gpu-workers-tests";
+    fs.mkdirSync(parent, { recursive: true, mode: 0o755 });
+    const dir = fs.mkdtempSync(path.join(parent, prefix));
+    fs.chmodSync(dir, 0o755);
+    return dir;
+}
+
 export function tempDir(prefix: string): string {
     // Short: LXD's socket paths must stay under 108 bytes. Traversable: an unprivileged
     // container's root must reach the instance folders below it.

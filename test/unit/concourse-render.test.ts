@@ -11,7 +11,7 @@ import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 const release = { url: "https://downloads.example.test/concourse.tgz", sha256: "a".repeat(64) };
 const worker = {
     name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
-    workDir: "/opt/concourse/worker", binary: release, containerdConfig: "version = 2\n", inUserNamespace: false,
+    workDir: "/opt/concourse/worker", binary: release, containerdConfig: "version = 2\n", inUserNamespace: false, privilegedMode: "ignore" as const,
 };
 
 function problemsOf(raw: Parameters<typeof parseStack>[0]): string[] {
@@ -35,6 +35,11 @@ describe("Concourse worker (render)", () => {
         assert.match(renderWorkerUnit(worker), / \\\n {2}--tag=gpu-devices=0,1\n/);
     });
 
+    it("always sets the privileged mode, so Concourse's own default (full) never applies", () => {
+        assert.match(renderWorkerEnv(worker), /^CONCOURSE_CONTAINERD_PRIVILEGED_MODE=ignore$/m);
+        assert.match(renderWorkerEnv({ ...worker, privilegedMode: "full" }), /^CONCOURSE_CONTAINERD_PRIVILEGED_MODE=full$/m);
+    });
+
     it("hides overlayfs's metacopy offer only in a user namespace", () => {
         assert.doesNotMatch(renderWorkerUnit(worker), /TemporaryFileSystem/);
         assert.match(renderWorkerUnit({ ...worker, inUserNamespace: true }), /^TemporaryFileSystem=\/sys\/module\/overlay\/parameters:ro$/m);
@@ -46,6 +51,38 @@ describe("Concourse worker (render)", () => {
         assert.deepStrictEqual({ generated: key.generated, content: key.content }, { generated: "tsa-host-key.public", content: "" });
         assert.deepStrictEqual(rendered.checks, [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: "gpu-a", tags: worker.tags, unit: "concourse-worker.service", url: "http://127.0.0.1:8080", username: "admin", timeoutSeconds: 120, task: true }]);
         assert.ok(rendered.files.some((f) => f.path === "/usr/local/lib/gpu-workers/concourse-install.sh"), "the installer the worker script runs comes along");
+    });
+});
+
+describe("Concourse worker: what a privileged step gets (concourse.privilegedMode)", () => {
+    const planFor = (extra?: Record<string, unknown>) => {
+        const raw = stackWith({ name: "gpu-a", inventory: NO_GPU, ...(extra ? { extra } : {}) });
+        return planStack(parseStack(raw), "/").hosts[0];
+    };
+    const fileOf = (plan: ReturnType<typeof planFor>, path: string) => plan.files.find((f) => f.path === path)!.content;
+
+    it("ignore by default: the env file says so, no privileged tag, and the wrapper refuses privileged specs", () => {
+        const plan = planFor();
+        assert.match(fileOf(plan, "/etc/concourse/worker.env"), /^CONCOURSE_CONTAINERD_PRIVILEGED_MODE=ignore$/m);
+        assert.ok(!plan.gpu.tags.some((t) => t.startsWith("privileged")), plan.gpu.tags.join(" "));
+        assert.strictEqual(JSON.parse(fileOf(plan, "/etc/gpu-workers/runc-wrapper.json")).allowPrivileged, false);
+    });
+
+    for (const mode of ["full", "fuse-only"] as const) {
+        it(`${mode}: tagged privileged=${mode} in the unit's flags and the registration check alike, and the wrapper allows it`, () => {
+            const plan = planFor({ concourse: { privilegedMode: mode, tags: ["extra"] } });
+            assert.match(fileOf(plan, "/etc/concourse/worker.env"), new RegExp(`^CONCOURSE_CONTAINERD_PRIVILEGED_MODE=${mode}$`, "m"));
+            assert.deepStrictEqual(plan.gpu.tags.slice(-2), [`privileged=${mode}`, "extra"], "after the computed tags, before the extra ones");
+            const unitTags = [...fileOf(plan, "/etc/systemd/system/concourse-worker.service").matchAll(/--tag=(\S+)/g)].map((m) => m[1]);
+            assert.deepStrictEqual(unitTags, plan.gpu.tags);
+            assert.deepStrictEqual(plan.settings.concourse?.tags, plan.gpu.tags);
+            assert.strictEqual(JSON.parse(fileOf(plan, "/etc/gpu-workers/runc-wrapper.json")).allowPrivileged, true);
+        });
+    }
+
+    it("a mode Concourse does not know is refused, with its path", () => {
+        const raw = stackWith({ name: "gpu-a", inventory: NO_GPU, extra: { concourse: { privilegedMode: "on" } } });
+        assert.deepStrictEqual(problemsOf(raw), ["hosts[0].concourse.privilegedMode: expected ignore, fuse-only or full"]);
     });
 });
 

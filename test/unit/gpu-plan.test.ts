@@ -15,6 +15,13 @@ describe("GPU plan (one source of truth)", () => {
         assert.strictEqual(plan.fabricManager.enabled, false);
     });
 
+    it("a privileged mode other than ignore is a tag after the computed ones, before the extra ones", () => {
+        assert.deepStrictEqual(planWorkerGpus(inv(NO_GPU), { ...base, extraTags: ["linux"], privilegedMode: "full" }).tags, ["privileged=full", "linux"]);
+        const gpu = planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, privilegedMode: "fuse-only" }).tags;
+        assert.deepStrictEqual(gpu.slice(0, 1).concat(gpu.slice(-1)), ["gpu", "privileged=fuse-only"]);
+        assert.deepStrictEqual(planWorkerGpus(inv(NO_GPU), { ...base, privilegedMode: "ignore" }).tags, []);
+    });
+
     it("RTX A500 laptop: one GPU, 4 GiB", () => {
         const plan = planWorkerGpus(inv(RTX_A500_LAPTOP), base);
         assert.deepStrictEqual(plan.tags, [

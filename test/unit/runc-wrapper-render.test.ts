@@ -17,7 +17,8 @@ describe("runc wrapper settings (render)", () => {
         const text = renderWrapperConfig({ plan, datasets, realRuntime: "/usr/bin/nvidia-container-runtime" });
         assert.ok(text.endsWith("}\n"));
         const config = JSON.parse(text);
-        assert.deepStrictEqual(Object.keys(config), ["realRuntime", "datasetRoot", "writableSuffixes", "env", "unsetEnv", "deviceNodes", "log"]);
+        assert.deepStrictEqual(Object.keys(config), ["realRuntime", "datasetRoot", "writableSuffixes", "env", "unsetEnv", "deviceNodes", "allowPrivileged", "log"]);
+        assert.strictEqual(config.allowPrivileged, false, "privileged specs are refused unless the plan allows them");
         assert.deepStrictEqual(config.env, { NVIDIA_DRIVER_CAPABILITIES: "compute,utility", NVIDIA_VISIBLE_DEVICES: "1,3" });
         assert.deepStrictEqual(config.unsetEnv, plan.unsetEnv);
         assert.ok(config.unsetEnv.includes("AMD_VISIBLE_DEVICES") && !config.unsetEnv.includes("NVIDIA_VISIBLE_DEVICES"));
@@ -34,6 +35,11 @@ describe("runc wrapper settings (render)", () => {
         assert.strictEqual(config.env.HSA_OVERRIDE_GFX_VERSION, "11.0.0");
         assert.strictEqual(config.env.AMD_VISIBLE_DEVICES, "0");
         assert.strictEqual(config.log, "/tmp/w.log");
+    });
+
+    it("allowPrivileged is rendered when given", () => {
+        const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), base);
+        assert.strictEqual(JSON.parse(renderWrapperConfig({ plan, datasets, realRuntime: RUNC_REAL_PATH, allowPrivileged: true })).allowPrivileged, true);
     });
 
     it("is deterministic: the same input gives the same bytes", () => {

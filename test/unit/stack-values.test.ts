@@ -279,7 +279,7 @@ describe("the env-file renderer", () => {
     it("every env file goes through it: the worker's, the web's and the web's secret one", () => {
         const worker = {
             name: "w", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu"],
-            workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz" }, containerdConfig: "", inUserNamespace: false,
+            workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz" }, containerdConfig: "", inUserNamespace: false, privilegedMode: "ignore" as const,
         };
         assert.throws(() => renderWorkerEnv({ ...worker, team: "gpu\nCONCOURSE_WORK_DIR=/" }), /the value of CONCOURSE_TEAM holds a line break/);
         assert.throws(() => renderWorkerEnv({ ...worker, workDir: "/opt/x$(touch pwned)" }), /the value of CONCOURSE_WORK_DIR holds a \$/);

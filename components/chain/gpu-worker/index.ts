@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
-import type { FabricManagerMode, GpuSelection } from "../../lib/gpu/plan";
+import type { FabricManagerMode, GpuSelection, PrivilegedMode } from "../../lib/gpu/plan";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
@@ -107,6 +107,13 @@ export interface GpuWorkerArgs {
          * bundled mock resource, up to 300 s) and fail the up unless it succeeds. Default: true.
          */
         taskCheck?: boolean;
+        /**
+         * What a `privileged: true` step gets: "ignore" (the same as any step), "fuse-only"
+         * (CAP_SYS_ADMIN and /dev/fuse in a user namespace) or "full" (root on the worker). Any
+         * mode but ignore lets such a step undo the read-only datasets; it adds the tag
+         * privileged=MODE and lets the runc wrapper create such containers. Default: "ignore".
+         */
+        privilegedMode?: PrivilegedMode;
         /**
          * The web of the same stack (ConcourseWeb's `forWorkers()`): the TSA's host, port and key
          * come from it unless given here, the worker converges after it, and its registration is checked there.

@@ -14,6 +14,13 @@ export type GpuSelection = "all" | number[];
  * name of `host` and means the same.
  */
 export type FabricManagerMode = "auto" | "host" | "service-vm" | "off" | "on";
+/**
+ * What Concourse gives a `privileged: true` step (CONCOURSE_CONTAINERD_PRIVILEGED_MODE):
+ * `ignore` the same as any other step, `fuse-only` CAP_SYS_ADMIN and /dev/fuse inside a user
+ * namespace, `full` every capability with no user namespace (root on the worker).
+ */
+export const PRIVILEGED_MODES = ["ignore", "fuse-only", "full"] as const;
+export type PrivilegedMode = (typeof PRIVILEGED_MODES)[number];
 
 export interface PlanOptions {
     selection: GpuSelection;
@@ -32,6 +39,8 @@ export interface PlanOptions {
      * come from the partition planner, lib/fabric/partitions.ts): tagged gpu-fabric-partition=ID.
      */
     fabricPartition?: number;
+    /** What a privileged step gets on the worker; any mode but ignore is tagged privileged=MODE. Default: ignore. */
+    privilegedMode?: PrivilegedMode;
 }
 
 export interface WorkerGpuPlan {
@@ -192,6 +201,11 @@ function featureTags(inventory: GpuInventory, selected: Gpu[], driverPin: string
     return tags;
 }
 
+/** A worker whose privileged steps get more than the others carries it in its tags, for all to see. */
+function privilegedTags(mode: PrivilegedMode | undefined): string[] {
+    return mode === undefined || mode === "ignore" ? [] : [`privileged=${mode}`];
+}
+
 export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): WorkerGpuPlan {
     const selected = selectGpus(inventory, options.selection);
     const fabric = fabricManagerEnabled(inventory, options.fabricManager.mode);
@@ -222,7 +236,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     return {
         vendor: inventory.vendor,
         selected,
-        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options), ...options.extraTags],
+        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options), ...privilegedTags(options.privilegedMode), ...options.extraTags],
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,

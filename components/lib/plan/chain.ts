@@ -45,6 +45,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         fabricManager: host.fabricManager,
         extraTags: host.concourse.tags,
         driverPin: host.driver.version,
+        privilegedMode: host.concourse.privilegedMode,
         ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
@@ -54,7 +55,8 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     const settings: ChainSettings = {
         plan,
         containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined },
-        wrapper: { plan, datasets: host.datasets, realRuntime },
+        // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
+        wrapper: { plan, datasets: host.datasets, realRuntime, allowPrivileged: host.concourse.privilegedMode !== "ignore" },
         validator: validatorSettings(host, plan),
     };
     if (gpuVendor) {
@@ -94,6 +96,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             binary: host.concourse.binary,
             containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
+            privilegedMode: host.concourse.privilegedMode,
             ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },

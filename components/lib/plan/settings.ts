@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
+import { PRIVILEGED_MODES } from "../gpu/plan";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
@@ -87,6 +88,12 @@ export const settingsSchema = z.strictObject({
          * succeeds. Default: true.
          */
         taskCheck: z.boolean({ error: "expected true or false" }).optional(),
+        /**
+         * What a `privileged: true` step gets (CONCOURSE_CONTAINERD_PRIVILEGED_MODE): ignore (the
+         * same as any step), fuse-only (CAP_SYS_ADMIN in a user namespace) or full (root on the
+         * worker). Any mode but ignore can undo the read-only datasets, and is tagged privileged=MODE.
+         */
+        privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }),
     }),
 });
 
@@ -102,7 +109,7 @@ export const WORKER_DEFAULTS = {
     datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
     containerd: { runtimeName: "gpu", default: false },
     fabricManager: { mode: "auto", partitions: [] },
-    concourse: { version: "7.14.2", tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker" },
+    concourse: { version: "7.14.2", tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker", privilegedMode: "ignore" },
 } as const;
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

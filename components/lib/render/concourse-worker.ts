@@ -8,6 +8,7 @@ import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from ".
 import { renderEnvFile } from "./env-file";
 import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../plan/value-patterns";
 import { WRAPPER_INSTALLER } from "./runc-wrapper";
+import type { PrivilegedMode } from "../gpu/plan";
 
 export interface ConcourseWorkerSettings {
     /** Worker name as `fly workers` shows it. */
@@ -27,6 +28,8 @@ export interface ConcourseWorkerSettings {
     containerdConfig: string;
     /** MTU of the containers' network; absent: Concourse takes the host's outbound interface's (a host without a network needs it). */
     networkMtu?: number;
+    /** What a `privileged: true` step gets; always written, so Concourse's own default (full) never applies. */
+    privilegedMode: PrivilegedMode;
     /**
      * The worker runs in a user namespace (an unprivileged LXD container): overlayfs refuses
      * `metacopy=on` there, which Concourse's volume driver asks for whenever the kernel offers
@@ -71,6 +74,7 @@ export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
         ["CONCOURSE_TSA_WORKER_PRIVATE_KEY", CONCOURSE_PATHS.workerKey],
         ["CONCOURSE_RUNTIME", "containerd"],
         ["CONCOURSE_CONTAINERD_CONFIG", CONCOURSE_PATHS.containerdConfig],
+        ["CONCOURSE_CONTAINERD_PRIVILEGED_MODE", s.privilegedMode],
         ...LOOPBACK_LISTENERS.map((k): [string, string] => [k, "127.0.0.1"]),
     ];
     if (s.networkMtu !== undefined) env.push(["CONCOURSE_CONTAINERD_MTU", String(s.networkMtu)]);

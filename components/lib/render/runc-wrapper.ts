@@ -40,6 +40,7 @@ export const wrapperConfigSchema = z.strictObject({
     env: z.record(variableName, z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" })),
     unsetEnv: z.array(variableName),
     deviceNodes: z.array(absolutePath),
+    allowPrivileged: z.boolean(),
     log: absolutePath,
 });
 export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
@@ -56,6 +57,13 @@ export interface WrapperConfigInput {
      * built), so this runtime must leave those calls to that runc, as both of these do.
      */
     realRuntime: string;
+    /**
+     * Let a container keep what could undo the dataset modes or reach the host's devices:
+     * CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH, CAP_SYS_MODULE, CAP_SYS_RAWIO, or a device rule for
+     * all devices or block devices (what Concourse gives a privileged step in its full and
+     * fuse-only modes). Default: false, the wrapper refuses to create such a container.
+     */
+    allowPrivileged?: boolean;
     /** One-line failure reasons and skipped datasets go here. */
     logPath?: string;
 }
@@ -73,6 +81,7 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
         env: sorted(input.plan.env),
         unsetEnv: [...input.plan.unsetEnv],
         deviceNodes: [...input.plan.deviceNodes],
+        allowPrivileged: input.allowPrivileged ?? false,
         log: input.logPath ?? WRAPPER_LOG_PATH,
     };
     const checked = wrapperConfigSchema.safeParse(config);
