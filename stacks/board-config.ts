@@ -4,6 +4,7 @@
  * with placeholders for what only `up` knows. The offline render and the check of the stack
  * plan from this.
  */
+import type { ArtifactSource } from "../components/chain/artifacts";
 import { boardSpec } from "../components/chain/shared-gpu-board";
 import { BoardSpec } from "../components/lib/plan/board-plan";
 import { boardArgs } from "./boards";
@@ -13,6 +14,6 @@ import { BoardConfig } from "./schema";
 /** What stands for a secret value where only the plan is wanted. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
-export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb): BoardSpec {
-    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web));
+export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb, artifacts?: ArtifactSource): BoardSpec {
+    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web), artifacts);
 }

@@ -16,6 +16,7 @@ import { parseWeb, webHostProblems } from "./web-config";
 import type { WebConfig } from "./web-schema";
 import { GpuWorkerArgsError } from "../components/chain/gpu-worker";
 import { boardSpecOf } from "./board-config";
+import { UNREAD_ARTIFACTS } from "../components/chain/artifacts";
 import { BoardConfig, BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, BoardWorkerConfig, BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 
 export class StackConfigError extends Error {
@@ -390,7 +391,8 @@ function boardProblems(hosts: ParsedHost[]): string[] {
     });
     for (const { board, at, workersAt } of collectBoards(hosts)) {
         try {
-            planBoard(boardSpecOf(board));
+            // Only checked: no binary is hashed for it.
+            planBoard(boardSpecOf(board, undefined, undefined, UNREAD_ARTIFACTS));
         } catch (e) {
             // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
             // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.

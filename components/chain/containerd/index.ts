@@ -1,8 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
+import type { Artifact } from "../../lib/host/steps";
 import { ContainerdRuntimeSettings, renderContainerdRuntimeComponent } from "../../lib/render/containerd";
+import { LOCAL_ARTIFACTS } from "../artifacts";
 
-export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntimeSettings {}
+export interface ContainerdRuntimeArgs extends HostAccessArgs, Omit<ContainerdRuntimeSettings, "helperBinary"> {
+    /** containerd-toml to upload, with its sha256. Default: this package's build (dist/containerd-toml/containerd-toml). */
+    helperBinary?: Artifact;
+}
 
 /**
  * The GPU runtime handler in the host's containerd (CRI clients): a drop-in imported by
@@ -12,7 +17,7 @@ export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntime
 export class ContainerdRuntime extends HostStepsComponent {
     constructor(name: string, args: ContainerdRuntimeArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:containerd:ContainerdRuntime", name, opts);
-        this.placeOnHost(renderContainerdRuntimeComponent(args), args);
+        this.placeOnHost(renderContainerdRuntimeComponent({ ...args, helperBinary: args.helperBinary ?? LOCAL_ARTIFACTS.built().containerdToml }), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

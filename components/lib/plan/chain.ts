@@ -15,11 +15,11 @@ import { PlanError, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { vendorRepository } from "../repos/vendor-repos";
 import { toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
-import { sha256File, sha256Text } from "../file-hash";
+import { sha256Text } from "../file-hash";
 import { RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
 import { TOOLKITS } from "../toolkit/versions";
-import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
+import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
 
 export interface ChainSettings {
     plan: WorkerGpuPlan;
@@ -54,9 +54,9 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     const realRuntime = gpuVendor === "nvidia" ? NVIDIA_RUNTIME_BINARY : RUNC_REAL_PATH;
     const settings: ChainSettings = {
         plan,
-        containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined },
+        containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined, helperBinary: host.artifacts.containerdToml },
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
-        wrapper: { plan, datasets: host.datasets, realRuntime, allowPrivileged: host.concourse.privilegedMode !== "ignore" },
+        wrapper: { plan, datasets: host.datasets, realRuntime, allowPrivileged: host.concourse.privilegedMode !== "ignore", wrapperBinary: host.artifacts.wrapper },
         validator: validatorSettings(host, plan),
     };
     if (gpuVendor) {
@@ -99,7 +99,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             privilegedMode: host.concourse.privilegedMode,
             ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
-            wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
+            wrapRunc: { wrapper: WRAPPER_PATH, sha256: host.artifacts.wrapper.sha256 },
         };
     } else {
         settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;
@@ -177,7 +177,7 @@ export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: W
 export function chainDriftCheck(links: Pick<ChainLink, "rendered">[]): string {
     const files = new Map<string, ExpectedFile>();
     for (const file of links.flatMap((l) => l.rendered.files)) {
-        const sha256 = file.secret || file.generated ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);
+        const sha256 = file.secret || file.generated ? null : file.artifact ? file.artifact.sha256 : sha256Text(file.content);
         files.set(file.path, { path: file.path, sha256 });
     }
     const checks = links.flatMap((l) => l.rendered.steps.flatMap((s) => (s.check ? [s.check] : [])));
