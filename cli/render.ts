@@ -49,6 +49,8 @@ export type ArtifactWrite = "bytes" | "digest";
 /** Writes each host's files at their host paths under out/<host>/, and its manifest.json. */
 export function writeRendered(hosts: RenderedHost[], out: string, artifacts: ArtifactWrite = "bytes"): void {
     const written = new Map<string, string>();
+    // Each folder made once: a fleet's hosts have the same few folders, and mkdir is most of the render's time.
+    const folders = new Set<string>();
     const write = (target: string, content: RenderedContent, mode: number): void => {
         if (typeof content === "string") return fs.writeFileSync(target, content, { mode });
         if (artifacts === "digest") return fs.writeFileSync(target, `artifact sha256 ${content.sha256}, uploaded from ${content.path}\n`, { mode });
@@ -66,7 +68,8 @@ export function writeRendered(hosts: RenderedHost[], out: string, artifacts: Art
         fs.rmSync(root, { recursive: true, force: true });
         for (const file of manifest.files) {
             const target = path.join(root, file.path);
-            fs.mkdirSync(path.dirname(target), { recursive: true });
+            const folder = path.dirname(target);
+            if (!folders.has(folder)) { fs.mkdirSync(folder, { recursive: true }); folders.add(folder); }
             write(target, contents.get(file.path)!, parseInt(file.mode, 8));
         }
         fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
