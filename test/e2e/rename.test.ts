@@ -6,40 +6,20 @@
  * renamedFrom, which moves the state to the new name without touching the instance.
  */
 import * as assert from "assert";
-import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { concourseRelease } from "../support/concourse";
-import { ensureEngine, makeProject, makeStack, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+import { makeStack, setStackConfig, StackConfig } from "../support/engine";
+import { engineSuite } from "../support/engine-suite";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 const OWNERS = "/var/lib/gpu-workers/owners";
 
 describe("renames in the stack, through the Pulumi engine", function () {
     this.timeout(900_000);
-    const root = tempDir("gw-rn-");
-    const lxd = new TestLxd(path.join(root, "lxd"));
-    let env: Record<string, string>;
-    let project: string;
-    let tarball: string;
-    const stacks: Stack[] = [];
+    const suite = engineSuite("gw-rn-");
+    const { root, lxd, stacks } = suite;
 
-    before(() => {
-        env = ensureEngine(path.join(root, "state"));
-        lxd.start();
-        project = makeProject(path.join(root, "project"));
-        tarball = concourseRelease();
-    });
-
-    after(async () => {
-        for (const stack of stacks) {
-            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
-        }
-        lxd.stop();
-        fs.rmSync(root, { recursive: true, force: true });
-    });
-
-    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball }, networkMtu: 1500 } });
+    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 } });
 
     /** Runs an up, keeping what it printed (the providers' lines among it). */
     async function upShowing(stack: Stack): Promise<string> {
@@ -72,7 +52,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
             host = made.host;
             pristine = fingerprint();
             config = { defaults: defaults(), hosts: [host], secrets: made.secrets };
-            stack = await makeStack(project, "rn-ssh", env, config);
+            stack = await makeStack(suite.project, "rn-ssh", suite.env, config);
             stacks.push(stack);
         });
 
@@ -130,7 +110,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
             lxd.lxc("config", "device", "add", instance, "web", "proxy", `listen=tcp:127.0.0.1:${webPort}`, "connect=tcp:127.0.0.1:8080", "bind=host");
             web = { name: "rw-a", transport: { ssh }, externalUrl: `http://127.0.0.1:${webPort}` };
             config = { defaults: defaults(), hosts: [], web, secrets: made.secrets };
-            stack = await makeStack(project, "rn-web", env, config);
+            stack = await makeStack(suite.project, "rn-web", suite.env, config);
             await stack.setConfig("gpu-workers:allowNoHosts", { value: "true" });
             stacks.push(stack);
         });
@@ -181,7 +161,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
 
         before(async () => {
             config = { defaults: defaults(), hosts: [lxdHost("lr-a")] };
-            stack = await makeStack(project, "rn-lxd", env, config);
+            stack = await makeStack(suite.project, "rn-lxd", suite.env, config);
             stacks.push(stack);
             await stack.up();
             made = uuid();

@@ -15,22 +15,13 @@ import { SHARED_FOLDERS, SHARED_TREES, SYSTEM_FOLDERS, SYSTEM_TREES, USER_TREES 
 import { renderWebEnv, renderWebSecretEnv } from "../../components/lib/render/concourse-web";
 import { renderConcourseWorker, renderWorkerEnv } from "../../components/lib/render/concourse-worker";
 import { EnvFileError, renderEnvFile } from "../../components/lib/render/env-file";
-import { parseStack, RawStackConfig, StackConfigError } from "../../stacks/config";
+import { RawStackConfig } from "../../stacks/config";
 import { namespaceKeysOf } from "../../stacks/namespace-keys";
 import { boardStack } from "../fixtures/stacks/boards";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { problemsOf } from "../support/stack-problems";
 
 const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
-
-function problemsOf(raw: RawStackConfig): string[] {
-    try {
-        parseStack(raw);
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-    return [];
-}
 
 /** One SSH worker and a web with an external database: every field below is valid in it. */
 function baseStack(): RawStackConfig & { hosts: Record<string, any>[]; web: Record<string, any> } {
