@@ -7,7 +7,7 @@
 import { boardSpec } from "../components/chain/shared-gpu-board";
 import { BoardSpec } from "../components/lib/plan/board-plan";
 import { boardArgs } from "./boards";
-import type { StackWeb } from "./fleet";
+import type { StackWeb } from "./component-args";
 import { BoardConfig } from "./schema";
 
 /** What stands for a secret value where only the plan is wanted. */

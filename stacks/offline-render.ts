@@ -14,7 +14,7 @@ import type { PlannedStep } from "../components/lib/plan/gpu-host";
 import { planWebHost, planWorkerAdmission, WebPlan } from "../components/lib/plan/web-plan";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
-import { StackWeb, webArgs, workerArgs } from "./fleet";
+import { StackWeb, webArgs, workerArgs } from "./component-args";
 import type { HostConfig } from "./schema";
 
 export { SECRET_PLACEHOLDER };
@@ -123,8 +123,8 @@ export interface StackPlans {
 }
 
 /**
- * The plans of a stack, through the same mapping `pulumi up` takes (stacks/fleet.ts); what only
- * `up` knows (secrets, generated keys) stands in as placeholders.
+ * The plans of a stack, through the same mapping `pulumi up` takes (stacks/component-args.ts);
+ * what only `up` knows (secrets, generated keys) stands in as placeholders.
  */
 export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string): StackPlans {
     const secret = () => SECRET_PLACEHOLDER;
