@@ -8,18 +8,17 @@ import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
-import { CDI_SPEC_PATHS, ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../render/container-toolkit";
+import { CDI_SPEC_PATHS, ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
 import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
-import { PlanError, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
-import { vendorRepository } from "../repos/vendor-repos";
-import { toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
+import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256File, sha256Text } from "../file-hash";
 import { RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
 import { TOOLKITS } from "../toolkit/versions";
-import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
+import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
+import { ContainerToolkitTerms, planContainerToolkit, planGpuDriver, planRuncWrapper, RuncWrapperTerms } from "./leaf-terms";
 
 export interface ChainSettings {
     plan: WorkerGpuPlan;
@@ -49,36 +48,16 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
-    // nvidia-container-runtime sits between the wrapper and runc on NVIDIA hosts; its own
-    // runtimes list names the real runc, so nothing can loop back to the wrapper.
-    const realRuntime = gpuVendor === "nvidia" ? NVIDIA_RUNTIME_BINARY : RUNC_REAL_PATH;
     const settings: ChainSettings = {
         plan,
         containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined },
-        // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
-        wrapper: { plan, datasets: host.datasets, realRuntime, allowPrivileged: host.concourse.privilegedMode !== "ignore" },
+        wrapper: planRuncWrapper(wrapperTerms(host), plan),
         validator: validatorSettings(host, plan),
     };
     if (gpuVendor) {
-        const version = toolkitVersion(gpuVendor, host.toolkit.version);
-        if (version !== "preinstalled") {
-            const problems = toolkitVersionProblems(gpuVendor, version);
-            if (problems.length > 0) throw new PlanError("toolkit.version", problems.join("; "));
-        }
-        const driverRepository = host.driver.version === "preinstalled" ? undefined : vendorRepository("driver", gpuVendor);
-        settings.driver = { vendor: gpuVendor, version: host.driver.version, ...(driverRepository ? { repository: driverRepository } : {}) };
-        const toolkitRepository = version === "preinstalled" ? undefined : vendorRepository("toolkit", gpuVendor);
-        settings.toolkit = {
-            vendor: gpuVendor,
-            version,
-            ...(toolkitRepository ? { repository: toolkitRepository } : {}),
-            cdi: host.toolkit.cdi,
-            tegra: host.inventory.tegra,
-            cdiDevices: plan.cdiDevices,
-            realRuntime: RUNC_REAL_PATH,
-            driverVersion: host.driver.version,
-        };
-        settings.validator.toolkit = { package: TOOLKITS[gpuVendor].package, version };
+        settings.driver = planGpuDriver({ vendor: gpuVendor, version: host.driver.version });
+        settings.toolkit = planContainerToolkit(toolkitTerms(host), plan);
+        settings.validator.toolkit = { package: TOOLKITS[gpuVendor].package, version: settings.toolkit.version };
         if (host.toolkit.cdi) settings.validator.cdiSpec = CDI_SPEC_PATHS[gpuVendor];
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
@@ -105,6 +84,16 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;
     }
     return settings;
+}
+
+/** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
+export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms {
+    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode };
+}
+
+/** The worker's container toolkit in a user's terms. */
+export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
+    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}), driverVersion: host.driver.version };
 }
 
 /** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
