@@ -3,18 +3,11 @@
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { PartitionPlanError } from "../components/lib/fabric/partitions";
-import { normalizeFabricMode, PlanError, planWorkerGpus } from "../components/lib/gpu/plan";
-import { planBoard } from "../components/lib/plan/board-plan";
-import { isPlainObject, mergeSettings, WHOLE_VALUES } from "../components/lib/plan/settings";
-import { workDirAndDatasetsProblem } from "../components/lib/plan/value-patterns";
-import { DEFAULT_PARTITION_TABLE, partitionIdProblem, partitionTable } from "../components/lib/fabric/partition-table";
-import { toolkitVersion, toolkitVersionProblems } from "../components/lib/toolkit/versions";
+import { DEFAULT_PARTITION_TABLE, GpuWorkerArgsError, isPlainObject, mergeSettings, normalizeFabricMode, partitionIdProblem, PartitionPlanError, partitionTable, planBoard, PlanError, planWorkerGpus, toolkitVersion, toolkitVersionProblems, WHOLE_VALUES, workDirAndDatasetsProblem } from "../components";
 import { describe, formatPath, issuesOf } from "./issues";
 import { NamespaceKey, unknownKeyProblems } from "./namespace-keys";
 import { parseWeb, webHostProblems } from "./web-config";
 import type { WebConfig } from "./web-schema";
-import { GpuWorkerArgsError } from "../components/chain/gpu-worker";
 import { boardSpecOf } from "./board-config";
 import { BoardConfig, BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, BoardWorkerConfig, BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 

@@ -5,12 +5,9 @@
  */
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb, ConcourseWebArgs, WebForWorkers } from "../components/chain/concourse-web";
-import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport } from "../components/chain/gpu-worker";
-import type { SharedGpuBoard } from "../components/chain/shared-gpu-board";
+import { ConcourseWeb, ConcourseWebArgs, GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, onTransport, WebForWorkers } from "../components";
+import type { ConcourseRelease, SharedGpuBoard } from "../components";
 import { buildBoards } from "./boards";
-import { onTransport } from "../components/lib/host/transport";
-import type { ConcourseRelease } from "../components/lib/render/concourse-release";
 import type { StackConfig } from "./config";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig } from "./web-schema";
