@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { RUNC_REAL_PATH } from "../../components/lib/render/runc-wrapper";
-import { recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
+import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 
 const HOST_COMMAND = "pulumi-nodejs:dynamic/gpu-workers:HostCommand";
 
@@ -37,9 +37,10 @@ function consumerProject(code: string): string {
 describe("the README's components-alone example (tsc, then Pulumi mocks)", function () {
     this.timeout(120000);
     let project: string;
-    let children: (component: RecordedResource) => RecordedResource[];
+    let graph: GraphRecorder;
     const component = (type: string, name: string) => graph.resources.find((r) => r.type === type && r.name === name);
-    let graph: ReturnType<typeof recordGraph>;
+    /** The host commands (files and steps) a component made. */
+    const children = (parent: RecordedResource) => graph.resources.filter((r) => r.parent === parent.urn && r.type === HOST_COMMAND);
 
     before(async () => {
         project = consumerProject(componentsExample());
@@ -54,7 +55,6 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
         pulumi.runtime.setConfig("gpu-workers:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n");
         require(path.join(project, "out", "index.js"));
         await settle(graph);
-        children = (parent) => graph.resources.filter((r) => r.parent === parent.urn && r.type === HOST_COMMAND);
     });
 
     after(() => {
