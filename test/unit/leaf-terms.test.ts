@@ -7,12 +7,14 @@ import * as assert from "assert";
 import { workerSpec } from "../../components/chain/gpu-worker";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { PlanError } from "../../components/lib/gpu/plan";
-import { toolkitTerms, wrapperTerms } from "../../components/lib/plan/chain";
+import { containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../components/lib/plan/chain";
 import { planHost } from "../../components/lib/plan/host-plan";
-import { planContainerToolkit, planGpuDriver, planRuncWrapper } from "../../components/lib/plan/leaf-terms";
+import { planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator } from "../../components/lib/plan/leaf-terms";
 import { NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../../components/lib/render/container-toolkit";
+import { renderContainerdRuntimeComponent } from "../../components/lib/render/containerd";
 import { renderGpuDriver } from "../../components/lib/render/gpu-driver";
 import { RUNC_REAL_PATH, renderRuncWrapperComponent } from "../../components/lib/render/runc-wrapper";
+import { renderWorkerValidator } from "../../components/lib/render/worker-validator";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
 const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
@@ -21,16 +23,18 @@ describe("leaf components in a user's terms", () => {
     const workers = {
         "no GPU": { inventory: NO_GPU },
         "RTX A500, GPUs by index (no CDI)": { inventory: RTX_A500_LAPTOP, toolkit: { cdi: false } },
-        "HGX H100, GPUs 2 and 5, privileged full": { inventory: HGX_H100_8X, selection: [2, 5], concourse: { privilegedMode: "full" as const } },
+        "HGX H100, GPUs 2 and 5, privileged full, toolkit preinstalled": { inventory: HGX_H100_8X, selection: [2, 5], toolkit: { version: "preinstalled" }, concourse: { privilegedMode: "full" as const } },
         "AMD Phoenix, pinned driver, own datasets": { inventory: AMD_PHOENIX, driver: { version: "6.2.4" }, datasets: { root: "/data", writableSuffixes: ["_scratch"] } },
         "A100 with MIG": { inventory: A100_MIG },
     };
     for (const [label, w] of Object.entries(workers)) {
-        it(`${label}: the wrapper, toolkit and driver from the worker's terms render what planHost places`, () => {
+        it(`${label}: each leaf from the worker's terms renders what planHost places`, () => {
             const spec = workerSpec("w", { transport: ssh, ...w, inventory: inventorySchema.parse(w.inventory) });
             const plan = planHost(spec);
             const rendered = (component: string) => plan.links.find((l) => l.component === component)?.rendered;
             assert.deepStrictEqual(renderRuncWrapperComponent(planRuncWrapper(wrapperTerms(spec))), rendered("RuncWrapper"));
+            assert.deepStrictEqual(renderContainerdRuntimeComponent(planContainerdRuntime(containerdTerms(spec))), rendered("ContainerdRuntime"));
+            assert.deepStrictEqual(renderWorkerValidator(planWorkerValidator(validatorTerms(spec))), rendered("WorkerValidator"));
             if (spec.inventory.vendor === "none") {
                 assert.strictEqual(rendered("ContainerToolkit"), undefined);
                 return;

@@ -3,7 +3,7 @@ import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
 import type { FabricManagerMode, GpuSelection, PrivilegedMode } from "../../lib/gpu/plan";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { chainDriftCheck, ChainSettings, toolkitTerms, wrapperTerms } from "../../lib/plan/chain";
+import { chainDriftCheck, ChainSettings, containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
@@ -258,9 +258,9 @@ function createLink(link: PlannedLink, spec: WorkerSpec, s: ChainSettings, acces
         case "GpuDriver": return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
         case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
         case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
-        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
+        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
         case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
-        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
+        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
             return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, webCa: worker.webCa, after: worker.after, admission: worker.admission }, o);

@@ -1,14 +1,15 @@
 /**
  * From one worker host to the settings of every component in its chain, and the chain itself
- * in order. Pure: planHost (the one plan of a host) builds on it, and GpuWorker hands each
- * link's settings to that link's component.
+ * in order. Pure: planHost (the one plan of a host) builds on it. GpuWorker gives each leaf
+ * component the worker's terms (wrapperTerms and the like), which the component plans with
+ * the functions used here (leaf-terms.ts), and the other links their settings.
  */
 import type { LxdHostShape, WorkerSpec } from "./worker-spec";
 import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
-import { CDI_SPEC_PATHS, ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
+import { ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
 import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
@@ -16,9 +17,8 @@ import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256File, sha256Text } from "../file-hash";
 import { RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
-import { TOOLKITS } from "../toolkit/versions";
 import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
-import { ContainerToolkitTerms, planContainerToolkit, planGpuDriver, planRuncWrapper, RuncWrapperTerms } from "./leaf-terms";
+import { ContainerdRuntimeTerms, ContainerToolkitTerms, planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator, RuncWrapperTerms, WorkerValidatorTerms } from "./leaf-terms";
 
 export interface ChainSettings {
     plan: WorkerGpuPlan;
@@ -50,15 +50,13 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
     const settings: ChainSettings = {
         plan,
-        containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined },
+        containerd: planContainerdRuntime(containerdTerms(host)),
         wrapper: planRuncWrapper(wrapperTerms(host), plan),
-        validator: validatorSettings(host, plan),
+        validator: planWorkerValidator(validatorTerms(host), plan),
     };
     if (gpuVendor) {
         settings.driver = planGpuDriver({ vendor: gpuVendor, version: host.driver.version });
         settings.toolkit = planContainerToolkit(toolkitTerms(host), plan);
-        settings.validator.toolkit = { package: TOOLKITS[gpuVendor].package, version: settings.toolkit.version };
-        if (host.toolkit.cdi) settings.validator.cdiSpec = CDI_SPEC_PATHS[gpuVendor];
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
     if (host.concourse.binary) {
@@ -91,30 +89,22 @@ export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms {
     return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode };
 }
 
+/** The worker's containerd runtime handler in a user's terms. */
+export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms {
+    return { inventory: host.inventory, runtimeName: host.containerd.runtimeName, default: host.containerd.default, cdi: host.toolkit.cdi };
+}
+
+/** The worker's validator in a user's terms. */
+export function validatorTerms(host: WorkerSpec): WorkerValidatorTerms {
+    return {
+        inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, driverVersion: host.driver.version,
+        ...(host.toolkit.version !== undefined ? { toolkitVersion: host.toolkit.version } : {}),
+    };
+}
+
 /** The worker's container toolkit in a user's terms. */
 export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
     return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}), driverVersion: host.driver.version };
-}
-
-/** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
-function validatorSettings(host: WorkerSpec, plan: WorkerGpuPlan): WorkerValidatorSettings {
-    const inv = host.inventory;
-    const pinned = host.driver.version === "preinstalled" ? undefined : host.driver.version;
-    const driverVersion = pinned ?? inv.driverVersion;
-    // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
-    const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
-    return {
-        vendor: inv.vendor,
-        gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),
-        selected: plan.selected.map((g) => g.index),
-        ...(driverVersion ? { driverVersion } : {}),
-        ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
-        wrapper: WRAPPER_PATH,
-        env: plan.env,
-        unsetEnv: plan.unsetEnv,
-        deviceNodes: plan.deviceNodes,
-        datasets: host.datasets,
-    };
 }
 
 /** One link of the chain, in order: the component type, its child name and what it places. */

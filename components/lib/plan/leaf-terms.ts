@@ -6,16 +6,30 @@
 import { GpuInventory } from "../gpu/inventory";
 import { GpuSelection, PlanError, planWorkerGpus, PrivilegedMode, WorkerGpuPlan } from "../gpu/plan";
 import { VendorRepository, vendorRepository } from "../repos/vendor-repos";
-import { ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY } from "../render/container-toolkit";
+import { ContainerdRuntimeSettings } from "../render/containerd";
+import { CDI_SPEC_PATHS, ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY } from "../render/container-toolkit";
 import { GpuDriverSettings } from "../render/gpu-driver";
-import { RUNC_REAL_PATH, RuncWrapperSettings } from "../render/runc-wrapper";
-import { toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
+import { RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
+import { WorkerValidatorSettings } from "../render/worker-validator";
+import { TOOLKITS, toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
 import { WORKER_DEFAULTS } from "./settings";
 
 /** The GPU part of a worker's plan as a container sees it: env, unset variables, device nodes, CDI ids. */
 function containerGpus(inventory: GpuInventory, selection: GpuSelection | undefined, cdi: boolean | undefined): WorkerGpuPlan {
     // fabricmanager and tags are the worker's business, not what a container is given.
     return planWorkerGpus(inventory, { selection: selection ?? WORKER_DEFAULTS.selection, cdi: cdi ?? WORKER_DEFAULTS.toolkit.cdi, fabricManager: { mode: "off", partitions: [] }, extraTags: [] });
+}
+
+/** A worker's datasets, each field defaulting to the worker's. */
+export interface DatasetTerms {
+    /** Folder whose direct subfolders are mounted into every container at the same path, read-only. Default: "/srv". */
+    root?: string;
+    /** Folder-name endings that mount read-write instead. Default: ["_writable", "_rw"]. */
+    writableSuffixes?: string[];
+}
+
+function datasetsOf(terms: DatasetTerms | undefined): { root: string; writableSuffixes: string[] } {
+    return { root: terms?.root ?? WORKER_DEFAULTS.datasets.root, writableSuffixes: terms?.writableSuffixes ?? [...WORKER_DEFAULTS.datasets.writableSuffixes] };
 }
 
 /** The GPU driver in a user's terms. */
@@ -80,12 +94,7 @@ export interface RuncWrapperTerms {
     selection?: GpuSelection;
     /** Name NVIDIA GPUs by CDI id (ContainerToolkit's CDI spec must be on the host). Default: true. */
     cdi?: boolean;
-    datasets?: {
-        /** Folder whose direct subfolders are mounted into every container at the same path, read-only. Default: "/srv". */
-        root?: string;
-        /** Folder-name endings that mount read-write instead. Default: ["_writable", "_rw"]. */
-        writableSuffixes?: string[];
-    };
+    datasets?: DatasetTerms;
     /**
      * What Concourse gives a `privileged: true` step on this host: "ignore", "fuse-only" or
      * "full". Any mode but ignore lets the wrapper create containers that can undo the
@@ -114,12 +123,83 @@ export function planRuncWrapper(terms: RuncWrapperTerms, plan = containerGpus(te
     const privilegedMode = terms.privilegedMode ?? WORKER_DEFAULTS.concourse.privilegedMode;
     return {
         plan,
-        datasets: { root: terms.datasets?.root ?? WORKER_DEFAULTS.datasets.root, writableSuffixes: terms.datasets?.writableSuffixes ?? [...WORKER_DEFAULTS.datasets.writableSuffixes] },
+        datasets: datasetsOf(terms.datasets),
         realRuntime: RUNTIME_PATHS[runtime],
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
         allowPrivileged: privilegedMode !== "ignore",
         ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
         ...(terms.wrapperBinary !== undefined ? { wrapperBinary: terms.wrapperBinary } : {}),
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
+    };
+}
+
+/** containerd's GPU runtime handler in a user's terms. */
+export interface ContainerdRuntimeTerms {
+    /** The declared GPU inventory: a host without GPUs gets no CDI in CRI. */
+    inventory: GpuInventory;
+    /** The CRI runtime handler that calls the wrapper (a Kubernetes RuntimeClass handler). Default: "gpu". */
+    runtimeName?: string;
+    /** Make it CRI's default runtime. Default: false. */
+    default?: boolean;
+    /** Turn on CRI's CDI support, for GPUs by CDI id (ContainerToolkit's spec). Default: true. */
+    cdi?: boolean;
+    /** Where CRI looks for CDI specs. Default: /etc/cdi and /var/run/cdi. */
+    cdiSpecDirs?: string[];
+    /** The built containerd-toml to upload. Default: dist/containerd-toml/containerd-toml of this package. */
+    helperBinary?: string;
+}
+
+/** The handler's settings: it runs the runc wrapper where RuncWrapper places it. */
+export function planContainerdRuntime(terms: ContainerdRuntimeTerms): ContainerdRuntimeSettings {
+    return {
+        runtimeName: terms.runtimeName ?? WORKER_DEFAULTS.containerd.runtimeName,
+        binaryName: WRAPPER_PATH,
+        makeDefault: terms.default ?? WORKER_DEFAULTS.containerd.default,
+        enableCdi: (terms.cdi ?? WORKER_DEFAULTS.toolkit.cdi) && terms.inventory.vendor !== "none",
+        ...(terms.cdiSpecDirs !== undefined ? { cdiSpecDirs: terms.cdiSpecDirs } : {}),
+        ...(terms.helperBinary !== undefined ? { helperBinary: terms.helperBinary } : {}),
+    };
+}
+
+/** The worker's validator in a user's terms: what the rest of the chain was given. */
+export interface WorkerValidatorTerms {
+    /** The declared GPU inventory: the driver must list exactly its GPUs, at its driver and CUDA versions. */
+    inventory: GpuInventory;
+    /** The GPUs a container must see, exactly. Default: "all". */
+    selection?: GpuSelection;
+    /** GPUs by CDI id (the CDI spec's changes run the validator again). Default: true. */
+    cdi?: boolean;
+    datasets?: DatasetTerms;
+    /** The driver pin, or "preinstalled" (then the inventory's driverVersion, where declared). Default: "preinstalled". */
+    driverVersion?: string;
+    /** The toolkit version ContainerToolkit was given ("preinstalled": any). Default: per vendor, as ContainerToolkit's. */
+    toolkitVersion?: string;
+    /** containerd's socket. Default: /run/containerd/containerd.sock. */
+    socket?: string;
+}
+
+/** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
+export function planWorkerValidator(terms: WorkerValidatorTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): WorkerValidatorSettings {
+    const inv = terms.inventory;
+    const pin = terms.driverVersion ?? WORKER_DEFAULTS.driver.version;
+    const pinned = pin === "preinstalled" ? undefined : pin;
+    const driverVersion = pinned ?? inv.driverVersion;
+    // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
+    const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
+    const cdi = terms.cdi ?? WORKER_DEFAULTS.toolkit.cdi;
+    return {
+        vendor: inv.vendor,
+        gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),
+        selected: plan.selected.map((g) => g.index),
+        ...(driverVersion ? { driverVersion } : {}),
+        ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
+        ...(inv.vendor !== "none" ? { toolkit: { package: TOOLKITS[inv.vendor].package, version: toolkitVersion(inv.vendor, terms.toolkitVersion) } } : {}),
+        ...(inv.vendor !== "none" && cdi ? { cdiSpec: CDI_SPEC_PATHS[inv.vendor] } : {}),
+        wrapper: WRAPPER_PATH,
+        ...(terms.socket !== undefined ? { socket: terms.socket } : {}),
+        env: plan.env,
+        unsetEnv: plan.unsetEnv,
+        deviceNodes: plan.deviceNodes,
+        datasets: datasetsOf(terms.datasets),
     };
 }
