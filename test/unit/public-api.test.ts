@@ -15,10 +15,15 @@ const INTERNAL = ["placeOnce", "Placement", "chainSettings", "ChainSettings", "r
 
 describe("the public API (components/index.ts)", function () {
     this.timeout(60000);
-    const entry = path.join(PACKAGE_ROOT, "components", "index.ts");
-    const program = ts.createProgram([entry], { strict: true, noEmit: true, module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, skipLibCheck: true, types: ["node"] });
-    const checker = program.getTypeChecker();
-    const exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map((s) => [s.name, s]));
+    let checker: ts.TypeChecker;
+    let exported: Map<string, ts.Symbol>;
+
+    before(() => {
+        const entry = path.join(PACKAGE_ROOT, "components", "index.ts");
+        const program = ts.createProgram([entry], { strict: true, noEmit: true, module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, skipLibCheck: true, types: ["node"] });
+        checker = program.getTypeChecker();
+        exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map((s) => [s.name, s]));
+    });
 
     it("exports every component, the argument type its constructor takes, and what a program needs besides", () => {
         const missing = [...COMPONENTS, ...COMPONENTS.map((c) => `${c}Args`), ...REQUIRED].filter((name) => !exported.has(name));
