@@ -3,9 +3,7 @@
  * workers, and the planner can meet every board's workers; then the boards as the validated
  * stack holds them.
  */
-import { GpuWorkerArgsError } from "../components/chain/gpu-worker";
-import { PartitionPlanError } from "../components/lib/fabric/partitions";
-import { planBoard } from "../components/lib/plan/board-plan";
+import { GpuWorkerArgsError, PartitionPlanError, planBoard } from "../components";
 import { boardSpecOf } from "./board-config";
 import { isBoard, ParsedHost } from "./host-config";
 import { BoardConfig, BoardWorkerConfig } from "./schema";

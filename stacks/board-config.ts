@@ -4,8 +4,7 @@
  * with placeholders for what only `up` knows. The offline render and the check of the stack
  * plan from this.
  */
-import { boardSpec } from "../components/chain/shared-gpu-board";
-import { BoardSpec } from "../components/lib/plan/board-plan";
+import { boardSpec, BoardSpec } from "../components";
 import { boardArgs } from "./boards";
 import type { StackWeb } from "./component-args";
 import { BoardConfig } from "./schema";

@@ -3,7 +3,7 @@
  * its workers' arguments made the way stacks/component-args.ts makes any worker's (secrets
  * read from the config keys they name).
  */
-import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components/chain/shared-gpu-board";
+import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
 import { SecretLookup, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 

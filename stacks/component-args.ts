@@ -6,10 +6,8 @@
  */
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWebArgs, WebForWorkers } from "../components/chain/concourse-web";
-import { GpuWorkerArgs, GpuWorkerLxdTransport } from "../components/chain/gpu-worker";
-import { onTransport } from "../components/lib/host/transport";
-import type { ConcourseRelease } from "../components/lib/render/concourse-release";
+import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, onTransport, WebForWorkers } from "../components";
+import type { ConcourseRelease } from "../components";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig } from "./web-schema";
 

@@ -4,9 +4,8 @@
  * goes through the same mapping).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb } from "../components/chain/concourse-web";
-import { GpuWorker } from "../components/chain/gpu-worker";
-import type { SharedGpuBoard } from "../components/chain/shared-gpu-board";
+import { ConcourseWeb, GpuWorker } from "../components";
+import type { SharedGpuBoard } from "../components";
 import { buildBoards } from "./boards";
 import { SecretLookup, StackWeb, webArgs, workerArgs } from "./component-args";
 import type { StackConfig } from "./config";

@@ -4,11 +4,7 @@
  * worker). Each problem is collected with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { normalizeFabricMode } from "../components/lib/gpu/plan";
-import { isPlainObject, mergeSettings, WHOLE_VALUES } from "../components/lib/plan/settings";
-import { workDirAndDatasetsProblem } from "../components/lib/plan/value-patterns";
-import { DEFAULT_PARTITION_TABLE, partitionIdProblem, partitionTable } from "../components/lib/fabric/partition-table";
-import { toolkitVersion, toolkitVersionProblems } from "../components/lib/toolkit/versions";
+import { DEFAULT_PARTITION_TABLE, isPlainObject, mergeSettings, normalizeFabricMode, partitionIdProblem, partitionTable, toolkitVersion, toolkitVersionProblems, WHOLE_VALUES, workDirAndDatasetsProblem } from "../components";
 import { describe, formatPath, issuesOf } from "./issues";
 import { BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 

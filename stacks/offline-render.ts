@@ -3,15 +3,11 @@
  * written out with no Pulumi engine and no host: every file at its host path, and a
  * manifest of the steps, files and tags.
  */
+import * as crypto from "crypto";
 import * as fs from "fs";
-import { sha256Text } from "../components/lib/file-hash";
+import { BoardPlan, HostPlan, planBoard, planHost, PlannedFile, planWebHost, planWorkerAdmission, WebPlan, webSpec, workerSpec } from "../components";
+import type { PlannedStep } from "../components";
 import * as pulumi from "@pulumi/pulumi";
-import { webSpec } from "../components/chain/concourse-web";
-import { workerSpec } from "../components/chain/gpu-worker";
-import { BoardPlan, planBoard } from "../components/lib/plan/board-plan";
-import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
-import type { PlannedStep } from "../components/lib/plan/gpu-host";
-import { planWebHost, planWorkerAdmission, WebPlan } from "../components/lib/plan/web-plan";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
 import { StackWeb, webArgs, workerArgs } from "./component-args";
@@ -54,7 +50,7 @@ function renderedBytes(file: PlannedFile): Buffer {
 function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
     return {
         path: file.path, mode: file.mode,
-        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.localPath && !fs.existsSync(file.localPath) ? MISSING_PLACEHOLDER : sha256Text(bytes),
+        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.localPath && !fs.existsSync(file.localPath) ? MISSING_PLACEHOLDER : crypto.createHash("sha256").update(bytes).digest("hex"),
         component: file.component, resource: file.resource,
         ...(file.secret ? { secret: true as const } : {}),
         ...(file.generated ? { generated: file.generated } : {}),

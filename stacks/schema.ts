@@ -3,11 +3,8 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
-import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema } from "../components/lib/fabric/partition-table";
-import { inventorySchema } from "../components/lib/gpu/inventory";
-import type { Transport as TransportOf } from "../components/lib/host/transport";
-import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
-import { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser } from "../components/lib/plan/value-patterns";
+import { absolutePath, BUILTIN_PARTITION_TABLES, datasetRoot, DEFAULT_PARTITION_TABLE, hostAddress, httpUrl, inventorySchema, ipAddress, partitionListSchema, plainName, port, posixUser, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components";
+import type { Transport as TransportOf } from "../components";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 export const secretRef = z.string({ error: "expected the name of a secret config key" })

@@ -4,10 +4,8 @@
  * workers get), and its settings. Unknown keys are errors.
  */
 import { z } from "zod";
-import type { Transport } from "../components/lib/host/transport";
-import { localDatabaseSchema, pgName, webSettingsSchema } from "../components/lib/plan/web-settings";
-import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostAddress } from "../components/lib/plan/value-patterns";
+import { hostAddress, localDatabaseSchema, pgName, port, settingsSchema as workerSettingsSchema, version, webSettingsSchema } from "../components";
+import type { Transport } from "../components";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({

@@ -1,8 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { ContainerdRuntimeSettings, renderContainerdRuntimeComponent } from "../../lib/render/containerd";
+import { ContainerdRuntimeTerms, planContainerdRuntime } from "../../lib/plan/leaf-terms";
+import { renderContainerdRuntimeComponent } from "../../lib/render/containerd";
 
-export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntimeSettings {}
+/** The host, and the handler in a user's terms: the inventory, its name, whether it is the default. It runs the wrapper RuncWrapper places. */
+export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntimeTerms {}
 
 /**
  * The GPU runtime handler in the host's containerd (CRI clients): a drop-in imported by
@@ -12,8 +14,7 @@ export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntime
 export class ContainerdRuntime extends HostStepsComponent {
     constructor(name: string, args: ContainerdRuntimeArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:containerd:ContainerdRuntime", name, opts);
-        this.placeOnHost(renderContainerdRuntimeComponent(args), args);
+        this.placeOnHost(renderContainerdRuntimeComponent(planContainerdRuntime(args)), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }
-

@@ -3,7 +3,7 @@ import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
 import type { FabricManagerMode, GpuSelection, PrivilegedMode } from "../../lib/gpu/plan";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
+import { chainDriftCheck, ChainSettings, containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
@@ -199,7 +199,8 @@ export class GpuWorker extends pulumi.ComponentResource {
     constructor(name: string, args: GpuWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:worker:GpuWorker", name, {}, opts);
         this.hostName = name;
-        const plan = planHost(workerSpec(name, args));
+        const spec = workerSpec(name, args);
+        const plan = planHost(spec);
         const gpuHost = new GpuHost(plan.hostComponent, {
             transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
                 ssh: (ssh) => ({ ssh }),
@@ -228,7 +229,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         let concourse: ConcourseWorker | undefined;
         for (const link of plan.links) {
             const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
-            const resource = createLink(link, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
+            const resource = createLink(link, spec, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
             if (resource instanceof ConcourseWorker) concourse = resource;
             created.set(link.name, resource);
         }
@@ -251,14 +252,15 @@ interface ConcourseExtras {
     admission?: WebAdmission;
 }
 
-function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
+/** Each link's component; the leaf components take the worker's terms and plan as planHost did (the same functions). */
+function createLink(link: PlannedLink, spec: WorkerSpec, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
     switch (link.component) {
-        case "GpuDriver": return new GpuDriver(link.name, { ...access, ...s.driver! }, o);
+        case "GpuDriver": return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
         case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
-        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
-        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
-        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
-        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
+        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
+        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
+        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
+        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
             return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, webCa: worker.webCa, after: worker.after, admission: worker.admission }, o);

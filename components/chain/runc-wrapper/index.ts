@@ -1,8 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { renderRuncWrapperComponent, RuncWrapperSettings } from "../../lib/render/runc-wrapper";
+import { planRuncWrapper, RuncWrapperTerms } from "../../lib/plan/leaf-terms";
+import { renderRuncWrapperComponent } from "../../lib/render/runc-wrapper";
 
-export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperSettings {}
+/** The host, and the wrapper in a user's terms: the inventory, the GPU selection, the datasets. It plans the rest. */
+export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperTerms {}
 
 /**
  * The runc wrapper in runc's place: every container gets the worker's datasets, its GPU
@@ -11,8 +13,7 @@ export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperSettings {}
 export class RuncWrapper extends HostStepsComponent {
     constructor(name: string, args: RuncWrapperArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:wrapper:RuncWrapper", name, opts);
-        this.placeOnHost(renderRuncWrapperComponent(args), args);
+        this.placeOnHost(renderRuncWrapperComponent(planRuncWrapper(args)), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }
-
