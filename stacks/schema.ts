@@ -100,17 +100,17 @@ export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional
 /** A worker's settings as the stack gives them: the components' own, and the secret key holding the worker's TSA key. */
 export const settingsSchema = workerSettingsSchema.extend({
     concourse: workerSettingsSchema.shape.concourse.extend({
-        /** Config key whose secret value is the worker's private key; generated when absent. */
-        workerKeySecret: secretRef.optional(),
-        /** Check the registration at a web outside this stack: its URL, a user, and the secret config key of its password. */
+        workerKeySecret: secretRef.optional().meta({ description: "secret config key with the worker's key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent" }),
         registration: z.strictObject({
             url: httpUrl,
             username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
             passwordSecret: secretRef,
             timeoutSeconds: z.number().int().positive().default(120),
-            /** For an https web: the config key whose secret value is its certificate (PEM) or CA, the only one trusted. */
             caSecret: secretRef.optional(),
-        }).optional(),
+        }).optional().meta({
+            defaultText: "the web's",
+            description: "`{url, username, passwordSecret, timeoutSeconds (120), caSecret}`: check the registration at a web outside this stack; for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
+        }),
     }),
 });
 
