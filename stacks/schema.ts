@@ -6,6 +6,7 @@ import { z } from "zod";
 import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema } from "../components/lib/fabric/partition-table";
 import { inventorySchema } from "../components/lib/gpu/inventory";
 import type { Transport as TransportOf } from "../components/lib/host/transport";
+import { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "../components/lib/host/transport-defaults";
 import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
 import { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser } from "../components/lib/plan/value-patterns";
 
@@ -18,7 +19,7 @@ export const hostName = z.string({ error: "expected a host name" })
 export const sshTransportSchema = z.strictObject({
     host: hostAddress,
     port: port.default(22),
-    user: posixUser.default("root"),
+    user: posixUser.default(SSH_USER_DEFAULT),
     /** Config key whose secret value is the OpenSSH private key. */
     privateKeySecret: secretRef,
     /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
@@ -51,10 +52,10 @@ export const lxdTransportFields = z.strictObject({
     /** Image alias or fingerprint on the LXD server. */
     image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, { error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit" }),
     /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
-    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default("container"),
-    profiles: z.array(plainName("a profile name")).default(["default"]),
+    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default(LXD_TRANSPORT_DEFAULTS.type),
+    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles),
     /** Extra instance config keys (security.nesting is always set for containers). */
-    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default({}),
+    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default(LXD_TRANSPORT_DEFAULTS.config),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
     datasetSource: datasetRoot.optional(),
     /**
@@ -65,13 +66,13 @@ export const lxdTransportFields = z.strictObject({
     /** Loopback port on the LXD server that forwards to the instance's sshd. */
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
-    sshAddress: ipAddress.default("127.0.0.1"),
+    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress),
     // The key placed in the instance is root's: another user could not read it to log in.
-    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default("root"),
+    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default(LXD_TRANSPORT_DEFAULTS.user),
     /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
-    gpuCdi: z.boolean().default(false),
+    gpuCdi: z.boolean().default(LXD_TRANSPORT_DEFAULTS.gpuCdi),
     /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
-    shiftWritable: z.boolean().default(true),
+    shiftWritable: z.boolean().default(LXD_TRANSPORT_DEFAULTS.shiftWritable),
     /** virtual-machine: the managed bridge network (with DHCP) on the LXD server for the VM's nic. */
     network: plainName("an LXD network name (e.g. lxdbr0)").optional(),
     /** virtual-machine: the VM's static IPv4 address on that network; sshd is reached through NAT to it. */

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { ConcourseRelease } from "../../lib/render/concourse-release";
 import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
+import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import { localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
@@ -111,13 +112,8 @@ export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
         postgres: database,
         tls: tls !== undefined,
         transport: onTransport<SshHostTransport, LxdWebTransport, WebSpec["transport"]>(transport, {
-            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? "root", host: typeof ssh.host === "string" ? ssh.host : undefined } }),
-            lxd: (lxd): { lxd: LxdWebShape } => ({
-                lxd: {
-                    instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
-                    sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root", publish: lxd.publish ?? {},
-                },
-            }),
+            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT, host: typeof ssh.host === "string" ? ssh.host : undefined } }),
+            lxd: (lxd): { lxd: LxdWebShape } => ({ lxd: { ...lxdTransportShape(lxd), publish: lxd.publish ?? {} } }),
         }),
     };
 }
