@@ -22,8 +22,32 @@ export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
 
 /** The web's PostgreSQL: its own on the web host (the default), or one you run. */
 export type ConcourseWebDatabase =
-    | { local: { /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string } }
-    | { external: { host: string; /** Default: 5432. */ port?: number; /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string; /** Default: "require". */ sslmode?: string; /** Pass a secret. */ password: pulumi.Input<string> } };
+    | {
+        /** PostgreSQL on the web host, installed from the distribution where missing. */
+        local: {
+            /** The database's name. Default: "atc". */
+            database?: string;
+            /** The user the web connects as (its password is generated). Default: "concourse". */
+            user?: string;
+        };
+    }
+    | {
+        /** A PostgreSQL server you run. */
+        external: {
+            /** Its host name or address. */
+            host: string;
+            /** Its port. Default: 5432. */
+            port?: number;
+            /** The database's name. Default: "atc". */
+            database?: string;
+            /** The user the web connects as. Default: "concourse". */
+            user?: string;
+            /** libpq's sslmode. Default: "require". */
+            sslmode?: string;
+            /** The user's password. Pass a secret. */
+            password: pulumi.Input<string>;
+        };
+    };
 
 export interface ConcourseWebArgs {
     /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
@@ -44,7 +68,14 @@ export interface ConcourseWebArgs {
      * (the CA that signed it). Pass secrets. Default: none (plain HTTP, which the preview warns about
      * when the web is reachable beyond loopback).
      */
-    tls?: { certificate: pulumi.Input<string>; key: pulumi.Input<string>; ca?: pulumi.Input<string> };
+    tls?: {
+        /** The web's certificate (PEM, with its chain). */
+        certificate: pulumi.Input<string>;
+        /** Its private key (PEM). Pass a secret. */
+        key: pulumi.Input<string>;
+        /** The CA that signed it (PEM), trusted instead of the certificate itself. */
+        ca?: pulumi.Input<string>;
+    };
     /** The TSA's port (workers register there). Default: 2222. */
     tsaPort?: number;
     /** The URL users and fly reach the web on. Default: http://<ssh host>:<port> (https://<ssh host>:<tlsPort> with `tls`), or <sshAddress>:<publish.web> for an LXD instance. */

@@ -41,6 +41,7 @@ export interface SharedGpuBoardArgs {
     memoryControllerPci?: string[];
     /** The service VM: `image` is required; name defaults to <board>-fabric, 2 vCPUs, 4096 MiB, qemu:///system, a 900 s wait. */
     serviceVm: Partial<ServiceVmSpec> & { image: string };
+    /** The board's workers, each an LXD VM with the GPUs of its fabric partition. */
     workers: SharedGpuBoardWorker[];
 }
 

@@ -22,11 +22,15 @@ import { TOOLKITS } from "../toolkit/versions";
 import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
 
 export interface ChainSettings {
+    /** The worker's GPU plan, from the inventory and the selection. */
     plan: WorkerGpuPlan;
     /** Absent on hosts without GPUs. */
     driver?: GpuDriverSettings;
+    /** Absent on hosts without GPUs. */
     toolkit?: ContainerToolkitSettings;
+    /** containerd's runtime entry for the wrapper. */
     containerd: ContainerdRuntimeSettings;
+    /** The runc wrapper and its config. */
     wrapper: RuncWrapperSettings;
     /** The check, after the wrapper, that containers get what the plan says. */
     validator: WorkerValidatorSettings;
