@@ -10,7 +10,7 @@ import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
 const release = { url: "https://downloads.example.test/concourse.tgz", sha256: "a".repeat(64) };
 const worker = {
-    name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
+    name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-rsa AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
     workDir: "/opt/concourse/worker", binary: release, containerdConfig: "version = 2\n", inUserNamespace: false, privilegedMode: "ignore" as const,
 };
 

@@ -164,7 +164,7 @@ export class ConcourseWeb extends HostStepsComponent {
     public readonly username: string;
     /** The main team user's password (secret). */
     public readonly password: pulumi.Output<string>;
-    /** The TSA's host public key, as workers pin it ("ssh-ed25519 AAAA..."). */
+    /** The TSA's host public key, as workers pin it: a generated RSA key ("ssh-rsa AAAA..."). */
     public readonly tsaPublicKey: pulumi.Output<string>;
     /** With `tls`: what clients of the web trust, the CA given or else the certificate itself. */
     public readonly ca?: pulumi.Output<string>;
