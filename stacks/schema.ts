@@ -7,7 +7,7 @@ import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema 
 import { inventorySchema } from "../components/lib/gpu/inventory";
 import type { Transport as TransportOf } from "../components/lib/host/transport";
 import { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "../components/lib/host/transport-defaults";
-import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
+import { absolutePath, port, REGISTRATION_TIMEOUT_SECONDS, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
 import { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser } from "../components/lib/plan/value-patterns";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
@@ -106,11 +106,12 @@ export const settingsSchema = workerSettingsSchema.extend({
             url: httpUrl,
             username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
             passwordSecret: secretRef,
-            timeoutSeconds: z.number().int().positive().default(120),
+            timeoutSeconds: z.number().int().positive().default(REGISTRATION_TIMEOUT_SECONDS),
             caSecret: secretRef.optional(),
         }).optional().meta({
             defaultText: "the web's",
-            description: "`{url, username, passwordSecret, timeoutSeconds (120), caSecret}`: check the registration at a web outside this stack; for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
+            description: `\`{url, username, passwordSecret, timeoutSeconds (${REGISTRATION_TIMEOUT_SECONDS}), caSecret}\`: check the registration at a web outside this stack; ` +
+                "for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
         }),
     }),
 });

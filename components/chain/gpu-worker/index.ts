@@ -4,7 +4,7 @@ import { onTransport, Transport } from "../../lib/host/transport";
 import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
-import { mergeSettings, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
+import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
@@ -66,7 +66,7 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
             username: string;
             /** That user's password. Pass a secret. */
             password: pulumi.Input<string>;
-            /** How long to wait for the web to list the worker as planned, in seconds. Default: 120. */
+            /** How long to wait for the web to list the worker as planned, in seconds. Default: REGISTRATION_TIMEOUT_SECONDS. */
             timeoutSeconds?: number;
             /** For an https web: the PEM certificate, or the CA, to trust (and only that). Default: the system's CAs. */
             ca?: pulumi.Input<string>;
@@ -84,9 +84,6 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
 export class GpuWorkerArgsError extends Error {}
 
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
-/** How long the registration check waits for the web to list the worker as planned. */
-const REGISTRATION_TIMEOUT_SECONDS = 120;
-
 export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
     const { transport, inventory, concourse, fabricPartition, ...rest } = args;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};

@@ -101,7 +101,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
             privilegedMode: host.concourse.privilegedMode,
-            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
+            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
         };

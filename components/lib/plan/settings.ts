@@ -26,6 +26,9 @@ export const publicKey = publicKeyLine;
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(CONCOURSE_TAG, { error: "expected a tag of letters, digits and _.:=+,-" });
 
+/** How long a registration check waits for the web to list the worker as planned, in seconds. */
+export const REGISTRATION_TIMEOUT_SECONDS = 120;
+
 /*
  * Each field's doc (`.meta({ description })`, markdown: it is the README's "meaning" column) and
  * default (`.default(value)`, or `defaultText` where another place computes it) are written here
@@ -79,7 +82,7 @@ export const settingsSchema = z.strictObject({
         userNamespace: z.boolean({ error: "expected true or false" }).optional().meta({ defaultText: "true for an LXD container of the stack, else false", description: "the worker's host is an unprivileged container, whose overlayfs refuses `metacopy`: the unit hides the offer from Concourse's volume driver (set it for an SSH host that is such a container)" }),
         networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional()
             .meta({ description: "MTU of the containers' network; Concourse takes it from the host's outbound interface, so a host without a network needs it" }),
-        taskCheck: z.boolean({ error: "expected true or false" }).optional().meta({ defaultText: "`true`", description: "where the registration is checked, also run one task tagged with the worker's tags through the web (a one-off build on the image of Concourse's bundled mock resource, up to 300 s) and fail the `up` unless it succeeds ([how](docs/concourse.md#a-task-runs-through-the-web))" }),
+        taskCheck: z.boolean({ error: "expected true or false" }).default(true).meta({ description: "where the registration is checked, also run one task tagged with the worker's tags through the web (a one-off build on the image of Concourse's bundled mock resource, up to 300 s) and fail the `up` unless it succeeds ([how](docs/concourse.md#a-task-runs-through-the-web))" }),
         privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }).default("ignore").meta({ description: "what a `privileged: true` step gets (`CONCOURSE_CONTAINERD_PRIVILEGED_MODE`, always set): `ignore`, the same as any step; `fuse-only`, CAP_SYS_ADMIN and `/dev/fuse` in a user namespace; `full`, root on the worker. Both of the latter let such a step undo the read-only datasets; they tag the worker `privileged=MODE` and let the runc wrapper create such containers ([why ignore](docs/concourse.md#privileged-steps))" }),
     }).meta({ description: "the Concourse worker: its release, the TSA it registers with, its tags and work dir" }),
 });
