@@ -1,23 +1,42 @@
 /**
- * The README's settings table, derived from the stack's settings schema (the worker's own plus
- * the stack's secrets by name): `npm run docs:settings` writes it between the markers, and a
- * unit test fails while the README differs from what the schema gives. Pure.
+ * The README's settings tables, derived from the stack's schemas (a worker's settings: the
+ * components' own plus the stack's secrets by name; the web's): `npm run docs:settings` writes
+ * each between its markers, and a unit test fails while the README differs. Pure.
  */
+import { z } from "zod";
 import { fieldDocs, settingsTable } from "../components/lib/plan/schema-docs";
 import { settingsSchema } from "./schema";
+import { webSchema } from "./web-schema";
 
-export const SETTINGS_TABLE_START = "<!-- settings table: written by `npm run docs:settings` from the settings schema; edit the schema, not this table -->";
-export const SETTINGS_TABLE_END = "<!-- end of settings table -->";
-
-/** The table as the schema gives it. */
-export function stackSettingsTable(): string {
-    return settingsTable(fieldDocs(settingsSchema));
+/** A table of the README: the heading it sits under, and the schema it is written from. */
+export interface ReadmeTable {
+    /** Names its markers. */
+    name: string;
+    heading: string;
+    schema: z.ZodObject;
 }
 
-/** The README with its settings table replaced by the schema's; an error when the markers are missing. */
-export function readmeWithSettingsTable(readme: string): string {
-    const start = readme.indexOf(SETTINGS_TABLE_START);
-    const end = readme.indexOf(SETTINGS_TABLE_END);
-    if (start < 0 || end < start) throw new Error(`README: the settings table's markers are missing (${SETTINGS_TABLE_START} ... ${SETTINGS_TABLE_END})`);
-    return `${readme.slice(0, start + SETTINGS_TABLE_START.length)}\n${stackSettingsTable()}\n${readme.slice(end)}`;
+export const README_TABLES: ReadmeTable[] = [
+    { name: "settings", heading: "Settings (in `defaults` or on a host)", schema: settingsSchema },
+    { name: "web", heading: "The web node (`gpu-workers:web`)", schema: webSchema },
+];
+
+export function tableMarkers(table: ReadmeTable): { start: string; end: string } {
+    return {
+        start: `<!-- ${table.name} table: written by \`npm run docs:settings\` from the schema; edit the schema, not this table -->`,
+        end: `<!-- end of ${table.name} table -->`,
+    };
+}
+
+/** The README with each table replaced by its schema's; an error when a table's markers are missing. */
+export function readmeWithSettingsTables(readme: string): string {
+    let out = readme;
+    for (const table of README_TABLES) {
+        const { start, end } = tableMarkers(table);
+        const from = out.indexOf(start);
+        const to = out.indexOf(end);
+        if (from < 0 || to < from) throw new Error(`README: the ${table.name} table's markers are missing (${start} ... ${end})`);
+        out = `${out.slice(0, from + start.length)}\n${settingsTable(fieldDocs(table.schema))}\n${out.slice(to)}`;
+    }
+    return out;
 }

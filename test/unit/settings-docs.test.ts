@@ -10,8 +10,7 @@ import { z } from "zod";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { defaultsOf, fieldDocs, formatDefault } from "../../components/lib/plan/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/plan/settings";
-import { settingsSchema } from "../../stacks/schema";
-import { readmeWithSettingsTable, SETTINGS_TABLE_END, SETTINGS_TABLE_START } from "../../stacks/settings-readme";
+import { README_TABLES, readmeWithSettingsTables, tableMarkers } from "../../stacks/settings-readme";
 
 const README = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
 
@@ -30,36 +29,41 @@ function tableUnder(markdown: string, heading: string): Record<string, string>[]
     return rows.map((r) => Object.fromEntries(cells(r).map((c, i) => [names[i], c])));
 }
 
-describe("README settings table", () => {
-    const rows = tableUnder(README, "Settings (in `defaults` or on a host)");
-    const listed = new Map(rows.map((r) => [r.key.replace(/^`|`$/g, ""), r]));
-    const fields = fieldDocs(settingsSchema);
+for (const readmeTable of README_TABLES) {
+    describe(`README ${readmeTable.name} table`, () => {
+        const rows = tableUnder(README, readmeTable.heading);
+        const listed = new Map(rows.map((r) => [r.key.replace(/^`|`$/g, ""), r]));
+        const fields = fieldDocs(readmeTable.schema);
 
-    it("is the table npm run docs:settings writes from the schema", () => {
-        const table = (readme: string) => readme.slice(readme.indexOf(SETTINGS_TABLE_START), readme.indexOf(SETTINGS_TABLE_END)).split("\n");
-        assert.deepStrictEqual(table(README), table(readmeWithSettingsTable(README)), "README.md's settings table differs from the schema: run npm run docs:settings");
+        it("is the table npm run docs:settings writes from the schema", () => {
+            const { start, end } = tableMarkers(readmeTable);
+            const table = (readme: string) => readme.slice(readme.indexOf(start), readme.indexOf(end)).split("\n");
+            assert.deepStrictEqual(table(README), table(readmeWithSettingsTables(README)), `README.md's ${readmeTable.name} table differs from the schema: run npm run docs:settings`);
+        });
+
+        it("lists every field of the schema with the schema's default and a meaning", () => {
+            const problems: string[] = [];
+            for (const f of fields) {
+                const row = listed.get(f.path);
+                if (!row) { problems.push(`${f.path}: not in the README`); continue; }
+                if (row.default !== (f.default ?? "–")) problems.push(`${f.path}: README default ${row.default}, schema ${f.default ?? "none"}`);
+                if (!row.meaning) problems.push(`${f.path}: no meaning in the README`);
+            }
+            assert.deepStrictEqual(problems, []);
+        });
+
+        it("has no row the schema lacks", () => {
+            const known = new Set(fields.map((f) => f.path));
+            assert.deepStrictEqual([...listed.keys()].filter((k) => !known.has(k)), []);
+        });
+
+        it("gives every field a description in the schema", () => {
+            assert.deepStrictEqual(fields.filter((f) => !f.description).map((f) => f.path), []);
+        });
     });
+}
 
-    it("lists every field of the schema with the schema's default and a meaning", () => {
-        const problems: string[] = [];
-        for (const f of fields) {
-            const row = listed.get(f.path);
-            if (!row) { problems.push(`${f.path}: not in the README`); continue; }
-            if (row.default !== (f.default ?? "–")) problems.push(`${f.path}: README default ${row.default}, schema ${f.default ?? "none"}`);
-            if (!row.meaning) problems.push(`${f.path}: no meaning in the README`);
-        }
-        assert.deepStrictEqual(problems, []);
-    });
-
-    it("has no row the schema lacks", () => {
-        const known = new Set(fields.map((f) => f.path));
-        assert.deepStrictEqual([...listed.keys()].filter((k) => !known.has(k)), []);
-    });
-
-    it("gives every field a description in the schema", () => {
-        assert.deepStrictEqual(fields.filter((f) => !f.description).map((f) => f.path), []);
-    });
-
+describe("settings defaults", () => {
     it("takes the built-in defaults from the schema", () => {
         assert.deepStrictEqual(WORKER_DEFAULTS, defaultsOf(workerSettingsSchema));
         assert.strictEqual(formatDefault(z.array(z.string()).default(["_writable", "_rw"]).parse(undefined)), "[_writable, _rw]");

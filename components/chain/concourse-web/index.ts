@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { ConcourseRelease } from "../../lib/render/concourse-release";
 import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
@@ -49,19 +50,18 @@ export type ConcourseWebDatabase =
         };
     };
 
-export interface ConcourseWebArgs {
+/**
+ * ConcourseWeb's arguments: the host, the release, and the web's settings, which are
+ * webSettingsSchema's (components/lib/plan/web-settings.ts: each field's doc and default are
+ * written there, once), plus HTTPS and the database with their secrets.
+ */
+export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
     /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
     transport: Transport<SshHostTransport, LxdWebTransport>;
     /** Concourse release version. Example: "8.2.5". */
     version: string;
     /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. */
     binary: ConcourseRelease;
-    /** Address the web and TSA listen on. Default: "0.0.0.0" over SSH, "127.0.0.1" in an LXD instance (reached through `publish`). */
-    bindIp?: string;
-    /** The web's port (plain HTTP; with `tls`, kept for the API on the host). Default: 8080. */
-    port?: number;
-    /** The web's HTTPS port, with `tls`. Default: 443. */
-    tlsPort?: number;
     /**
      * Serve HTTPS with this certificate (PEM, with its chain) and key (PEM); the external URL is then
      * https://. The registration and task checks trust exactly this certificate, or `ca` when given
@@ -76,16 +76,8 @@ export interface ConcourseWebArgs {
         /** The CA that signed it (PEM), trusted instead of the certificate itself. */
         ca?: pulumi.Input<string>;
     };
-    /** The TSA's port (workers register there). Default: 2222. */
-    tsaPort?: number;
-    /** The URL users and fly reach the web on. Default: http://<ssh host>:<port> (https://<ssh host>:<tlsPort> with `tls`), or <sshAddress>:<publish.web> for an LXD instance. */
-    externalUrl?: string;
-    /** The main team's local user; its password is generated (the `password` output). Default: "admin". */
-    mainTeamUser?: string;
     /** The database. Default: { local: {} }: PostgreSQL on the web host, database "atc", user "concourse". */
     postgres?: ConcourseWebDatabase;
-    /** Keep the local database when the web is deleted. Default: false. */
-    keepDatabase?: boolean;
     /**
      * Public keys ("ssh-rsa AAAA...") of workers the TSA admits besides the ones given this web
      * (`forWorkers()`): a worker given it places its own key on the web's host, and removes it
