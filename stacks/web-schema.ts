@@ -5,9 +5,8 @@
  */
 import { z } from "zod";
 import type { Transport } from "../components/lib/host/transport";
-import { localDatabaseSchema, pgName, webSettingsSchema } from "../components/lib/plan/web-settings";
+import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../components/lib/plan/web-settings";
 import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostAddress } from "../components/lib/plan/value-patterns";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
@@ -23,15 +22,8 @@ export const webTransportSchema = z.strictObject({ ssh: sshTransportSchema.optio
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
     .transform((t): Transport<SshTransport, LxdWebTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
-const PG_USER_ERROR = "expected a PostgreSQL user name: a letter or _, then letters, digits and _ . @ -";
-
-export const externalDatabaseSchema = z.strictObject({
-    host: hostAddress,
-    port: port.default(5432),
-    database: pgName.default("atc"),
-    /** Some services name a user user@server. */
-    user: z.string({ error: PG_USER_ERROR }).regex(/^[A-Za-z_][A-Za-z0-9_.@-]{0,127}$/, { error: PG_USER_ERROR }).default("concourse"),
-    sslmode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"], { error: "expected a PostgreSQL sslmode such as require" }).default("require"),
+/** The component's external database, its password named by a secret config key. */
+export const externalDatabaseSchema = externalDatabaseFields.extend({
     /** Config key whose secret value is the database user's password. */
     passwordSecret: secretRef,
 });

@@ -187,6 +187,14 @@ describe("Concourse web (render)", () => {
         assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
             (e: Error) => /port: expected a port number/.test(e.message) && /mainTeamUser/.test(e.message) && /postgres\.local\.user/.test(e.message));
     });
+
+    it("an external database is checked, and takes the same defaults as in the stack config", () => {
+        const transport = { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } };
+        const spec = webSpec("ci", { transport, version: "8.2.5", binary: release, postgres: { external: { host: "db.example.test", password: "p" } } });
+        assert.deepStrictEqual(spec.postgres, { external: { host: "db.example.test", port: 5432, database: "atc", user: "concourse", sslmode: "require" } });
+        assert.throws(() => webSpec("ci", { transport, version: "8.2.5", binary: release, postgres: { external: { host: "db;rm", sslmode: "sometimes", password: "p" } } }),
+            (e: Error) => /postgres\.external\.host/.test(e.message) && /postgres\.external\.sslmode/.test(e.message));
+    });
 });
 
 describe("the stack's web", () => {

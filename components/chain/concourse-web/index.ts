@@ -5,7 +5,7 @@ import { ConcourseRelease } from "../../lib/render/concourse-release";
 import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
-import { localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
+import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
 import { reachHost, SshHostTransport } from "../host-access";
@@ -119,8 +119,10 @@ export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     let database: WebDatabase | undefined;
     if (postgres !== undefined && "external" in postgres) {
-        const { password: _password, ...external } = postgres.external;
-        database = { external: { port: 5432, database: "atc", user: "concourse", sslmode: "require", ...external } };
+        const { password: _password, ...given } = postgres.external;
+        const external = externalDatabaseFields.safeParse(given);
+        if (external.success) database = { external: external.data };
+        else problems.push(...external.error.issues.map((i) => `postgres.external.${i.path.join(".")}: ${i.message}`));
     } else {
         const local = localDatabaseSchema.safeParse(postgres?.local ?? {});
         if (local.success) database = { local: local.data };

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { port } from "./settings";
-import { httpUrl } from "./value-patterns";
+import { hostAddress, httpUrl } from "./value-patterns";
 
 /** A database or role name: it reaches the env file and psql's arguments, so no `$` (which PostgreSQL itself allows). */
 export const pgName = z.string({ error: "expected a PostgreSQL name" }).regex(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { error: "expected a PostgreSQL name: a letter or _, then letters, digits, _ and - (up to 63)" });
@@ -32,4 +32,16 @@ export const webSettingsSchema = z.strictObject({
 });
 
 export const localDatabaseSchema = z.strictObject({ database: pgName.default("atc"), user: pgName.default("concourse") });
+
+const PG_USER_ERROR = "expected a PostgreSQL user name: a letter or _, then letters, digits and _ . @ -";
+
+/** A PostgreSQL server the web uses instead of its own, less its password (which comes as a secret). */
+export const externalDatabaseFields = z.strictObject({
+    host: hostAddress,
+    port: port.default(5432),
+    database: pgName.default("atc"),
+    /** Some services name a user user@server. */
+    user: z.string({ error: PG_USER_ERROR }).regex(/^[A-Za-z_][A-Za-z0-9_.@-]{0,127}$/, { error: PG_USER_ERROR }).default("concourse"),
+    sslmode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"], { error: "expected a PostgreSQL sslmode such as require" }).default("require"),
+});
 
