@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema } from "../components/lib/fabric/partition-table";
 import { inventorySchema } from "../components/lib/gpu/inventory";
+import { SERVICE_VM_DEFAULTS } from "../components/lib/plan/board-plan";
 import type { Transport as TransportOf } from "../components/lib/host/transport";
 import { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "../components/lib/host/transport-defaults";
 import { absolutePath, port, REGISTRATION_TIMEOUT_SECONDS, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
@@ -124,28 +125,24 @@ export const BUILTIN_DEFAULTS = WORKER_DEFAULTS;
  * the PCI functions its service VM gets, and the service VM.
  */
 export const boardFabricSchema = z.strictObject({
-    /** A built-in table by name, or the board's own as a list of {id, modules}. */
     partitionTable: z.union([
         z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }),
         partitionListSchema,
-    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE),
-    /** The board's NVSwitches. */
-    nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }),
-    /** The NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128, "Memory controller" in lspci). */
-    memoryControllerPci: z.array(pciAddress).default([]),
+    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE)
+        .meta({ description: "the board's partition table: a built-in one by name, or the board's own as a list of `{id, modules}`" }),
+    nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }).meta({ description: "PCI addresses of the NVSwitches (`lspci -Dnn`)" }),
+    memoryControllerPci: z.array(pciAddress).default([]).meta({ description: "the NVSwitch memory controller (HGX: `Memory controller: PMC-Sierra Inc. Device 4128`)" }),
     serviceVm: z.strictObject({
-        /** Base image on the board host: cloud-init, the NVIDIA driver and its fabricmanager, same version. */
-        image: absolutePath,
-        /** libvirt domain name (default <board>-fabric). */
-        name: plainName("a domain name").optional(),
-        vcpus: positiveInt.optional(),
-        memoryMiB: positiveInt.optional(),
-        diskGiB: positiveInt.optional(),
-        /** libvirt network for a NIC (apt access for fabricmanager); default none. */
-        network: plainName("a libvirt network name").optional(),
-        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional(),
-        readyTimeoutSeconds: positiveInt.optional(),
-    }),
+        image: absolutePath.meta({ description: "base disk image on the board with cloud-init, the NVIDIA driver and fabricmanager of the same version" }),
+        name: plainName("a domain name").optional().meta({ defaultText: "`<board>-fabric`", description: "the service VM's libvirt domain" }),
+        vcpus: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.vcpus}\``, description: "its virtual CPUs" }),
+        memoryMiB: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.memoryMiB}\``, description: "its memory in MiB" }),
+        diskGiB: positiveInt.optional().meta({ defaultText: "the image's size", description: "the size of its disk layer in GiB (the image itself is never written)" }),
+        network: plainName("a libvirt network name").optional().meta({ description: "a libvirt network for a NIC (apt access for fabricmanager); none by default" }),
+        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional()
+            .meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.libvirtUri}\``, description: "the libvirt connection on the board" }),
+        readyTimeoutSeconds: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.readyTimeoutSeconds}\``, description: "how long the step waits for the VM to report its partitions active, in seconds" }),
+    }).meta({ description: "the service VM that runs fabricmanager for the board" }),
 });
 
 /** A worker of a shared board: which board, and how many GPUs (or which partition). */

@@ -1,5 +1,5 @@
 /**
- * The README's settings table agrees with the settings schema, the one place a setting's doc
+ * The README's settings tables agree with their schemas, the one place a setting's doc
  * and default are written: the table is what `npm run docs:settings` writes, and read back as
  * markdown it lists every field of the schema with the schema's default, and nothing else.
  */
@@ -10,7 +10,7 @@ import { z } from "zod";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { defaultsOf, fieldDocs, formatDefault } from "../../components/lib/plan/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/plan/settings";
-import { README_TABLES, readmeWithSettingsTables, tableMarkers } from "../../stacks/settings-readme";
+import { README_TABLES, readmeWithSettingsTables, tableFields, tableMarkers } from "../../stacks/settings-readme";
 
 const README = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
 
@@ -33,7 +33,7 @@ for (const readmeTable of README_TABLES) {
     describe(`README ${readmeTable.name} table`, () => {
         const rows = tableUnder(README, readmeTable.heading);
         const listed = new Map(rows.map((r) => [r.key.replace(/^`|`$/g, ""), r]));
-        const fields = fieldDocs(readmeTable.schema);
+        const fields = tableFields(readmeTable);
 
         it("is the table npm run docs:settings writes from the schema", () => {
             const { start, end } = tableMarkers(readmeTable);
