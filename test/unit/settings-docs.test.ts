@@ -10,6 +10,8 @@ import { z } from "zod";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { defaultsOf, fieldDocs, formatDefault } from "../../components/lib/plan/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/plan/settings";
+import { gpuSchema, inventorySchema } from "../../components/lib/gpu/inventory";
+import { lxdServerSchema, lxdTransportFields, sshTransportSchema } from "../../stacks/schema";
 import { README_TABLES, readmeWithSettingsTables, tableFields, tableMarkers } from "../../stacks/settings-readme";
 
 const README = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
@@ -62,6 +64,31 @@ for (const readmeTable of README_TABLES) {
         });
     });
 }
+
+describe("README host table", () => {
+    const rows = tableUnder(README, "A host");
+    const listed = new Map(rows.map((r) => [r.key.replace(/^`|`$/g, "").replace(/\[\]$/, ""), r.meaning]));
+    /** The keys a row names in backquotes. */
+    const named = (text: string) => new Set([...text.matchAll(/`([A-Za-z]+)(?:\[\])?`/g)].map((m) => m[1]));
+
+    it("lists every key of a host entry besides the settings, and nothing else", () => {
+        const keys = ["name", "renamedFrom", "transport.ssh", "transport.lxd", ...Object.keys(inventorySchema.shape), "fabric", "board"];
+        assert.deepStrictEqual({
+            notInTheReadme: keys.filter((k) => !listed.has(k)),
+            notInTheSchema: [...listed.keys()].filter((k) => !keys.includes(k)),
+        }, { notInTheReadme: [], notInTheSchema: [] });
+    });
+
+    it("names every key of each transport and of a GPU", () => {
+        const missing = (row: string, schema: z.ZodObject) => Object.keys(schema.shape).filter((k) => !named(listed.get(row) ?? "").has(k)).map((k) => `${row}: ${k}`);
+        assert.deepStrictEqual([
+            ...missing("transport.ssh", sshTransportSchema),
+            ...missing("transport.lxd", lxdTransportFields),
+            ...missing("transport.lxd", lxdServerSchema),
+            ...missing("gpus", gpuSchema),
+        ], []);
+    });
+});
 
 describe("settings defaults", () => {
     it("takes the built-in defaults from the schema", () => {
