@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
-import { FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
+import { DEFAULT_PARTITION_TABLE, FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
 import { GpuInventory } from "../../lib/gpu/inventory";
+import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import { HostDriftGuard } from "../../providers/drift";
@@ -49,10 +50,10 @@ export interface SharedGpuBoardArgs {
 export function boardSpec(name: string, args: SharedGpuBoardArgs): BoardSpec {
     return {
         name,
-        user: args.ssh.user ?? "root",
+        user: args.ssh.user ?? SSH_USER_DEFAULT,
         inventory: args.inventory,
         warnOnly: args.warnOnly ?? [],
-        table: partitionTable(args.partitionTable ?? "hgx-h100-8gpu", name),
+        table: partitionTable(args.partitionTable ?? DEFAULT_PARTITION_TABLE, name),
         nvswitchPci: args.nvswitchPci,
         memoryControllerPci: args.memoryControllerPci ?? [],
         serviceVm: serviceVmSpec(name, args.serviceVm),
