@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
 import { PRIVILEGED_MODES } from "../gpu/plan";
+import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
@@ -47,8 +48,9 @@ export const settingsSchema = z.strictObject({
     toolkit: z.strictObject({
         // The vendor's own version form and the CVE floor are checked where the vendor is known (the host's plan).
         version: z.union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" }).optional().meta({
-            defaultText: "the vendor's: `1.17.8` (NVIDIA), `1.3.0` (AMD)",
-            description: "container toolkit version in the vendor's own form, or `preinstalled`; versions with a known container escape are refused, naming the CVE and the first fixed version (CVE-2024-0132: 1.16.2, CVE-2025-23359: 1.17.4, CVE-2025-23266: 1.17.8)",
+            defaultText: `the vendor's: \`${TOOLKITS.nvidia.defaultVersion}\` (NVIDIA), \`${TOOLKITS.amd.defaultVersion}\` (AMD)`,
+            description: "container toolkit version in the vendor's own form, or `preinstalled`; versions with a known container escape are refused, naming the CVE and the first fixed version " +
+                `(${[...TOOLKITS.nvidia.cves, ...TOOLKITS.amd.cves].map((c) => `${c.id}: ${c.fixedIn}`).join(", ")})`,
         }),
         cdi: z.boolean().default(true).meta({ description: "generate a CDI spec and inject GPUs by CDI id" }),
     }).meta({ description: "the vendor's container toolkit and its CDI spec" }),
