@@ -3,7 +3,7 @@
  * components' own plus the stack's secrets by name; the web's; a shared board's fabric): `npm run docs:settings` writes
  * each between its markers, and a unit test fails while the README differs. Pure.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { FieldDoc, fieldDocs, settingsTable } from "../components/lib/plan/schema-docs";
 import { boardFabricSchema, settingsSchema } from "./schema";
 import { webSchema } from "./web-schema";
