@@ -35,8 +35,11 @@ export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuIn
 // The components' settings: one schema and its defaults, and how layers of settings merge
 // (the stack config layers its defaults and hosts over WORKER_DEFAULTS by this rule: plain
 // objects merge key by key, the values in WHOLE_VALUES and everything else are replaced).
-export { settingsSchema, WORKER_DEFAULTS, WorkerSettings, mergeSettings, isPlainObject, WHOLE_VALUES } from "./lib/plan/settings";
-export { webSettingsSchema, localDatabaseSchema } from "./lib/plan/web-settings";
+export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, mergeSettings, isPlainObject, WHOLE_VALUES, REGISTRATION_TIMEOUT_SECONDS } from "./lib/plan/settings";
+export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
+export { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
+// Reference docs read from those schemas (each field's description and default), as the README's tables are written.
+export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
 export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, partitionTable, partitionIdProblem, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
 // The value forms those schemas are built from, so that a program's own config (stacks/schema.ts)
 // accepts and refuses values exactly as the components do, with the same messages.
@@ -52,7 +55,7 @@ export { webSpec } from "./chain/concourse-web";
 export { planHost, HostPlan, PlannedLink, PlannedFile } from "./lib/plan/host-plan";
 export type { PlannedStep } from "./lib/plan/gpu-host";
 export type { WorkerSpec } from "./lib/plan/worker-spec";
-export { planBoard, BoardPlan, BoardSpec } from "./lib/plan/board-plan";
+export { planBoard, BoardPlan, BoardSpec, SERVICE_VM_DEFAULTS } from "./lib/plan/board-plan";
 export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
 // The GPU plan (tags, env, devices) and the checks a program runs on its whole config before
 // building anything, to report every problem at once with its path (stacks/config.ts).

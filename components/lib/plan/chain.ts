@@ -21,11 +21,15 @@ import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, 
 import { ContainerdRuntimeTerms, ContainerToolkitTerms, planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator, RuncWrapperTerms, WorkerValidatorTerms } from "./leaf-terms";
 
 export interface ChainSettings {
+    /** The worker's GPU plan, from the inventory and the selection. */
     plan: WorkerGpuPlan;
     /** Absent on hosts without GPUs. */
     driver?: GpuDriverSettings;
+    /** Absent on hosts without GPUs. */
     toolkit?: ContainerToolkitSettings;
+    /** containerd's runtime entry for the wrapper. */
     containerd: ContainerdRuntimeSettings;
+    /** The runc wrapper and its config. */
     wrapper: RuncWrapperSettings;
     /** The check, after the wrapper, that containers get what the plan says. */
     validator: WorkerValidatorSettings;
@@ -74,7 +78,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
             privilegedMode: host.concourse.privilegedMode,
-            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
+            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
         };

@@ -14,10 +14,16 @@ import { WorkerValidatorSettings } from "../render/worker-validator";
 import { TOOLKITS, toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
 import { WORKER_DEFAULTS } from "./settings";
 
+/** A built-in default the settings schema holds (WORKER_DEFAULTS is typed as a layer, every key optional). */
+function builtin<T>(value: T | undefined, path: string): T {
+    if (value === undefined) throw new Error(`the settings schema gives no default for ${path}`);
+    return value;
+}
+
 /** The GPU part of a worker's plan as a container sees it: env, unset variables, device nodes, CDI ids. */
 function containerGpus(inventory: GpuInventory, selection: GpuSelection | undefined, cdi: boolean | undefined): WorkerGpuPlan {
     // fabricmanager and tags are the worker's business, not what a container is given.
-    return planWorkerGpus(inventory, { selection: selection ?? WORKER_DEFAULTS.selection, cdi: cdi ?? WORKER_DEFAULTS.toolkit.cdi, fabricManager: { mode: "off", partitions: [] }, extraTags: [] });
+    return planWorkerGpus(inventory, { selection: selection ?? builtin(WORKER_DEFAULTS.selection, "selection"), cdi: cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"), fabricManager: { mode: "off", partitions: [] }, extraTags: [] });
 }
 
 /** A worker's datasets, each field defaulting to the worker's. */
@@ -29,7 +35,7 @@ export interface DatasetTerms {
 }
 
 function datasetsOf(terms: DatasetTerms | undefined): { root: string; writableSuffixes: string[] } {
-    return { root: terms?.root ?? WORKER_DEFAULTS.datasets.root, writableSuffixes: terms?.writableSuffixes ?? [...WORKER_DEFAULTS.datasets.writableSuffixes] };
+    return { root: terms?.root ?? builtin(WORKER_DEFAULTS.datasets?.root, "datasets.root"), writableSuffixes: terms?.writableSuffixes ?? [...builtin(WORKER_DEFAULTS.datasets?.writableSuffixes, "datasets.writableSuffixes")] };
 }
 
 /** The GPU driver in a user's terms. */
@@ -41,7 +47,7 @@ export interface GpuDriverTerms {
 
 /** The driver's settings: a pinned version comes from the vendor's repository where the project ships its key. */
 export function planGpuDriver(terms: GpuDriverTerms): GpuDriverSettings {
-    const version = terms.version ?? WORKER_DEFAULTS.driver.version;
+    const version = terms.version ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
     const repository = version === "preinstalled" ? undefined : vendorRepository("driver", terms.vendor);
     return { vendor: terms.vendor, version, ...(repository ? { repository } : {}) };
 }
@@ -74,12 +80,12 @@ export function planContainerToolkit(terms: ContainerToolkitTerms, plan = contai
         vendor,
         version,
         ...(repository ? { repository } : {}),
-        cdi: terms.cdi ?? WORKER_DEFAULTS.toolkit.cdi,
+        cdi: terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"),
         tegra: terms.inventory.tegra,
         cdiDevices: plan.cdiDevices,
         // nvidia-container-runtime hands containers to the runc the wrapper set aside, never back to the wrapper.
         realRuntime: RUNC_REAL_PATH,
-        driverVersion: terms.driverVersion ?? WORKER_DEFAULTS.driver.version,
+        driverVersion: terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version"),
     };
 }
 
@@ -120,7 +126,7 @@ const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtim
 /** The wrapper's settings; `plan` is the worker's GPU plan where the chain has one already. */
 export function planRuncWrapper(terms: RuncWrapperTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): RuncWrapperSettings {
     const runtime = terms.runtime ?? (terms.inventory.vendor === "nvidia" ? "nvidia-container-runtime" : "runc");
-    const privilegedMode = terms.privilegedMode ?? WORKER_DEFAULTS.concourse.privilegedMode;
+    const privilegedMode = terms.privilegedMode ?? builtin(WORKER_DEFAULTS.concourse?.privilegedMode, "concourse.privilegedMode");
     return {
         plan,
         datasets: datasetsOf(terms.datasets),
@@ -152,10 +158,10 @@ export interface ContainerdRuntimeTerms {
 /** The handler's settings: it runs the runc wrapper where RuncWrapper places it. */
 export function planContainerdRuntime(terms: ContainerdRuntimeTerms): ContainerdRuntimeSettings {
     return {
-        runtimeName: terms.runtimeName ?? WORKER_DEFAULTS.containerd.runtimeName,
+        runtimeName: terms.runtimeName ?? builtin(WORKER_DEFAULTS.containerd?.runtimeName, "containerd.runtimeName"),
         binaryName: WRAPPER_PATH,
-        makeDefault: terms.default ?? WORKER_DEFAULTS.containerd.default,
-        enableCdi: (terms.cdi ?? WORKER_DEFAULTS.toolkit.cdi) && terms.inventory.vendor !== "none",
+        makeDefault: terms.default ?? builtin(WORKER_DEFAULTS.containerd?.default, "containerd.default"),
+        enableCdi: (terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi")) && terms.inventory.vendor !== "none",
         ...(terms.cdiSpecDirs !== undefined ? { cdiSpecDirs: terms.cdiSpecDirs } : {}),
         ...(terms.helperBinary !== undefined ? { helperBinary: terms.helperBinary } : {}),
     };
@@ -181,12 +187,12 @@ export interface WorkerValidatorTerms {
 /** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
 export function planWorkerValidator(terms: WorkerValidatorTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): WorkerValidatorSettings {
     const inv = terms.inventory;
-    const pin = terms.driverVersion ?? WORKER_DEFAULTS.driver.version;
+    const pin = terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
     const pinned = pin === "preinstalled" ? undefined : pin;
     const driverVersion = pinned ?? inv.driverVersion;
     // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
     const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
-    const cdi = terms.cdi ?? WORKER_DEFAULTS.toolkit.cdi;
+    const cdi = terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi");
     return {
         vendor: inv.vendor,
         gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),

@@ -7,7 +7,15 @@ import { hostScriptFile, OWNERSHIP_SCRIPT } from "../host/scripts";
 import { HostFile } from "../host/steps";
 
 /** The official release tarball ({url, sha256}), or a tarball in its layout uploaded from here ({path}). */
-export type ConcourseRelease = { url: string; sha256: string } | { path: string };
+export type ConcourseRelease = {
+    /** Where the host downloads the release tarball (http:// or https://). */
+    url: string;
+    /** The tarball's sha256, checked on the host before it is unpacked. */
+    sha256: string;
+} | {
+    /** A release tarball on this machine, uploaded to the host. */
+    path: string;
+};
 
 export const CONCOURSE_INSTALLER = "concourse-install.sh";
 
