@@ -40,6 +40,7 @@ function datasetsOf(terms: DatasetTerms | undefined): { root: string; writableSu
 
 /** The GPU driver in a user's terms. */
 export interface GpuDriverTerms {
+    /** Whose driver: NVIDIA's (its packages, or the host's own) or AMD's (amdgpu, in the kernel). */
     vendor: "nvidia" | "amd";
     /** "preinstalled" (check the loaded driver, install nothing) or a version to install and hold. Example: "550.54.15". Default: "preinstalled". */
     version?: string;
@@ -100,6 +101,7 @@ export interface RuncWrapperTerms {
     selection?: GpuSelection;
     /** Name NVIDIA GPUs by CDI id (ContainerToolkit's CDI spec must be on the host). Default: true. */
     cdi?: boolean;
+    /** The dataset root mounted into every container, read-only but for the folders with a writable suffix. Default: /srv, suffixes _writable and _rw. */
     datasets?: DatasetTerms;
     /**
      * What Concourse gives a `privileged: true` step on this host: "ignore", "fuse-only" or
@@ -175,6 +177,7 @@ export interface WorkerValidatorTerms {
     selection?: GpuSelection;
     /** GPUs by CDI id (the CDI spec's changes run the validator again). Default: true. */
     cdi?: boolean;
+    /** The dataset root the validator checks the wrapper mounts as it should. Default: the worker's (/srv). */
     datasets?: DatasetTerms;
     /** The driver pin, or "preinstalled" (then the inventory's driverVersion, where declared). Default: "preinstalled". */
     driverVersion?: string;
