@@ -1,57 +1,74 @@
 /**
- * gpu-workers' public API, in its three kinds: the chain's components (ComponentResources),
- * the providers that reach hosts and LXD (dynamic resources), and the pure libraries (the GPU
- * plan, the host plan, the renderers, discovery and CDI). Nothing here reads a stack config:
- * that is the program's (stacks/), which maps its config onto these components.
+ * gpu-workers' public API: what a program needs to build GPU workers, and nothing of how the
+ * components plan and render inside. The components take what a user knows (the inventory, the
+ * GPU selection, datasets, versions) and plan the rest themselves; the planner's internals
+ * (the chain's settings, the renderers, the rule for a path placed twice) stay behind them.
+ * Nothing here reads a stack config: that is the program's (stacks/), which maps its config
+ * onto these components through this entry point alone (test/unit/house.test.ts).
  */
 
-// The chain's components.
-export { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, GpuWorkerArgsError, workerSpec } from "./chain/gpu-worker";
+// The components and their arguments (with the types those arguments name).
+export { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, GpuWorkerArgsError } from "./chain/gpu-worker";
 export { GpuHost, GpuHostArgs, SshHostTransport, LxdHostTransport } from "./chain/gpu-host";
 export { GpuDriver, GpuDriverArgs } from "./chain/gpu-driver";
 export { ContainerToolkit, ContainerToolkitArgs } from "./chain/container-toolkit";
 export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
 export { RuncWrapper, RuncWrapperArgs } from "./chain/runc-wrapper";
+export type { WrapperRuntime } from "./lib/plan/leaf-terms";
 export { WorkerValidator, WorkerValidatorArgs } from "./chain/worker-validator";
 export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
 export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
-export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker, boardSpec } from "./chain/shared-gpu-board";
+export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "./chain/shared-gpu-board";
 export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
-export { HostAccessArgs, HostStepsComponent } from "./chain/host-steps-component";
-
-// Providers: what reaches hosts and LXD.
-export { HostCommand, HostCommandArgs } from "./providers/host/host-command";
-export { HostConnection } from "./providers/host/resources";
-export { SshKeyPair, generateOpensshKeyPair } from "./providers/keys";
-export { HostDriftGuard } from "./providers/drift";
-export { InventoryCheck } from "./providers/checks/inventory-check";
-export { CdiSpecCheck } from "./providers/checks/cdi-spec-check";
+export { ConcourseWeb, ConcourseWebArgs, ConcourseWebArgsError, ConcourseWebDatabase, LxdWebTransport, WebForWorkers, WebAdmission } from "./chain/concourse-web";
+export { HostAccessArgs } from "./chain/host-steps-component";
+export type { HostConnection } from "./providers/host/resources";
+export { Transport, onTransport } from "./lib/host/transport";
+export type { ConcourseRelease, PlannedRelease } from "./lib/render/concourse-release";
+// What is uploaded from this machine as it is (the built binaries, a release by path): hashed once per run, handed to the plans.
+export type { Artifact } from "./lib/host/steps";
+export type { BuildArtifacts } from "./lib/plan/worker-spec";
+export { ArtifactSource, LOCAL_ARTIFACTS, UNREAD_ARTIFACTS, DIGEST_NOT_TAKEN, localArtifact, builtArtifact } from "./chain/artifacts";
+export { GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";
+export type { WorkerFabricPartition } from "./lib/plan/worker-spec";
 export * as lxd from "./providers/lxd";
 
-// Pure libraries.
+// The inventory: its schema, as `npm run discover` prints it and every component takes it.
 export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./lib/gpu/inventory";
-export { planWorkerGpus, selectGpus, modelSlug, normalizeFabricMode, PlanError, GPU_CONTROL_VARIABLES, HSA_OVERRIDES, WorkerGpuPlan, PlanOptions, GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";
-export { HostFile, HostStep, RenderedComponent, ProgramCheck, shellQuote, shellCommand, asRoot } from "./lib/host/steps";
-export { Transport, onTransport } from "./lib/host/transport";
-export { settingsSchema, WORKER_DEFAULTS, WorkerSettings, mergeSettings } from "./lib/plan/settings";
-export { WorkerSpec, HostShape, SshHostShape, LxdHostShape, WorkerFabricPartition } from "./lib/plan/worker-spec";
+
+// The components' settings: one schema and its defaults, and how layers of settings merge
+// (the stack config layers its defaults and hosts over WORKER_DEFAULTS by this rule: plain
+// objects merge key by key, the values in WHOLE_VALUES and everything else are replaced).
+export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, mergeSettings, isPlainObject, WHOLE_VALUES, REGISTRATION_TIMEOUT_SECONDS } from "./lib/plan/settings";
+export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
+export { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
+// Reference docs read from those schemas (each field's description and default), as the README's tables are written.
+export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
+export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, partitionTable, partitionIdProblem, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
+// The value forms those schemas are built from, so that a program's own config (stacks/schema.ts)
+// accepts and refuses values exactly as the components do, with the same messages.
+export { port, version, absolutePath } from "./lib/plan/settings";
+export { pgName } from "./lib/plan/web-settings";
+export { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/plan/value-patterns";
+
+// Plans without Pulumi: a host's whole plan (every step, file and tag), as the components
+// build it and `npm run render` writes it out; for a worker, a shared board and a web.
+export { workerSpec } from "./chain/gpu-worker";
+export { boardSpec } from "./chain/shared-gpu-board";
+export { webSpec } from "./chain/concourse-web";
 export { planHost, HostPlan, PlannedLink, PlannedFile } from "./lib/plan/host-plan";
-export { planGpuHost, GpuHostPlan, PlannedStep } from "./lib/plan/gpu-host";
-export { placeOnce, Placement } from "./lib/plan/place-files";
-export { chainSettings, renderChain, chainDriftCheck, ChainSettings, ChainLink } from "./lib/plan/chain";
-export { renderGpuDriver, GpuDriverSettings } from "./lib/render/gpu-driver";
-export { renderContainerToolkit, renderNvidiaRuntimeConfig, ContainerToolkitSettings } from "./lib/render/container-toolkit";
-export { renderContainerdDropIn, renderConcourseContainerdConfig, renderContainerdRuntimeComponent, ensureImports, ContainerdRuntimeSettings } from "./lib/render/containerd";
-export { renderWrapperConfig, renderRuncWrapperComponent, RuncWrapperSettings } from "./lib/render/runc-wrapper";
-export { renderWorkerValidator, WorkerValidatorSettings } from "./lib/render/worker-validator";
-export { TOOLKITS, toolkitVersionProblems, VendorToolkit, ToolkitCve } from "./lib/toolkit/versions";
-export { renderFabricManager, renderFabricManagerConfig, FabricManagerSettings } from "./lib/render/fabric-manager";
-export { renderFabricServiceVm, renderServiceVmDomain, renderServiceVmUserData, renderServiceVmMetaData, FabricServiceVmSettings } from "./lib/render/fabric-service-vm";
-export { planPartitions, possibleShapes, PartitionPlanError, PartitionRequest, PlannedPartition } from "./lib/fabric/partitions";
-export { HGX_H100_8GPU, BUILTIN_PARTITION_TABLES, partitionTable, partitionListSchema, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
-export { planBoard, partitionWorkerSpec, BoardPlan, BoardSpec, ServiceVmSpec } from "./lib/plan/board-plan";
-export { renderConcourseWorker, renderWorkerUnit, renderWorkerEnv, ConcourseWorkerSettings } from "./lib/render/concourse-worker";
-export { renderDriftCheck } from "./lib/render/drift-check";
-export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS, VerifyField } from "./lib/discovery/verify";
+export type { PlannedStep } from "./lib/plan/gpu-host";
+export type { WorkerSpec } from "./lib/plan/worker-spec";
+export { planBoard, BoardPlan, BoardSpec, SERVICE_VM_DEFAULTS } from "./lib/plan/board-plan";
+export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
+// The GPU plan (tags, env, devices) and the checks a program runs on its whole config before
+// building anything, to report every problem at once with its path (stacks/config.ts).
+export { planWorkerGpus, normalizeFabricMode, PlanError, WorkerGpuPlan, PlanOptions } from "./lib/gpu/plan";
+export { toolkitVersion, toolkitVersionProblems } from "./lib/toolkit/versions";
+export { PartitionPlanError } from "./lib/fabric/partitions";
+
+// Discovery: what a host has, read from the discovery script's output, and how it compares with the declared inventory.
+export { readDiscoveryDocument, DiscoveryDocumentError } from "./lib/discovery/document";
+export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS, VerifyField, DiscoveryResult } from "./lib/discovery/verify";
+export { renderInventoryYaml } from "./lib/discovery/yaml-block";
 export { validateCdiSpec } from "./lib/cdi/schema";
-export { renderCdiSpec } from "./lib/cdi/render";

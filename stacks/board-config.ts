@@ -4,11 +4,9 @@
  * with placeholders for what only `up` knows. The offline render and the check of the stack
  * plan from this.
  */
-import type { ArtifactSource } from "../components/chain/artifacts";
-import { boardSpec } from "../components/chain/shared-gpu-board";
-import { BoardSpec } from "../components/lib/plan/board-plan";
+import { ArtifactSource, boardSpec, BoardSpec } from "../components";
 import { boardArgs } from "./boards";
-import type { StackWeb } from "./fleet";
+import type { StackWeb } from "./component-args";
 import { BoardConfig } from "./schema";
 
 /** What stands for a secret value where only the plan is wanted. */

@@ -1,10 +1,10 @@
 /**
  * Turns the validated shared boards of the stack into components: one SharedGpuBoard each,
- * its workers' arguments made the way stacks/fleet.ts makes any worker's (secrets read from
- * the config keys they name).
+ * its workers' arguments made the way stacks/component-args.ts makes any worker's (secrets
+ * read from the config keys they name).
  */
-import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components/chain/shared-gpu-board";
-import { SecretLookup, StackWeb, workerArgs } from "./fleet";
+import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
+import { SecretLookup, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 
 /** A board's worker as SharedGpuBoard's argument. */

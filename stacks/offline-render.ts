@@ -3,20 +3,14 @@
  * written out with no Pulumi engine and no host: every file at its host path, and a
  * manifest of the steps, files and tags.
  */
+import * as crypto from "crypto";
 import * as fs from "fs";
-import { sha256Text } from "../components/lib/file-hash";
+import { ArtifactSource, BoardPlan, HostPlan, LOCAL_ARTIFACTS, planBoard, planHost, PlannedFile, planWebHost, planWorkerAdmission, WebPlan, webSpec, workerSpec } from "../components";
+import type { Artifact, PlannedStep } from "../components";
 import * as pulumi from "@pulumi/pulumi";
-import { ArtifactSource, LOCAL_ARTIFACTS } from "../components/chain/artifacts";
-import type { Artifact } from "../components/lib/host/steps";
-import { webSpec } from "../components/chain/concourse-web";
-import { workerSpec } from "../components/chain/gpu-worker";
-import { BoardPlan, planBoard } from "../components/lib/plan/board-plan";
-import { HostPlan, planHost, PlannedFile } from "../components/lib/plan/host-plan";
-import type { PlannedStep } from "../components/lib/plan/gpu-host";
-import { planWebHost, planWorkerAdmission, WebPlan } from "../components/lib/plan/web-plan";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
-import { StackWeb, webArgs, workerArgs } from "./fleet";
+import { StackWeb, webArgs, workerArgs } from "./component-args";
 import type { HostConfig } from "./schema";
 
 export { SECRET_PLACEHOLDER };
@@ -66,7 +60,7 @@ function renderedContent(file: PlannedFile): RenderedContent {
 function manifestFile(file: PlannedFile, content: RenderedContent): ManifestFile {
     return {
         path: file.path, mode: file.mode,
-        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.artifact ? file.artifact.sha256 : sha256Text(content as string),
+        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.artifact ? file.artifact.sha256 : crypto.createHash("sha256").update(content as string).digest("hex"),
         component: file.component, resource: file.resource,
         ...(file.secret ? { secret: true as const } : {}),
         ...(file.generated ? { generated: file.generated } : {}),
@@ -144,8 +138,8 @@ export interface StackPlans {
 }
 
 /**
- * The plans of a stack, through the same mapping `pulumi up` takes (stacks/fleet.ts); what only
- * `up` knows (secrets, generated keys) stands in as placeholders.
+ * The plans of a stack, through the same mapping `pulumi up` takes (stacks/component-args.ts);
+ * what only `up` knows (secrets, generated keys) stands in as placeholders.
  */
 export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string, artifacts: ArtifactSource = RENDER_ARTIFACTS): StackPlans {
     const secret = () => SECRET_PLACEHOLDER;

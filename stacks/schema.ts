@@ -3,11 +3,8 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
-import { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema } from "../components/lib/fabric/partition-table";
-import { inventorySchema } from "../components/lib/gpu/inventory";
-import type { Transport as TransportOf } from "../components/lib/host/transport";
-import { absolutePath, port, settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../components/lib/plan/settings";
-import { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser } from "../components/lib/plan/value-patterns";
+import { absolutePath, BUILTIN_PARTITION_TABLES, datasetRoot, DEFAULT_PARTITION_TABLE, hostAddress, httpUrl, inventorySchema, ipAddress, LXD_TRANSPORT_DEFAULTS, partitionListSchema, plainName, port, posixUser, REGISTRATION_TIMEOUT_SECONDS, SERVICE_VM_DEFAULTS, settingsSchema as workerSettingsSchema, SSH_USER_DEFAULT, WORKER_DEFAULTS } from "../components";
+import type { Transport as TransportOf } from "../components";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 export const secretRef = z.string({ error: "expected the name of a secret config key" })
@@ -18,7 +15,7 @@ export const hostName = z.string({ error: "expected a host name" })
 export const sshTransportSchema = z.strictObject({
     host: hostAddress,
     port: port.default(22),
-    user: posixUser.default("root"),
+    user: posixUser.default(SSH_USER_DEFAULT),
     /** Config key whose secret value is the OpenSSH private key. */
     privateKeySecret: secretRef,
     /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
@@ -51,10 +48,10 @@ export const lxdTransportFields = z.strictObject({
     /** Image alias or fingerprint on the LXD server. */
     image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, { error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit" }),
     /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
-    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default("container"),
-    profiles: z.array(plainName("a profile name")).default(["default"]),
+    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default(LXD_TRANSPORT_DEFAULTS.type),
+    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles),
     /** Extra instance config keys (security.nesting is always set for containers). */
-    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default({}),
+    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default(LXD_TRANSPORT_DEFAULTS.config),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
     datasetSource: datasetRoot.optional(),
     /**
@@ -65,13 +62,13 @@ export const lxdTransportFields = z.strictObject({
     /** Loopback port on the LXD server that forwards to the instance's sshd. */
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
-    sshAddress: ipAddress.default("127.0.0.1"),
+    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress),
     // The key placed in the instance is root's: another user could not read it to log in.
-    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default("root"),
+    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default(LXD_TRANSPORT_DEFAULTS.user),
     /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
-    gpuCdi: z.boolean().default(false),
+    gpuCdi: z.boolean().default(LXD_TRANSPORT_DEFAULTS.gpuCdi),
     /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
-    shiftWritable: z.boolean().default(true),
+    shiftWritable: z.boolean().default(LXD_TRANSPORT_DEFAULTS.shiftWritable),
     /** virtual-machine: the managed bridge network (with DHCP) on the LXD server for the VM's nic. */
     network: plainName("an LXD network name (e.g. lxdbr0)").optional(),
     /** virtual-machine: the VM's static IPv4 address on that network; sshd is reached through NAT to it. */
@@ -100,17 +97,18 @@ export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional
 /** A worker's settings as the stack gives them: the components' own, and the secret key holding the worker's TSA key. */
 export const settingsSchema = workerSettingsSchema.extend({
     concourse: workerSettingsSchema.shape.concourse.extend({
-        /** Config key whose secret value is the worker's private key; generated when absent. */
-        workerKeySecret: secretRef.optional(),
-        /** Check the registration at a web outside this stack: its URL, a user, and the secret config key of its password. */
+        workerKeySecret: secretRef.optional().meta({ description: "secret config key with the worker's key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent" }),
         registration: z.strictObject({
             url: httpUrl,
             username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
             passwordSecret: secretRef,
-            timeoutSeconds: z.number().int().positive().default(120),
-            /** For an https web: the config key whose secret value is its certificate (PEM) or CA, the only one trusted. */
+            timeoutSeconds: z.number().int().positive().default(REGISTRATION_TIMEOUT_SECONDS),
             caSecret: secretRef.optional(),
-        }).optional(),
+        }).optional().meta({
+            defaultText: "the web's",
+            description: `\`{url, username, passwordSecret, timeoutSeconds (${REGISTRATION_TIMEOUT_SECONDS}), caSecret}\`: check the registration at a web outside this stack; ` +
+                "for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
+        }),
     }),
 });
 
@@ -122,28 +120,24 @@ export const BUILTIN_DEFAULTS = WORKER_DEFAULTS;
  * the PCI functions its service VM gets, and the service VM.
  */
 export const boardFabricSchema = z.strictObject({
-    /** A built-in table by name, or the board's own as a list of {id, modules}. */
     partitionTable: z.union([
         z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }),
         partitionListSchema,
-    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE),
-    /** The board's NVSwitches. */
-    nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }),
-    /** The NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128, "Memory controller" in lspci). */
-    memoryControllerPci: z.array(pciAddress).default([]),
+    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE)
+        .meta({ description: "the board's partition table: a built-in one by name, or the board's own as a list of `{id, modules}`" }),
+    nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }).meta({ description: "PCI addresses of the NVSwitches (`lspci -Dnn`)" }),
+    memoryControllerPci: z.array(pciAddress).default([]).meta({ description: "the NVSwitch memory controller (HGX: `Memory controller: PMC-Sierra Inc. Device 4128`)" }),
     serviceVm: z.strictObject({
-        /** Base image on the board host: cloud-init, the NVIDIA driver and its fabricmanager, same version. */
-        image: absolutePath,
-        /** libvirt domain name (default <board>-fabric). */
-        name: plainName("a domain name").optional(),
-        vcpus: positiveInt.optional(),
-        memoryMiB: positiveInt.optional(),
-        diskGiB: positiveInt.optional(),
-        /** libvirt network for a NIC (apt access for fabricmanager); default none. */
-        network: plainName("a libvirt network name").optional(),
-        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional(),
-        readyTimeoutSeconds: positiveInt.optional(),
-    }),
+        image: absolutePath.meta({ description: "base disk image on the board with cloud-init, the NVIDIA driver and fabricmanager of the same version" }),
+        name: plainName("a domain name").optional().meta({ defaultText: "`<board>-fabric`", description: "the service VM's libvirt domain" }),
+        vcpus: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.vcpus}\``, description: "its virtual CPUs" }),
+        memoryMiB: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.memoryMiB}\``, description: "its memory in MiB" }),
+        diskGiB: positiveInt.optional().meta({ defaultText: "the image's size", description: "the size of its disk layer in GiB (the image itself is never written)" }),
+        network: plainName("a libvirt network name").optional().meta({ description: "a libvirt network for a NIC (apt access for fabricmanager); none by default" }),
+        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional()
+            .meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.libvirtUri}\``, description: "the libvirt connection on the board" }),
+        readyTimeoutSeconds: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.readyTimeoutSeconds}\``, description: "how long the step waits for the VM to report its partitions active, in seconds" }),
+    }).meta({ description: "the service VM that runs fabricmanager for the board" }),
 });
 
 /** A worker of a shared board: which board, and how many GPUs (or which partition). */

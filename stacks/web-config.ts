@@ -3,8 +3,7 @@
  * names and ports no host may share, and how each worker reaches the TSA. Every problem is
  * reported with its path.
  */
-import { onTransport } from "../components/lib/host/transport";
-import { isPlainObject } from "../components/lib/plan/settings";
+import { isPlainObject, onTransport } from "../components";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig, webSchema } from "./web-schema";
 import { issuesOf } from "./issues";

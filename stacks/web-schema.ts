@@ -4,10 +4,8 @@
  * workers get), and its settings. Unknown keys are errors.
  */
 import { z } from "zod";
-import type { Transport } from "../components/lib/host/transport";
-import { localDatabaseSchema, pgName, webSettingsSchema } from "../components/lib/plan/web-settings";
-import { port, settingsSchema as workerSettingsSchema, version } from "../components/lib/plan/settings";
-import { hostAddress } from "../components/lib/plan/value-patterns";
+import { externalDatabaseFields, hostAddress, localDatabaseSchema, pgName, port, settingsSchema as workerSettingsSchema, version, webSettingsSchema } from "../components";
+import type { Transport } from "../components";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
@@ -23,36 +21,27 @@ export const webTransportSchema = z.strictObject({ ssh: sshTransportSchema.optio
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
     .transform((t): Transport<SshTransport, LxdWebTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
-const PG_USER_ERROR = "expected a PostgreSQL user name: a letter or _, then letters, digits and _ . @ -";
-
-export const externalDatabaseSchema = z.strictObject({
-    host: hostAddress,
-    port: port.default(5432),
-    database: pgName.default("atc"),
-    /** Some services name a user user@server. */
-    user: z.string({ error: PG_USER_ERROR }).regex(/^[A-Za-z_][A-Za-z0-9_.@-]{0,127}$/, { error: PG_USER_ERROR }).default("concourse"),
-    sslmode: z.enum(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"], { error: "expected a PostgreSQL sslmode such as require" }).default("require"),
+/** The component's external database, its password named by a secret config key. */
+export const externalDatabaseSchema = externalDatabaseFields.extend({
     /** Config key whose secret value is the database user's password. */
     passwordSecret: secretRef,
 });
 
-export const webSchema = webSettingsSchema.extend({
-    /** DNS label; names every resource of the web. */
-    name: hostName,
-    /** The web's name before a rename in the stack: its resources keep their state under the new name. */
-    renamedFrom,
-    transport: webTransportSchema,
-    /** Default: defaults.concourse.version. */
-    version: version.optional(),
-    /** The release tarball. Default: defaults.concourse.binary (the workers' release). */
-    binary: workerSettingsSchema.shape.concourse.shape.binary,
-    /**
-     * HTTPS for the web: the config keys whose secret values are its certificate (PEM, with its
-     * chain) and key, and optionally the CA the checks trust instead of the certificate itself.
-     */
-    tls: z.strictObject({ certificateSecret: secretRef, keySecret: secretRef, caSecret: secretRef.optional() }).optional(),
+/** The stack's web: where it runs and its release, then the component's own settings, then HTTPS and the database by secret name. */
+export const webSchema = z.strictObject({
+    name: hostName.meta({ description: "DNS label; names every resource of the web" }),
+    renamedFrom: renamedFrom.meta({ description: "the web's name before a rename (as for a host)" }),
+    transport: webTransportSchema.meta({ description: "`ssh` or `lxd` as for a host; an LXD instance also takes `publish: {web, tsa}`, ports on its LXD server's `sshAddress` that forward to the web and the TSA" }),
+    version: version.optional().meta({ defaultText: "`defaults.concourse.version`", description: "the Concourse release (the workers' by default)" }),
+    binary: workerSettingsSchema.shape.concourse.shape.binary.meta({ defaultText: "`defaults.concourse.binary`", description: "the release tarball, `{url, sha256}` or `{path}` (the workers' by default)" }),
+    ...webSettingsSchema.shape,
+    tls: z.strictObject({ certificateSecret: secretRef, keySecret: secretRef, caSecret: secretRef.optional() }).optional().meta({
+        description: "HTTPS: `{certificateSecret, keySecret, caSecret}`, the secret config keys of the web's certificate (PEM, with its chain), its key and, optionally, the CA that signed it. The web serves HTTPS on `tlsPort`, the external URL is `https://`, and the registration and task checks trust exactly that certificate (or the CA, when given) and nothing else ([docs/concourse.md](docs/concourse.md#https))",
+    }),
     postgres: z.union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], { error: "expected {local: {...}} or {external: {...}}" })
-        .default({ local: { database: "atc", user: "concourse" } }),
+        .default({ local: localDatabaseSchema.parse({}) }).meta({
+            description: "PostgreSQL on the web host (installed from the distribution where missing), or `{external: {host, port, database, user, sslmode, passwordSecret}}`; names are PostgreSQL names of letters, digits, `_` and `-` (an external user may also hold `.` and `@`), the host a DNS name or an IP address; the password goes into an env file, so it may not hold a quote, a backslash, `$`, a line break or a space at either end",
+        }),
 });
 
 export type LxdWebTransport = z.infer<typeof lxdWebTransportSchema>;

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,21 +123,6 @@ func TestEditSpecMountsHoldAnyUTF8Name(t *testing.T) {
 	}
 }
 
-// appendString writes what encoding/json reads back as the same string, for every byte a
-// UTF-8 folder name can hold.
-func TestAppendStringRoundTrips(t *testing.T) {
-	var all []byte
-	for c := 1; c < 0x80; c++ {
-		all = append(all, byte(c))
-	}
-	for _, s := range []string{"", string(all), "space name $(x)\n\t\r", `quote " back \ slash`, "café_rw 🎉", "\u2028\u2029", "\x7f"} {
-		var back string
-		if err := json.Unmarshal(appendString(nil, s), &back); err != nil || back != s {
-			t.Errorf("appendString(%q) = %s, read back as %q (%v)", s, appendString(nil, s), back, err)
-		}
-	}
-}
-
 func TestEditSpecDevices(t *testing.T) {
 	dev := hostDevice{Path: "/dev/kfd", Type: "c", Major: 1, Minor: 3, FileMode: 0o666}
 	out, _, err := edit(baseSpec, edits{Devices: []hostDevice{dev}})
@@ -207,39 +190,5 @@ func TestEditSpecRejectsBadDocuments(t *testing.T) {
 		if _, _, err := edit(doc, edits{Env: map[string]string{"A": "1"}, Datasets: &datasets{Root: "/a", Source: "/a"}}); err == nil {
 			t.Errorf("editSpec(%q) succeeded, want an error", doc)
 		}
-	}
-}
-
-func TestStatDevice(t *testing.T) {
-	d, err := statDevice("/dev/null")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Type != "c" || d.Major != 1 || d.Minor != 3 {
-		t.Errorf("/dev/null = %+v, want c 1:3", d)
-	}
-	if _, err := statDevice("/etc/hostname"); err == nil || !strings.Contains(err.Error(), "not a character or block device") {
-		t.Errorf("a plain file was taken as a device: %v", err)
-	}
-}
-
-func TestWriteAtomicallyKeepsMode(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(path, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := os.Stat(path)
-	if err := writeAtomically(path, []byte(`{"a":1}`), info); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := os.Stat(path)
-	data, _ := os.ReadFile(path)
-	if after.Mode().Perm() != 0o600 || string(data) != `{"a":1}` {
-		t.Errorf("mode %v content %s", after.Mode(), data)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("temp files left behind: %v", entries)
 	}
 }

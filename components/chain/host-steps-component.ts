@@ -5,6 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/steps";
+import { SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
 import type { HostCommand } from "../providers/host/host-command";
 import { createHostResources, HostConnection } from "../providers/host/resources";
@@ -58,7 +59,7 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
             parent: this,
             prefix: this.componentName,
             connection: args.connection,
-            user: args.user ?? "root",
+            user: args.user ?? SSH_USER_DEFAULT,
             dependsOn: [...dependsOnList(this.componentOpts), ...first],
             values,
             epoch: args.epoch,

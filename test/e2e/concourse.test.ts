@@ -105,9 +105,10 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         // A privileged container: no user namespace of its own, so neither have the containers
         // its worker starts for a full-privileged step, as on bare metal (where an unprivileged
         // container's kernel would lock their mounts whatever their capabilities).
-        // LXD also drops a few capabilities (sys_module, sys_rawio, sys_time, mac_*) from it; a
-        // machine's root keeps them, and runc cannot give a full-privileged step what it lacks.
-        const pbm = lxd.sshHost(PBM, PORTS.pbm, "pbm", root, { "security.privileged": "true", "security.nesting": "true", "raw.lxc": "lxc.cap.drop =" });
+        // LXD also drops a few capabilities (sys_module, sys_rawio, sys_time, mac_*) from it and
+        // denies a few syscalls (open_by_handle_at among them); a machine's root keeps them, and
+        // runc cannot give a full-privileged step what its worker lacks.
+        const pbm = lxd.sshHost(PBM, PORTS.pbm, "pbm", root, { "security.privileged": "true", "security.nesting": "true", "raw.lxc": "lxc.cap.drop =", "security.syscalls.deny_default": "false" });
         lxd.lxc("config", "device", "add", PBM, "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
         // A GPU node the machine lets it use (its device cgroup allows it), which its tasks' cgroups do not.
         lxd.lxc("config", "device", "add", PBM, "gpu0", "unix-char", "path=/dev/nvidia0", `major=${FAKE_GPU.major}`, `minor=${FAKE_GPU.minor}`);

@@ -10,8 +10,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { concourseRelease } from "../support/concourse";
-import { ensureEngine, makeProject, makeStack, PASSPHRASE, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+import { makeStack, PASSPHRASE, setStackConfig, StackConfig } from "../support/engine";
+import { engineSuite } from "../support/engine-suite";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 
@@ -21,27 +21,8 @@ function changes(result: { summary: { resourceChanges?: Record<string, number> }
 
 describe("end to end through the Pulumi engine", function () {
     this.timeout(600_000);
-    const root = tempDir("gw-e2e-");
-    const lxd = new TestLxd(path.join(root, "lxd"));
-    let env: Record<string, string>;
-    let project: string;
-    let tarball: string;
-    const stacks: Stack[] = [];
-
-    before(() => {
-        env = ensureEngine(path.join(root, "state"));
-        lxd.start();
-        project = makeProject(path.join(root, "project"));
-        tarball = concourseRelease();
-    });
-
-    after(async () => {
-        for (const stack of stacks) {
-            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
-        }
-        lxd.stop();
-        fs.rmSync(root, { recursive: true, force: true });
-    });
+    const suite = engineSuite("gw-e2e-");
+    const { root, lxd, stacks } = suite;
 
     function lxdHost(name: string, port: number, extra: Record<string, unknown> = {}) {
         return {
@@ -52,7 +33,7 @@ describe("end to end through the Pulumi engine", function () {
         };
     }
 
-    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball }, networkMtu: 1500 } });
+    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 } });
 
     describe("an LXD host created by the stack", () => {
         let stack: Stack;
@@ -61,7 +42,7 @@ describe("end to end through the Pulumi engine", function () {
 
         before(async () => {
             config = { defaults: defaults(), hosts: [lxdHost("lx", 2311)] };
-            stack = await makeStack(project, "lx", env, config);
+            stack = await makeStack(suite.project, "lx", suite.env, config);
             stacks.push(stack);
         });
 
@@ -141,7 +122,7 @@ describe("end to end through the Pulumi engine", function () {
         before(async () => {
             const { host, secrets } = lxd.sshHost(name, port, "bm", root);
             pristine = fingerprint();
-            stack = await makeStack(project, "bm", env, { defaults: defaults(), hosts: [host], secrets });
+            stack = await makeStack(suite.project, "bm", suite.env, { defaults: defaults(), hosts: [host], secrets });
             stacks.push(stack);
         });
 
@@ -186,7 +167,7 @@ describe("end to end through the Pulumi engine", function () {
     });
 
     it("a bad stack config stops the program with every problem and its path, no stack trace", async () => {
-        const stack = await makeStack(project, "bad", env, {
+        const stack = await makeStack(suite.project, "bad", suite.env, {
             defaults: defaults(),
             hosts: [{ name: "bad", transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" } }, vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }], colour: "red" }],
         });
@@ -200,7 +181,7 @@ describe("end to end through the Pulumi engine", function () {
 
     it("preview with unreachable hosts lists every file and tag", async () => {
         const hostKey = generateOpensshKeyPair("x").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
-        const stack = await makeStack(project, "offline", env, {
+        const stack = await makeStack(suite.project, "offline", suite.env, {
             defaults: defaults(),
             hosts: [{
                 name: "far", transport: { ssh: { host: "127.0.0.1", port: 1, privateKeySecret: "far-key", hostKey } },

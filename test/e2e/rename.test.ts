@@ -6,40 +6,21 @@
  * renamedFrom, which moves the state to the new name without touching the instance.
  */
 import * as assert from "assert";
-import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { concourseRelease } from "../support/concourse";
-import { ensureEngine, makeProject, makeStack, setStackConfig, StackConfig, tempDir, TestLxd } from "../support/engine";
+import { makeStack, setStackConfig, StackConfig } from "../support/engine";
+import { engineSuite } from "../support/engine-suite";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 const OWNERS = "/var/lib/gpu-workers/owners";
+const PLACED = "/var/lib/gpu-workers/placed";
 
 describe("renames in the stack, through the Pulumi engine", function () {
     this.timeout(900_000);
-    const root = tempDir("gw-rn-");
-    const lxd = new TestLxd(path.join(root, "lxd"));
-    let env: Record<string, string>;
-    let project: string;
-    let tarball: string;
-    const stacks: Stack[] = [];
+    const suite = engineSuite("gw-rn-");
+    const { root, lxd, stacks } = suite;
 
-    before(() => {
-        env = ensureEngine(path.join(root, "state"));
-        lxd.start();
-        project = makeProject(path.join(root, "project"));
-        tarball = concourseRelease();
-    });
-
-    after(async () => {
-        for (const stack of stacks) {
-            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
-        }
-        lxd.stop();
-        fs.rmSync(root, { recursive: true, force: true });
-    });
-
-    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: tarball }, networkMtu: 1500 } });
+    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 } });
 
     /** Runs an up, keeping what it printed (the providers' lines among it). */
     async function upShowing(stack: Stack): Promise<string> {
@@ -48,8 +29,10 @@ describe("renames in the stack, through the Pulumi engine", function () {
         return output;
     }
 
-    /** Who applied what on a machine: the resource of every owner record. */
+    /** Who applied which step on a machine: the resource of every owner record. */
     const owners = (instance: string) => lxd.exec(instance, `cat ${OWNERS}/*/* 2>/dev/null | sed -n 's/^resource=//p' | sort -u; true`).trim().split("\n").filter(Boolean);
+    /** Who placed which file on a machine: the component of every file's user record. */
+    const fileUsers = (instance: string) => lxd.exec(instance, `find ${PLACED} -path '*/users/*' -type f -printf '%f\\n' 2>/dev/null | sort -u; true`).trim().split("\n").filter(Boolean);
 
     describe("a machine reached over SSH, renamed", () => {
         const instance = "e2e-rn";
@@ -72,7 +55,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
             host = made.host;
             pristine = fingerprint();
             config = { defaults: defaults(), hosts: [host], secrets: made.secrets };
-            stack = await makeStack(project, "rn-ssh", env, config);
+            stack = await makeStack(suite.project, "rn-ssh", suite.env, config);
             stacks.push(stack);
         });
 
@@ -80,11 +63,13 @@ describe("renames in the stack, through the Pulumi engine", function () {
             try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
         });
 
-        it("up under the first name records each file and step as its resource's", async () => {
+        it("up under the first name records each undoable step as its resource's, and each file as its component's", async () => {
             await stack.up();
             assert.deepStrictEqual(onHost(), ["wrapper=in-place", "unit=active", "name=rn-a", "release=installed", "runtime=configured"]);
-            const recorded = owners(instance);
-            assert.ok(recorded.length > 10 && recorded.every((r) => r.startsWith("rn-a-")), recorded.join("\n"));
+            const steps = owners(instance);
+            assert.ok(steps.length >= 5 && steps.every((r) => r.startsWith("rn-a-")), steps.join("\n"));
+            const files = fileUsers(instance);
+            assert.ok(files.length >= 3 && files.every((r) => r.startsWith("rn-a-")), files.join("\n"));
         });
 
         it("renamed: the new name's resources take the machine over, and the old name's deletes leave it as the new ones made it", async () => {
@@ -92,8 +77,10 @@ describe("renames in the stack, through the Pulumi engine", function () {
             await setStackConfig(stack, config);
             const output = await upShowing(stack);
             assert.deepStrictEqual(onHost(), ["wrapper=in-place", "unit=active", "name=rn-b", "release=installed", "runtime=configured"]);
-            const recorded = owners(instance);
-            assert.ok(recorded.length > 10 && recorded.every((r) => r.startsWith("rn-b-")), `only the new name's records are left:\n${recorded.join("\n")}`);
+            const steps = owners(instance);
+            assert.ok(steps.length >= 5 && steps.every((r) => r.startsWith("rn-b-")), `only the new name's step records are left:\n${steps.join("\n")}`);
+            const files = fileUsers(instance);
+            assert.ok(files.length >= 3 && files.every((r) => r.startsWith("rn-b-")), `only the new name's file records are left:\n${files.join("\n")}`);
             assert.match(output, /gpu-workers: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\) on 127\.0\.0\.1:2331: left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
                 "the up says what it left to whom");
         });
@@ -130,7 +117,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
             lxd.lxc("config", "device", "add", instance, "web", "proxy", `listen=tcp:127.0.0.1:${webPort}`, "connect=tcp:127.0.0.1:8080", "bind=host");
             web = { name: "rw-a", transport: { ssh }, externalUrl: `http://127.0.0.1:${webPort}` };
             config = { defaults: defaults(), hosts: [], web, secrets: made.secrets };
-            stack = await makeStack(project, "rn-web", env, config);
+            stack = await makeStack(suite.project, "rn-web", suite.env, config);
             await stack.setConfig("gpu-workers:allowNoHosts", { value: "true" });
             stacks.push(stack);
         });
@@ -181,7 +168,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
 
         before(async () => {
             config = { defaults: defaults(), hosts: [lxdHost("lr-a")] };
-            stack = await makeStack(project, "rn-lxd", env, config);
+            stack = await makeStack(suite.project, "rn-lxd", suite.env, config);
             stacks.push(stack);
             await stack.up();
             made = uuid();

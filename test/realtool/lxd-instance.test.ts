@@ -260,6 +260,10 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
             assert.strictEqual((await provider.read("t-https", outs)).id, "t-https");
             await provider.delete("t-https", outs);
             assert.ok(!d.instanceExists("t-https"));
+            // The server's record, read through the typed client, has the shape the client checks.
+            const info = await new LxdClient(server).serverInfo();
+            assert.strictEqual(info.auth, "trusted");
+            assert.ok((info.api_extensions ?? []).length > 0, JSON.stringify(info).slice(0, 400));
         });
 
         it("a server that is not the pinned one is refused before the request is sent", async () => {

@@ -27,7 +27,7 @@ export function privilegedProbeScript(handle: string, models = "/srv/models", to
         `mknod /tmp/gpu c ${FAKE_GPU.major} ${FAKE_GPU.minor} 2>/dev/null; err=$(head -c 1 /tmp/gpu 2>&1 >/dev/null)`,
         // No driver sits behind the node: an open that the device cgroup lets through ends in ENXIO.
         "case \"$err\" in *'No such device or address'*) echo 'gpu node: opened';; *) echo \"gpu node: refused ($err)\";; esac",
-        `if ${tool} open $(dirname ${tool}) ${handle} > /tmp/key 2>/dev/null; then echo "worker key: read $(sha256sum /tmp/key | cut -d ' ' -f 1)"; else echo 'worker key: refused'; fi`,
+        `if ${tool} open $(dirname ${tool}) ${handle} > /tmp/key 2>/tmp/key.err; then echo "worker key: read $(sha256sum /tmp/key | cut -d ' ' -f 1)"; else echo "worker key: refused ($(tr -d '\\n' < /tmp/key.err))"; fi`,
     ].join("\n");
 }
 
@@ -48,7 +48,7 @@ export function probeMeaning(lines: Record<string, string>) {
         capSysAdmin: ((BigInt(`0x${lines.CapEff}`) >> CAP_SYS_ADMIN) & 1n) === 1n,
         models: lines.models,
         gpuNode: lines["gpu node"].replace(/ \(.*\)$/, ""),
-        workerKey: lines["worker key"],
+        workerKey: lines["worker key"].replace(/ \(.*\)$/, ""),
     };
 }
 

@@ -4,25 +4,16 @@ import { planWebHost } from "../../components/lib/plan/web-plan";
 import { renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebEnv, renderWebSecretEnv, renderWorkerAdmission, webKeysTarget } from "../../components/lib/render/concourse-web";
 import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/render/concourse-worker";
 import { webSpec } from "../../components/chain/concourse-web";
-import { parseStack, StackConfigError } from "../../stacks/config";
+import { parseStack } from "../../stacks/config";
 import { planStack } from "../../stacks/offline-render";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { problemsOf } from "../support/stack-problems";
 
 const release = { url: "https://downloads.example.test/concourse.tgz", sha256: "a".repeat(64) };
 const worker = {
-    name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
+    name: "gpu-a", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-rsa AAAAtsa", tags: ["gpu", "gpu-devices=0,1"],
     workDir: "/opt/concourse/worker", binary: release, containerdConfig: "version = 2\n", inUserNamespace: false, privilegedMode: "ignore" as const,
 };
-
-function problemsOf(raw: Parameters<typeof parseStack>[0]): string[] {
-    try {
-        parseStack(raw);
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-    assert.fail("expected the config to be rejected");
-}
 
 describe("Concourse worker (render)", () => {
     it("keeps every listener on loopback, sets the MTU only when asked, and tags as flags", () => {
@@ -186,6 +177,14 @@ describe("Concourse web (render)", () => {
     it("bad web arguments are refused with every problem", () => {
         assert.throws(() => webSpec("ci", { transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } }, version: "8.2.5", binary: release, port: 0, mainTeamUser: "a:b", postgres: { local: { user: "x y" } } }),
             (e: Error) => /port: expected a port number/.test(e.message) && /mainTeamUser/.test(e.message) && /postgres\.local\.user/.test(e.message));
+    });
+
+    it("an external database is checked, and takes the same defaults as in the stack config", () => {
+        const transport = { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } };
+        const spec = webSpec("ci", { transport, version: "8.2.5", binary: release, postgres: { external: { host: "db.example.test", password: "p" } } });
+        assert.deepStrictEqual(spec.postgres, { external: { host: "db.example.test", port: 5432, database: "atc", user: "concourse", sslmode: "require" } });
+        assert.throws(() => webSpec("ci", { transport, version: "8.2.5", binary: release, postgres: { external: { host: "db;rm", sslmode: "sometimes", password: "p" } } }),
+            (e: Error) => /postgres\.external\.host/.test(e.message) && /postgres\.external\.sslmode/.test(e.message));
     });
 });
 

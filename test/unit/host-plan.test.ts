@@ -10,7 +10,7 @@ import { GpuWorker } from "../../components/chain/gpu-worker";
 import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
 import { HostPlan } from "../../components/lib/plan/host-plan";
 import { parseStackConfig } from "../../stacks/config";
-import { workerArgs } from "../../stacks/fleet";
+import { workerArgs } from "../../stacks/component-args";
 import { planStack, renderPlan } from "../../stacks/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { recordGraph, settle } from "../support/pulumi-graph";
@@ -20,7 +20,7 @@ import { parseStack } from "../../stacks/config";
 import { boardArgs } from "../../stacks/boards";
 import { renderBoardPlan, renderWebPlan } from "../../stacks/offline-render";
 import { ConcourseWeb } from "../../components/chain/concourse-web";
-import { webArgs } from "../../stacks/fleet";
+import { webArgs } from "../../stacks/component-args";
 import { exampleStack } from "../fixtures/stacks/boards";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";

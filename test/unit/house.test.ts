@@ -1,7 +1,8 @@
 /**
  * The layout's rules, checked on the sources: components/ never reads the stack config, the
  * pure libraries import no Pulumi and no provider or component, providers import no
- * component, and the host-script loader reads host/ (what hosts receive) and nothing else.
+ * component, stacks/ imports components through the public API only, and the host-script
+ * loader reads host/ (what hosts receive) and nothing else.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
@@ -39,6 +40,10 @@ describe("the house (layout rules)", () => {
 
     it("providers import no component", () => {
         assert.deepStrictEqual(offenders("components/providers", (i) => i.startsWith("components/chain")), []);
+    });
+
+    it("stacks/ reaches components only through the public API (components/index.ts)", () => {
+        assert.deepStrictEqual(offenders("stacks", (i) => i.startsWith("components/") && i !== "components/index"), []);
     });
 
     it("components/ holds its three kinds and the public API, nothing loose", () => {

@@ -145,8 +145,13 @@ describe("LXD client: LXD's answers", () => {
             "GET /1.0/operations/op-start/wait?timeout=30": () => opDone(200),
             "POST /1.0/instances/gpu-a/exec": () => asyncOp("op-exec"),
             "GET /1.0/operations/op-exec/wait?timeout=30": () => opDone(200, "", { return: 3, output: {} }),
-            "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a" } }],
-            "GET /1.0/instances/taken": () => [200, { type: "sync", metadata: { name: "taken", status: "Running", config: {} } }],
+            "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a", type: "container", status: "Stopped" } }],
+            "GET /1.0/instances/bare": () => [200, { type: "sync", metadata: { name: "bare", type: "virtual-machine", status: "Stopped", profiles: null, config: null, devices: null, x: 1 } }],
+            "GET /1.0/instances/odd": () => [200, { type: "sync", metadata: { name: "odd", type: "container", status: 3, config: { "limits.cpu": 2 } } }],
+            "GET /1.0/instances/list": () => [200, { type: "sync", metadata: [] }],
+            "PUT /1.0/instances/bad-op/state": () => asyncOp("op-bad"),
+            "GET /1.0/operations/op-bad/wait?timeout=30": () => [200, { type: "sync", metadata: { id: "op-bad", status: "Running" } }],
+            "GET /1.0/instances/taken": () => [200, { type: "sync", metadata: { name: "taken", type: "container", status: "Running", config: {} } }],
             // Newer LXD: a wait that times out is an error while the operation runs on.
             "PUT /1.0/instances/slow/state": () => asyncOp("op-slow"),
             "GET /1.0/operations/op-slow/wait?timeout=30": () => lxdError(504, "context deadline exceeded"),
@@ -182,7 +187,21 @@ describe("LXD client: LXD's answers", () => {
 
     it("the project goes on every request; the etag is returned", async () => {
         const got = await new LxdClient({ socket: fake.socket, project: "team" }).getInstance("gpu-a");
-        assert.deepStrictEqual(got, { instance: { name: "gpu-a" }, etag: "etag-1" });
+        assert.deepStrictEqual(got, { instance: { name: "gpu-a", type: "container", status: "Stopped" }, etag: "etag-1" });
+    });
+
+    it("an instance is checked for the fields the provider reads, and kept whole (LXD's nulls for empty lists and maps pass)", async () => {
+        const client = new LxdClient({ socket: fake.socket });
+        assert.deepStrictEqual((await client.getInstance("bare"))?.instance,
+            { name: "bare", type: "virtual-machine", status: "Stopped", profiles: null, config: null, devices: null, x: 1 });
+        await assert.rejects(client.getInstance("odd"),
+            { message: "lxd: GET /1.0/instances/odd: unexpected answer from LXD: the instance's status, config are missing or of another type" });
+        await assert.rejects(client.getInstance("list"), { message: "lxd: GET /1.0/instances/list: unexpected answer from LXD: the instance is not an object" });
+    });
+
+    it("an operation without its status code is refused, not waited on until the timeout", async () => {
+        await assert.rejects(new LxdClient({ socket: fake.socket }).setInstanceState("bad-op", "start", { timeout: 1 }),
+            { message: "lxd: GET /1.0/operations/op-bad/wait?timeout=30: unexpected answer from LXD: the operation lacks its id, status, status_code or err" });
     });
 
     it("an unreachable daemon says where it looked", async () => {

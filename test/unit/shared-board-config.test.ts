@@ -5,20 +5,11 @@
  * paths, all at once.
  */
 import * as assert from "assert";
-import { parseStack, StackConfigError } from "../../stacks/config";
+import { parseStack } from "../../stacks/config";
 import { boardSpecOf } from "../../stacks/board-config";
 import { planBoard } from "../../components/lib/plan/board-plan";
 import { boardHost, boardStack, boardWorker, exampleStack } from "../fixtures/stacks/boards";
-
-function problemsOf(raw: Parameters<typeof parseStack>[0]): string[] {
-    try {
-        parseStack(raw);
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-    return [];
-}
+import { problemsOf } from "../support/stack-problems";
 
 const SHAPES = "8; 4+4; 4+2+2; 4+2+1+1; 4+1+1+1+1; 2+2+2+2; 2+2+2+1+1; 2+2+1+1+1+1; 2+1+1+1+1+1+1; 1+1+1+1+1+1+1+1";
 

@@ -1,16 +1,7 @@
 import * as assert from "assert";
-import { parseStackConfig, StackConfigError } from "../../stacks/config";
+import { parseStackConfig } from "../../stacks/config";
 import { A100_MIG, HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
-
-function problemsOf(raw: Parameters<typeof parseStackConfig>[0]): string[] {
-    try {
-        parseStackConfig(raw);
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-    assert.fail("expected the config to be rejected");
-}
+import { problemsOf } from "../support/stack-problems";
 
 describe("stack config", () => {
     it("applies built-in defaults, stack defaults and host overrides in that order", () => {

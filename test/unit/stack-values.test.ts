@@ -15,22 +15,13 @@ import { SHARED_FOLDERS, SHARED_TREES, SYSTEM_FOLDERS, SYSTEM_TREES, USER_TREES 
 import { renderWebEnv, renderWebSecretEnv } from "../../components/lib/render/concourse-web";
 import { renderConcourseWorker, renderWorkerEnv } from "../../components/lib/render/concourse-worker";
 import { EnvFileError, renderEnvFile } from "../../components/lib/render/env-file";
-import { parseStack, RawStackConfig, StackConfigError } from "../../stacks/config";
+import { RawStackConfig } from "../../stacks/config";
 import { namespaceKeysOf } from "../../stacks/namespace-keys";
 import { boardStack } from "../fixtures/stacks/boards";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { problemsOf } from "../support/stack-problems";
 
 const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
-
-function problemsOf(raw: RawStackConfig): string[] {
-    try {
-        parseStack(raw);
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-    return [];
-}
 
 /** One SSH worker and a web with an external database: every field below is valid in it. */
 function baseStack(): RawStackConfig & { hosts: Record<string, any>[]; web: Record<string, any> } {
@@ -111,9 +102,9 @@ describe("stack values: hostile and careless values are refused at their path", 
 
     it("the TSA key: one key on one line (a second line was a second trusted key)", () => {
         const raw = baseStack();
-        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtsa\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil");
+        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAXRz\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAWV2");
         assert.deepStrictEqual(problemsOf(raw), ["hosts[0].concourse.tsaPublicKey: expected one public key on one line, such as 'ssh-rsa AAAA... comment'"]);
-        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtsa ci@example");
+        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAXRz ci@example");
         assert.deepStrictEqual(problemsOf(raw), [], "a comment after the key is fine");
     });
 
@@ -278,13 +269,13 @@ describe("the env-file renderer", () => {
 
     it("every env file goes through it: the worker's, the web's and the web's secret one", () => {
         const worker = {
-            name: "w", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-ed25519 AAAAtsa", tags: ["gpu"],
+            name: "w", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-rsa AAAAtsa", tags: ["gpu"],
             workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, containerdConfig: "", inUserNamespace: false, privilegedMode: "ignore" as const,
         };
         assert.throws(() => renderWorkerEnv({ ...worker, team: "gpu\nCONCOURSE_WORK_DIR=/" }), /the value of CONCOURSE_TEAM holds a line break/);
         assert.throws(() => renderWorkerEnv({ ...worker, workDir: "/opt/x$(touch pwned)" }), /the value of CONCOURSE_WORK_DIR holds a \$/);
         assert.match(renderWorkerEnv({ ...worker, tsaHost: "fd00::2" }), /^CONCOURSE_TSA_HOST=\[fd00::2\]:2222$/m, "an IPv6 TSA in brackets");
-        assert.throws(() => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-ed25519 AAAAtsa\nssh-ed25519 AAAAevil" }), /the TSA public key must be one key on one line/);
+        assert.throws(() => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-rsa AAAAtsa\nssh-rsa AAAAevil" }), /the TSA public key must be one key on one line/);
         assert.throws(() => renderConcourseWorker({ ...worker, tags: ["gpu\nExecStartPre=/bin/sh"] }), /is not one plain word/);
         const web = {
             version: "8.2.5", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,

@@ -9,19 +9,10 @@ import { planWorkerGpus } from "../../components/lib/gpu/plan";
 import { renderAptPin } from "../../components/lib/render/apt-sources";
 import { toolkitPin } from "../../components/lib/toolkit/pins";
 import { TOOLKITS, toolkitVersionProblems } from "../../components/lib/toolkit/versions";
-import { parseStackConfig, StackConfigError } from "../../stacks/config";
+import { parseStackConfig } from "../../stacks/config";
 import { renderHost } from "../../stacks/offline-render";
 import { AMD_PHOENIX, A100_MIG, HGX_H100_8X, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
-
-function problemsOf(raw: ReturnType<typeof stackWith>): string[] {
-    try {
-        parseStackConfig(raw);
-        return [];
-    } catch (e) {
-        if (e instanceof StackConfigError) return e.problems;
-        throw e;
-    }
-}
+import { problemsOf } from "../support/stack-problems";
 
 describe("toolkit versions: per vendor, with a CVE floor", () => {
     it("refuses 1.16.1 and 1.17.7 in the stack config, naming each CVE and the first fixed version", () => {

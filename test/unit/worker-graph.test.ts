@@ -6,7 +6,7 @@ import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuWorker } from "../../components/chain/gpu-worker";
 import { parseStackConfig } from "../../stacks/config";
-import { workerArgs } from "../../stacks/fleet";
+import { workerArgs } from "../../stacks/component-args";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";

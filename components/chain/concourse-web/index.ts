@@ -1,9 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { ConcourseRelease } from "../../lib/render/concourse-release";
 import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
+import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
-import { localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
+import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
 import { reachHost, SshHostTransport } from "../host-access";
@@ -22,39 +24,61 @@ export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
 
 /** The web's PostgreSQL: its own on the web host (the default), or one you run. */
 export type ConcourseWebDatabase =
-    | { local: { /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string } }
-    | { external: { host: string; /** Default: 5432. */ port?: number; /** Default: "atc". */ database?: string; /** Default: "concourse". */ user?: string; /** Default: "require". */ sslmode?: string; /** Pass a secret. */ password: pulumi.Input<string> } };
+    | {
+        /** PostgreSQL on the web host, installed from the distribution where missing. */
+        local: {
+            /** The database's name. Default: "atc". */
+            database?: string;
+            /** The user the web connects as (its password is generated). Default: "concourse". */
+            user?: string;
+        };
+    }
+    | {
+        /** A PostgreSQL server you run. */
+        external: {
+            /** Its host name or address. */
+            host: string;
+            /** Its port. Default: 5432. */
+            port?: number;
+            /** The database's name. Default: "atc". */
+            database?: string;
+            /** The user the web connects as. Default: "concourse". */
+            user?: string;
+            /** libpq's sslmode. Default: "require". */
+            sslmode?: string;
+            /** The user's password. Pass a secret. */
+            password: pulumi.Input<string>;
+        };
+    };
 
-export interface ConcourseWebArgs {
+/**
+ * ConcourseWeb's arguments: the host, the release, and the web's settings, which are
+ * webSettingsSchema's (components/lib/plan/web-settings.ts: each field's doc and default are
+ * written there, once), plus HTTPS and the database with their secrets.
+ */
+export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
     /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
     transport: Transport<SshHostTransport, LxdWebTransport>;
     /** Concourse release version. Example: "8.2.5". */
     version: string;
     /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. */
     binary: ConcourseRelease;
-    /** Address the web and TSA listen on. Default: "0.0.0.0" over SSH, "127.0.0.1" in an LXD instance (reached through `publish`). */
-    bindIp?: string;
-    /** The web's port (plain HTTP; with `tls`, kept for the API on the host). Default: 8080. */
-    port?: number;
-    /** The web's HTTPS port, with `tls`. Default: 443. */
-    tlsPort?: number;
     /**
      * Serve HTTPS with this certificate (PEM, with its chain) and key (PEM); the external URL is then
      * https://. The registration and task checks trust exactly this certificate, or `ca` when given
      * (the CA that signed it). Pass secrets. Default: none (plain HTTP, which the preview warns about
      * when the web is reachable beyond loopback).
      */
-    tls?: { certificate: pulumi.Input<string>; key: pulumi.Input<string>; ca?: pulumi.Input<string> };
-    /** The TSA's port (workers register there). Default: 2222. */
-    tsaPort?: number;
-    /** The URL users and fly reach the web on. Default: http://<ssh host>:<port> (https://<ssh host>:<tlsPort> with `tls`), or <sshAddress>:<publish.web> for an LXD instance. */
-    externalUrl?: string;
-    /** The main team's local user; its password is generated (the `password` output). Default: "admin". */
-    mainTeamUser?: string;
+    tls?: {
+        /** The web's certificate (PEM, with its chain). */
+        certificate: pulumi.Input<string>;
+        /** Its private key (PEM). Pass a secret. */
+        key: pulumi.Input<string>;
+        /** The CA that signed it (PEM), trusted instead of the certificate itself. */
+        ca?: pulumi.Input<string>;
+    };
     /** The database. Default: { local: {} }: PostgreSQL on the web host, database "atc", user "concourse". */
     postgres?: ConcourseWebDatabase;
-    /** Keep the local database when the web is deleted. Default: false. */
-    keepDatabase?: boolean;
     /**
      * Public keys ("ssh-rsa AAAA...") of workers the TSA admits besides the ones given this web
      * (`forWorkers()`): a worker given it places its own key on the web's host, and removes it
@@ -96,8 +120,10 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     let database: WebDatabase | undefined;
     if (postgres !== undefined && "external" in postgres) {
-        const { password: _password, ...external } = postgres.external;
-        database = { external: { port: 5432, database: "atc", user: "concourse", sslmode: "require", ...external } };
+        const { password: _password, ...given } = postgres.external;
+        const external = externalDatabaseFields.safeParse(given);
+        if (external.success) database = { external: external.data };
+        else problems.push(...external.error.issues.map((i) => `postgres.external.${i.path.join(".")}: ${i.message}`));
     } else {
         const local = localDatabaseSchema.safeParse(postgres?.local ?? {});
         if (local.success) database = { local: local.data };
@@ -112,13 +138,8 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         postgres: database,
         tls: tls !== undefined,
         transport: onTransport<SshHostTransport, LxdWebTransport, WebSpec["transport"]>(transport, {
-            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? "root", host: typeof ssh.host === "string" ? ssh.host : undefined } }),
-            lxd: (lxd): { lxd: LxdWebShape } => ({
-                lxd: {
-                    instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
-                    sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root", publish: lxd.publish ?? {},
-                },
-            }),
+            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT, host: typeof ssh.host === "string" ? ssh.host : undefined } }),
+            lxd: (lxd): { lxd: LxdWebShape } => ({ lxd: { ...lxdTransportShape(lxd), publish: lxd.publish ?? {} } }),
         }),
     };
 }
@@ -138,7 +159,7 @@ export class ConcourseWeb extends HostStepsComponent {
     public readonly username: string;
     /** The main team user's password (secret). */
     public readonly password: pulumi.Output<string>;
-    /** The TSA's host public key, as workers pin it ("ssh-ed25519 AAAA..."). */
+    /** The TSA's host public key, as workers pin it: a generated RSA key ("ssh-rsa AAAA..."). */
     public readonly tsaPublicKey: pulumi.Output<string>;
     /** With `tls`: what clients of the web trust, the CA given or else the certificate itself. */
     public readonly ca?: pulumi.Output<string>;

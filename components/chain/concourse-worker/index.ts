@@ -50,7 +50,7 @@ export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorke
  * retires the worker and removes what it left on the host.
  */
 export class ConcourseWorker extends HostStepsComponent {
-    /** The public key the TSA must authorize ("ssh-ed25519 AAAA..."). */
+    /** The public key the TSA must authorize: the worker key's, RSA ("ssh-rsa AAAA..."). */
     public readonly workerPublicKey: pulumi.Output<string>;
     public readonly tags: pulumi.Output<string[]>;
 

@@ -1,8 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { ContainerToolkitSettings, renderContainerToolkit } from "../../lib/render/container-toolkit";
+import { ContainerToolkitTerms, planContainerToolkit } from "../../lib/plan/leaf-terms";
+import { renderContainerToolkit } from "../../lib/render/container-toolkit";
 
-export interface ContainerToolkitArgs extends HostAccessArgs, ContainerToolkitSettings {}
+/** The host, and the toolkit in a user's terms: the inventory, the GPU selection, versions. It plans the rest. */
+export interface ContainerToolkitArgs extends HostAccessArgs, ContainerToolkitTerms {}
 
 /**
  * nvidia-container-toolkit or amd-container-toolkit at a pinned version, its runtime config,
@@ -12,7 +14,7 @@ export interface ContainerToolkitArgs extends HostAccessArgs, ContainerToolkitSe
 export class ContainerToolkit extends HostStepsComponent {
     constructor(name: string, args: ContainerToolkitArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:toolkit:ContainerToolkit", name, opts);
-        this.placeOnHost(renderContainerToolkit(args), args);
+        this.placeOnHost(renderContainerToolkit(planContainerToolkit(args)), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

@@ -1,13 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import type { Artifact } from "../../lib/host/steps";
-import { ContainerdRuntimeSettings, renderContainerdRuntimeComponent } from "../../lib/render/containerd";
+import { ContainerdRuntimeTerms, planContainerdRuntime } from "../../lib/plan/leaf-terms";
+import { renderContainerdRuntimeComponent } from "../../lib/render/containerd";
 import { LOCAL_ARTIFACTS } from "../artifacts";
 
-export interface ContainerdRuntimeArgs extends HostAccessArgs, Omit<ContainerdRuntimeSettings, "helperBinary"> {
-    /** containerd-toml to upload, with its sha256. Default: this package's build (dist/containerd-toml/containerd-toml). */
-    helperBinary?: Artifact;
-}
+/** The host, and the handler in a user's terms: the inventory, its name, whether it is the default. It runs the wrapper RuncWrapper places. */
+export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntimeTerms {}
 
 /**
  * The GPU runtime handler in the host's containerd (CRI clients): a drop-in imported by
@@ -17,8 +15,7 @@ export interface ContainerdRuntimeArgs extends HostAccessArgs, Omit<ContainerdRu
 export class ContainerdRuntime extends HostStepsComponent {
     constructor(name: string, args: ContainerdRuntimeArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:containerd:ContainerdRuntime", name, opts);
-        this.placeOnHost(renderContainerdRuntimeComponent({ ...args, helperBinary: args.helperBinary ?? LOCAL_ARTIFACTS.built().containerdToml }), args);
+        this.placeOnHost(renderContainerdRuntimeComponent(planContainerdRuntime({ ...args, helperBinary: args.helperBinary ?? LOCAL_ARTIFACTS.built().containerdToml })), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }
-

@@ -3,6 +3,7 @@ import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
 import { stepResourceName } from "../../lib/host/steps";
 import { onTransport, Transport } from "../../lib/host/transport";
+import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdDevices } from "../../lib/lxd/types";
 import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
 import type { SshHostShape } from "../../lib/plan/worker-spec";
@@ -67,14 +68,8 @@ export class GpuHost extends pulumi.ComponentResource {
     constructor(name: string, args: GpuHostArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:host:GpuHost", name, {}, opts);
         const plan = planGpuHost(name, onTransport<SshHostTransport, LxdHostTransport, Transport<SshHostShape, LxdInstancePlanInput>>(args.transport, {
-            ssh: (ssh) => ({ ssh: { user: ssh.user ?? "root" } }),
-            lxd: (lxd) => ({
-                lxd: {
-                    instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"],
-                    config: lxd.config ?? {}, devices: lxd.devices ?? {}, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
-                    ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
-                },
-            }),
+            ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
+            lxd: (lxd) => ({ lxd: { ...lxdTransportShape(lxd), devices: lxd.devices ?? {} } }),
         }));
         this.user = plan.user;
         // Children do not inherit a component's dependsOn: what this host waits for, its first resources wait for.

@@ -1,11 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
-import type { FabricManagerMode, GpuSelection, PrivilegedMode } from "../../lib/gpu/plan";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { chainDriftCheck, ChainSettings } from "../../lib/plan/chain";
+import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
+import { chainDriftCheck, ChainSettings, containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../lib/plan/chain";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
-import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
+import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
@@ -39,82 +38,22 @@ export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices">
     serverPorts?: Record<string, { port: number; server: { address: string; port: number } }>;
 }
 
-export interface GpuWorkerArgs {
+/**
+ * GpuWorker's arguments: the host (transport, inventory) and the worker's settings, which are
+ * the settings schema's (components/lib/plan/settings.ts: each field's doc and default are
+ * written there, once), plus what only a program can pass (outputs, secrets, the web).
+ */
+export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
     /** Exactly one of ssh (a machine) or lxd (an instance this worker creates). */
     transport: Transport<SshHostTransport, GpuWorkerLxdTransport>;
     /** The declared GPU inventory (inventorySchema.parse(...)); `npm run discover` prints it for a host. */
     inventory: GpuInventory;
-    /** The GPUs the worker gets: "all" or indices. Example: [0, 1]. Default: "all". */
-    selection?: GpuSelection;
-    /** How the hardware found on `up` is compared with the declared inventory. */
-    verify?: {
-        /** Inventory fields whose differences only warn. Example: ["memory", "uuid"]. Default: []. */
-        warnOnly?: VerifyField[];
-    };
-    driver?: {
-        /** "preinstalled" (any loaded driver; nothing installed) or a version the driver step installs. Example: "550.54.15". Default: "preinstalled". */
-        version?: string;
-    };
-    toolkit?: {
-        /** nvidia-container-toolkit (or amd-container-toolkit) version, or "preinstalled" (installs nothing). Example: "1.17.8". Default: per vendor, NVIDIA 1.17.8, AMD 1.3.0; versions with known container escapes are refused. */
-        version?: string;
-        /** Generate a CDI spec and inject GPUs by CDI id. Default: true. */
-        cdi?: boolean;
-    };
-    datasets?: {
-        /** Folder on the worker whose direct subfolders are mounted into every container at the same path. Default: "/srv". */
-        root?: string;
-        /** Folder-name endings that mount read-write; every other folder is read-only. Default: ["_writable", "_rw"]. */
-        writableSuffixes?: string[];
-    };
-    containerd?: {
-        /** The containerd runtime entry that calls the wrapper (CRI handler name). Default: "gpu". */
-        runtimeName?: string;
-        /** Make it containerd's default runtime. Default: false. */
-        default?: boolean;
-    };
-    fabricManager?: {
-        /** "auto" (on the host where NVSwitches are declared), "host" ("on" is its older name) or "off". Default: "auto". */
-        mode?: FabricManagerMode;
-        /** Fabric partition ids to activate (shared NVSwitch mode). Example: [1]. Default: []. */
-        partitions?: number[];
-    };
-    concourse?: {
-        /** Concourse release version. Example: "8.2.5". Default: "7.14.2". */
-        version?: string;
-        /** The TSA's host name or address, as the worker reaches it. Required for the worker (or give `web`). */
-        tsaHost?: string;
-        /** The TSA's port. Default: 2222. */
-        tsaPort?: number;
-        /** The TSA's host public key. Example: "ssh-rsa AAAA...". Required for the worker (or give `web`); an output works too. */
+    /** The Concourse worker's settings (the schema's `concourse`), with keys, password and web that only a program has. */
+    concourse?: Omit<NonNullable<SettingsLayer["concourse"]>, "tsaPublicKey"> & {
+        /** The TSA's host key, as the schema's `concourse.tsaPublicKey`; an output works too. Example: "ssh-rsa AAAA...". Required for the worker (or give `web`). */
         tsaPublicKey?: pulumi.Input<string>;
-        /** Register as a team worker of this team. Default: none (a worker of every team). */
-        team?: string;
-        /** Tags after the computed ones. Example: ["linux-gpu"]. Default: []. */
-        tags?: string[];
-        /** The worker's work dir on the host. Default: "/opt/concourse/worker". */
-        workDir?: string;
-        /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. Without it the chain stops before the worker. */
-        binary?: { url: string; sha256: string } | { path: string };
-        /** The worker's TSA private key (OpenSSH or PEM); generated (ED25519) when absent. Pass a secret. */
+        /** The worker's TSA private key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent. Pass a secret. */
         workerPrivateKey?: pulumi.Input<string>;
-        /** The host runs in a user namespace (an unprivileged container), where overlayfs refuses metacopy. Default: true for an LXD container this worker creates, else false. */
-        userNamespace?: boolean;
-        /** MTU of the containers' network. Default: the MTU of the host's outbound interface (a host without a network needs it set). */
-        networkMtu?: number;
-        /**
-         * Where the registration is checked (`web` or `registration`), also run one task tagged
-         * with the worker's tags through the web (a one-off build on the image of Concourse's
-         * bundled mock resource, up to 300 s) and fail the up unless it succeeds. Default: true.
-         */
-        taskCheck?: boolean;
-        /**
-         * What a `privileged: true` step gets: "ignore" (the same as any step), "fuse-only"
-         * (CAP_SYS_ADMIN and /dev/fuse in a user namespace) or "full" (root on the worker). Any
-         * mode but ignore lets such a step undo the read-only datasets; it adds the tag
-         * privileged=MODE and lets the runc wrapper create such containers. Default: "ignore".
-         */
-        privilegedMode?: PrivilegedMode;
         /**
          * The web of the same stack (ConcourseWeb's `forWorkers()`): the TSA's host, port and key
          * come from it unless given here, the worker converges after it, and its registration is checked there.
@@ -122,7 +61,14 @@ export interface GpuWorkerArgs {
         web?: WebForWorkers;
         /** Check the registration at a web outside this stack: its URL and a user that may list workers. Default: none (or `web`'s). */
         registration?: {
-            url: string; username: string; password: pulumi.Input<string>; /** Default: 120. */ timeoutSeconds?: number;
+            /** The web's URL (http:// or https://). */
+            url: string;
+            /** A user of the web that may list workers. */
+            username: string;
+            /** That user's password. Pass a secret. */
+            password: pulumi.Input<string>;
+            /** How long to wait for the web to list the worker as planned, in seconds. Default: REGISTRATION_TIMEOUT_SECONDS. */
+            timeoutSeconds?: number;
             /** For an https web: the PEM certificate, or the CA, to trust (and only that). Default: the system's CAs. */
             ca?: pulumi.Input<string>;
         };
@@ -139,9 +85,6 @@ export interface GpuWorkerArgs {
 export class GpuWorkerArgsError extends Error {}
 
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
-/** How long the registration check waits for the web to list the worker as planned. */
-const REGISTRATION_TIMEOUT_SECONDS = 120;
-
 export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WorkerSpec {
     const { transport, inventory, concourse, fabricPartition, ...rest } = args;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
@@ -163,13 +106,11 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
     }
     if (!parsed.success || problems.length > 0) throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
     const shape = onTransport<SshHostTransport, GpuWorkerLxdTransport, HostShape>(transport, {
-        ssh: (ssh) => ({ ssh: { user: ssh.user ?? "root" } }),
+        ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
         lxd: (lxd) => ({
             lxd: {
-                instance: lxd.instance, image: lxd.image, type: lxd.type ?? "container", profiles: lxd.profiles ?? ["default"], config: lxd.config ?? {},
-                datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, sshAddress: lxd.sshAddress ?? "127.0.0.1", sshPort: lxd.sshPort, user: lxd.user ?? "root",
-                gpuCdi: lxd.gpuCdi ?? false, shiftWritable: lxd.shiftWritable ?? true, serverPorts: lxd.serverPorts ?? {},
-                ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
+                ...lxdTransportShape(lxd), datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders,
+                gpuCdi: lxd.gpuCdi ?? LXD_TRANSPORT_DEFAULTS.gpuCdi, shiftWritable: lxd.shiftWritable ?? LXD_TRANSPORT_DEFAULTS.shiftWritable, serverPorts: lxd.serverPorts ?? {},
             },
         }),
     });
@@ -203,7 +144,8 @@ export class GpuWorker extends pulumi.ComponentResource {
     constructor(name: string, args: GpuWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:worker:GpuWorker", name, {}, opts);
         this.hostName = name;
-        const plan = planHost(workerSpec(name, args));
+        const spec = workerSpec(name, args);
+        const plan = planHost(spec);
         const gpuHost = new GpuHost(plan.hostComponent, {
             transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
                 ssh: (ssh) => ({ ssh }),
@@ -232,7 +174,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         let concourse: ConcourseWorker | undefined;
         for (const link of plan.links) {
             const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
-            const resource = createLink(link, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
+            const resource = createLink(link, spec, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
             if (resource instanceof ConcourseWorker) concourse = resource;
             created.set(link.name, resource);
         }
@@ -255,14 +197,15 @@ interface ConcourseExtras {
     admission?: WebAdmission;
 }
 
-function createLink(link: PlannedLink, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
+/** Each link's component; the leaf components take the worker's terms and plan as planHost did (the same functions). */
+function createLink(link: PlannedLink, spec: WorkerSpec, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
     switch (link.component) {
-        case "GpuDriver": return new GpuDriver(link.name, { ...access, ...s.driver! }, o);
+        case "GpuDriver": return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
         case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
-        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...s.toolkit! }, o);
-        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...s.containerd }, o);
-        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...s.wrapper }, o);
-        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...s.validator }, o);
+        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
+        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
+        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
+        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
             return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, webCa: worker.webCa, after: worker.after, admission: worker.admission }, o);

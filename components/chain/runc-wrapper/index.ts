@@ -1,13 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import type { Artifact } from "../../lib/host/steps";
-import { renderRuncWrapperComponent, RuncWrapperSettings } from "../../lib/render/runc-wrapper";
+import { planRuncWrapper, RuncWrapperTerms } from "../../lib/plan/leaf-terms";
+import { renderRuncWrapperComponent } from "../../lib/render/runc-wrapper";
 import { LOCAL_ARTIFACTS } from "../artifacts";
 
-export interface RuncWrapperArgs extends HostAccessArgs, Omit<RuncWrapperSettings, "wrapperBinary"> {
-    /** The wrapper to upload, with its sha256. Default: this package's build (dist/wrapper/runc-wrapper). */
-    wrapperBinary?: Artifact;
-}
+/** The host, and the wrapper in a user's terms: the inventory, the GPU selection, the datasets. It plans the rest. */
+export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperTerms {}
 
 /**
  * The runc wrapper in runc's place: every container gets the worker's datasets, its GPU
@@ -16,8 +14,7 @@ export interface RuncWrapperArgs extends HostAccessArgs, Omit<RuncWrapperSetting
 export class RuncWrapper extends HostStepsComponent {
     constructor(name: string, args: RuncWrapperArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:wrapper:RuncWrapper", name, opts);
-        this.placeOnHost(renderRuncWrapperComponent({ ...args, wrapperBinary: args.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper }), args);
+        this.placeOnHost(renderRuncWrapperComponent(planRuncWrapper({ ...args, wrapperBinary: args.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper })), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }
-

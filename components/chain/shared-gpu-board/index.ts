@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
-import { FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
+import { DEFAULT_PARTITION_TABLE, FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
 import { GpuInventory } from "../../lib/gpu/inventory";
+import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import { HostDriftGuard } from "../../providers/drift";
@@ -42,6 +43,7 @@ export interface SharedGpuBoardArgs {
     memoryControllerPci?: string[];
     /** The service VM: `image` is required; name defaults to <board>-fabric, 2 vCPUs, 4096 MiB, qemu:///system, a 900 s wait. */
     serviceVm: Partial<ServiceVmSpec> & { image: string };
+    /** The board's workers, each an LXD VM with the GPUs of its fabric partition. */
     workers: SharedGpuBoardWorker[];
 }
 
@@ -49,10 +51,10 @@ export interface SharedGpuBoardArgs {
 export function boardSpec(name: string, args: SharedGpuBoardArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): BoardSpec {
     return {
         name,
-        user: args.ssh.user ?? "root",
+        user: args.ssh.user ?? SSH_USER_DEFAULT,
         inventory: args.inventory,
         warnOnly: args.warnOnly ?? [],
-        table: partitionTable(args.partitionTable ?? "hgx-h100-8gpu", name),
+        table: partitionTable(args.partitionTable ?? DEFAULT_PARTITION_TABLE, name),
         nvswitchPci: args.nvswitchPci,
         memoryControllerPci: args.memoryControllerPci ?? [],
         serviceVm: serviceVmSpec(name, args.serviceVm),

@@ -1,8 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { renderWorkerValidator, WorkerValidatorSettings } from "../../lib/render/worker-validator";
+import { planWorkerValidator, WorkerValidatorTerms } from "../../lib/plan/leaf-terms";
+import { renderWorkerValidator } from "../../lib/render/worker-validator";
 
-export interface WorkerValidatorArgs extends HostAccessArgs, WorkerValidatorSettings {}
+/** The host, and what the chain before it was given (inventory, selection, datasets, versions): it works out what a container must get. */
+export interface WorkerValidatorArgs extends HostAccessArgs, WorkerValidatorTerms {}
 
 /**
  * After the chain: the driver agrees with the inventory, and a container started through
@@ -13,7 +15,7 @@ export interface WorkerValidatorArgs extends HostAccessArgs, WorkerValidatorSett
 export class WorkerValidator extends HostStepsComponent {
     constructor(name: string, args: WorkerValidatorArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:validate:WorkerValidator", name, opts);
-        this.placeOnHost(renderWorkerValidator(args), args);
+        this.placeOnHost(renderWorkerValidator(planWorkerValidator(args)), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

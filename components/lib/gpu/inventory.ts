@@ -58,7 +58,9 @@ export const gpuSchema = z.strictObject({
 });
 
 export const inventorySchema = z.strictObject({
+    /** The GPUs' vendor; none for a host without GPUs. */
     vendor: z.enum(["nvidia", "amd", "none"], { error: "expected nvidia, amd or none" }),
+    /** Every GPU of the host, by index (`npm run discover` prints them). */
     gpus: z.array(gpuSchema).default([]),
     /** Number of NVSwitches (HGX boards); fabricmanager runs only where this is above 0. */
     nvswitches: nonNegativeInt.default(0),

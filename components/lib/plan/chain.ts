@@ -1,32 +1,35 @@
 /**
  * From one worker host to the settings of every component in its chain, and the chain itself
- * in order. Pure: planHost (the one plan of a host) builds on it, and GpuWorker hands each
- * link's settings to that link's component.
+ * in order. Pure: planHost (the one plan of a host) builds on it. GpuWorker gives each leaf
+ * component the worker's terms (wrapperTerms and the like), which the component plans with
+ * the functions used here (leaf-terms.ts), and the other links their settings.
  */
 import type { LxdHostShape, WorkerSpec } from "./worker-spec";
 import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
 import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
-import { CDI_SPEC_PATHS, ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../render/container-toolkit";
+import { ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
 import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
-import { PlanError, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
-import { vendorRepository } from "../repos/vendor-repos";
-import { toolkitVersion, toolkitVersionProblems } from "../toolkit/versions";
+import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256Text } from "../file-hash";
-import { RenderedComponent } from "../host/steps";
+import { Artifact, RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
-import { TOOLKITS } from "../toolkit/versions";
-import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
+import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
+import { ContainerdRuntimeTerms, ContainerToolkitTerms, planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator, RuncWrapperTerms, WorkerValidatorTerms } from "./leaf-terms";
 
 export interface ChainSettings {
+    /** The worker's GPU plan, from the inventory and the selection. */
     plan: WorkerGpuPlan;
     /** Absent on hosts without GPUs. */
     driver?: GpuDriverSettings;
+    /** Absent on hosts without GPUs. */
     toolkit?: ContainerToolkitSettings;
+    /** containerd's runtime entry for the wrapper. */
     containerd: ContainerdRuntimeSettings;
+    /** The runc wrapper and its config. */
     wrapper: RuncWrapperSettings;
     /** The check, after the wrapper, that containers get what the plan says. */
     validator: WorkerValidatorSettings;
@@ -49,37 +52,15 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
     const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
-    // nvidia-container-runtime sits between the wrapper and runc on NVIDIA hosts; its own
-    // runtimes list names the real runc, so nothing can loop back to the wrapper.
-    const realRuntime = gpuVendor === "nvidia" ? NVIDIA_RUNTIME_BINARY : RUNC_REAL_PATH;
     const settings: ChainSettings = {
         plan,
-        containerd: { runtimeName: host.containerd.runtimeName, binaryName: WRAPPER_PATH, makeDefault: host.containerd.default, enableCdi: host.toolkit.cdi && gpuVendor !== undefined, helperBinary: host.artifacts.containerdToml },
-        // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
-        wrapper: { plan, datasets: host.datasets, realRuntime, allowPrivileged: host.concourse.privilegedMode !== "ignore", wrapperBinary: host.artifacts.wrapper },
-        validator: validatorSettings(host, plan),
+        containerd: planContainerdRuntime(containerdTerms(host)),
+        wrapper: planRuncWrapper(wrapperTerms(host), plan),
+        validator: planWorkerValidator(validatorTerms(host), plan),
     };
     if (gpuVendor) {
-        const version = toolkitVersion(gpuVendor, host.toolkit.version);
-        if (version !== "preinstalled") {
-            const problems = toolkitVersionProblems(gpuVendor, version);
-            if (problems.length > 0) throw new PlanError("toolkit.version", problems.join("; "));
-        }
-        const driverRepository = host.driver.version === "preinstalled" ? undefined : vendorRepository("driver", gpuVendor);
-        settings.driver = { vendor: gpuVendor, version: host.driver.version, ...(driverRepository ? { repository: driverRepository } : {}) };
-        const toolkitRepository = version === "preinstalled" ? undefined : vendorRepository("toolkit", gpuVendor);
-        settings.toolkit = {
-            vendor: gpuVendor,
-            version,
-            ...(toolkitRepository ? { repository: toolkitRepository } : {}),
-            cdi: host.toolkit.cdi,
-            tegra: host.inventory.tegra,
-            cdiDevices: plan.cdiDevices,
-            realRuntime: RUNC_REAL_PATH,
-            driverVersion: host.driver.version,
-        };
-        settings.validator.toolkit = { package: TOOLKITS[gpuVendor].package, version };
-        if (host.toolkit.cdi) settings.validator.cdiSpec = CDI_SPEC_PATHS[gpuVendor];
+        settings.driver = planGpuDriver({ vendor: gpuVendor, version: host.driver.version });
+        settings.toolkit = planContainerToolkit(toolkitTerms(host), plan);
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
     if (host.concourse.binary) {
@@ -97,7 +78,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
             privilegedMode: host.concourse.privilegedMode,
-            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck ?? true } } : {}),
+            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: host.artifacts.wrapper.sha256 },
         };
@@ -107,25 +88,27 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     return settings;
 }
 
-/** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
-function validatorSettings(host: WorkerSpec, plan: WorkerGpuPlan): WorkerValidatorSettings {
-    const inv = host.inventory;
-    const pinned = host.driver.version === "preinstalled" ? undefined : host.driver.version;
-    const driverVersion = pinned ?? inv.driverVersion;
-    // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
-    const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
+/** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
+export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBinary: Artifact } {
+    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode, wrapperBinary: host.artifacts.wrapper };
+}
+
+/** The worker's containerd runtime handler in a user's terms. */
+export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms & { helperBinary: Artifact } {
+    return { inventory: host.inventory, runtimeName: host.containerd.runtimeName, default: host.containerd.default, cdi: host.toolkit.cdi, helperBinary: host.artifacts.containerdToml };
+}
+
+/** The worker's validator in a user's terms. */
+export function validatorTerms(host: WorkerSpec): WorkerValidatorTerms {
     return {
-        vendor: inv.vendor,
-        gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),
-        selected: plan.selected.map((g) => g.index),
-        ...(driverVersion ? { driverVersion } : {}),
-        ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
-        wrapper: WRAPPER_PATH,
-        env: plan.env,
-        unsetEnv: plan.unsetEnv,
-        deviceNodes: plan.deviceNodes,
-        datasets: host.datasets,
+        inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, driverVersion: host.driver.version,
+        ...(host.toolkit.version !== undefined ? { toolkitVersion: host.toolkit.version } : {}),
     };
+}
+
+/** The worker's container toolkit in a user's terms. */
+export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
+    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}), driverVersion: host.driver.version };
 }
 
 /** One link of the chain, in order: the component type, its child name and what it places. */

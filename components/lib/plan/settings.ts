@@ -6,6 +6,8 @@
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
 import { PRIVILEGED_MODES } from "../gpu/plan";
+import { TOOLKITS } from "../toolkit/versions";
+import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
@@ -25,92 +27,81 @@ export const publicKey = publicKeyLine;
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(CONCOURSE_TAG, { error: "expected a tag of letters, digits and _.:=+,-" });
 
+/** How long a registration check waits for the web to list the worker as planned, in seconds. */
+export const REGISTRATION_TIMEOUT_SECONDS = 120;
+
+/*
+ * Each field's doc (`.meta({ description })`, markdown: it is the README's "meaning" column) and
+ * default (`.default(value)`, or `defaultText` where another place computes it) are written here
+ * and nowhere else: GpuWorkerArgs, the stack schema, WORKER_DEFAULTS and the README's settings
+ * table (`npm run docs:settings`) are derived from this schema.
+ */
 export const settingsSchema = z.strictObject({
-    /** Which GPUs the worker gets: all, or a list of indices. */
-    selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" }),
-    /** How the hardware found on `up` is compared with the declared inventory. */
+    selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" })
+        .default("all").meta({ description: "the GPUs the worker gets: `all` or a list of indices" }),
     verify: z.strictObject({
-        /** Inventory fields whose differences only warn (e.g. [memory, uuid]). */
-        warnOnly: warnOnlyFieldsSchema,
-    }),
+        warnOnly: warnOnlyFieldsSchema.default([]).meta({ description: "inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))" }),
+    }).meta({ description: "how the hardware found on `up` is compared with the declared inventory" }),
     driver: z.strictObject({
-        /** Pinned driver version (e.g. 550.54.15), or preinstalled to only check what is there. */
-        version: driverVersion,
-    }),
+        version: driverVersion.default("preinstalled").meta({ description: "a pinned version (e.g. `550.54.15`) or `preinstalled`; anything else (`latest`) is refused naming both forms" }),
+    }).meta({ description: "the GPU driver the host runs" }),
     toolkit: z.strictObject({
-        /**
-         * The container toolkit version, or preinstalled to use (and check) the one on the host.
-         * Unset: the vendor's default (components/lib/toolkit/versions.ts). The vendor's own
-         * version form and the CVE floor are checked where the vendor is known (the host's plan).
-         */
-        version: z.union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" }).optional(),
-        /** Generate a CDI spec and inject GPUs by CDI id. */
-        cdi: z.boolean(),
-    }),
+        // The vendor's own version form and the CVE floor are checked where the vendor is known (the host's plan).
+        version: z.union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" }).optional().meta({
+            defaultText: `the vendor's: \`${TOOLKITS.nvidia.defaultVersion}\` (NVIDIA), \`${TOOLKITS.amd.defaultVersion}\` (AMD)`,
+            description: "container toolkit version in the vendor's own form, or `preinstalled`; versions with a known container escape are refused, naming the CVE and the first fixed version " +
+                `(${[...TOOLKITS.nvidia.cves, ...TOOLKITS.amd.cves].map((c) => `${c.id}: ${c.fixedIn}`).join(", ")})`,
+        }),
+        cdi: z.boolean().default(true).meta({ description: "generate a CDI spec and inject GPUs by CDI id" }),
+    }).meta({ description: "the vendor's container toolkit and its CDI spec" }),
     datasets: z.strictObject({
-        root: datasetRoot,
-        writableSuffixes: z.array(writableSuffix),
-    }),
+        root: datasetRoot.default("/srv").meta({ description: "mounted once into every container, at its own path, read-only (all the way down, `rro`, where runc and the kernel have it). Refused: `/`, system folders and everything in them (`/bin`, `/boot`, `/dev`, `/etc`, `/lib*`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`), `/var` and its standard folders (`/var/lib`, `/var/log`, ...; a folder of its own below them is fine), `/home` (users' folders) and `/tmp`, `/var/tmp` (writable by every user). On the host it must be owned by root and not writable by group or others: the validator fails the `up` otherwise (also for a folder above it that others may write to without the sticky bit), and the wrapper refuses to create containers" }),
+        writableSuffixes: z.array(writableSuffix).default(["_writable", "_rw"]).meta({ description: "direct subfolders (real folders, never links) whose name ends so are mounted read-write on top; a link under the root resolves inside the container and has the mode of what it leads to ([details](docs/runc-wrapper.md#how-it-works))" }),
+    }).meta({ description: "the host folders every container of the worker gets" }),
     containerd: z.strictObject({
-        runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }),
-        default: z.boolean(),
-    }),
+        runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }).default("gpu").meta({ description: "the containerd runtime entry that calls the wrapper (the CRI handler name)" }),
+        default: z.boolean().default(false).meta({ description: "make it containerd's default runtime" }),
+    }).meta({ description: "the containerd runtime entry through the runc wrapper" }),
     fabricManager: z.strictObject({
-        /** host, service-vm, off, or auto (host where NVSwitches are declared); on is the older name of host. */
-        mode: z.enum(["auto", "host", "service-vm", "off", "on"], { error: "expected auto, host, service-vm or off (on is the older name of host)" }),
-        partitions: z.array(nonNegativeInt),
-    }),
+        mode: z.enum(["auto", "host", "service-vm", "off", "on"], { error: "expected auto, host, service-vm or off (on is the older name of host)" }).default("auto").meta({ description: "`host` (fabricmanager on the host: the whole board is one worker), `service-vm` (the host is a board shared by several workers, above), `off`, or `auto` (`host` where NVSwitches are declared, else `off`); `on`, from earlier stacks, means `host`" }),
+        partitions: z.array(nonNegativeInt).default([]).meta({ description: "fabric partition ids to activate on the host (mode `host`); an id the board's table lacks is refused, naming the table's ids (the table: `fabric.partitionTable` on the host, default `hgx-h100-8gpu`)" }),
+    }).meta({ description: "NVIDIA fabricmanager, on boards with NVSwitches" }),
     concourse: z.strictObject({
-        version: version,
-        /** The TSA's host name or address as the worker reaches it; taken from the web when the stack has one. */
-        tsaHost: hostAddress.optional(),
-        tsaPort: port,
-        /** The TSA's host public key ("ssh-rsa AAAA..."); taken from the web when the stack has one. */
-        tsaPublicKey: publicKey.optional(),
-        team: plainName("a team name").optional(),
-        tags: z.array(tag),
-        /** Where the worker binary comes from: a URL the host downloads, or a local file uploaded. */
+        version: version.default("7.14.2").meta({ description: "the Concourse release the worker runs (and, by default, the stack's web)" }),
+        tsaHost: hostAddress.optional().meta({ defaultText: "the web's", description: "the TSA as the worker reaches it (a DNS name or an IP address); from `gpu-workers:web` when the stack has one (an LXD worker on the web's LXD server reaches its published TSA port through a proxy device of its own)" }),
+        tsaPort: port.default(2222).meta({ description: "the TSA's port as the worker reaches it; the web's when the stack has one" }),
+        tsaPublicKey: publicKey.optional().meta({ defaultText: "the web's", description: "the TSA's host key: one key on one line (`ssh-rsa AAAA... comment`)" }),
+        team: plainName("a team name").optional().meta({ description: "register as a team worker (letters, digits and `_ . -`, not starting with `.` or `-`)" }),
+        tags: z.array(tag).default([]).meta({ description: "extra tags, after the computed ones" }),
         binary: z.union([
-            z.strictObject({ url: httpUrl, sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }) }),
-            z.strictObject({ path: z.string().min(1) }),
-        ], { error: "expected {url, sha256} or {path}" }).optional(),
-        workDir: workDir,
-        /**
-         * The worker's host runs in a user namespace (an unprivileged container), where overlayfs
-         * refuses metacopy; absent: true for an LXD container this stack creates, else false.
-         */
-        userNamespace: z.boolean({ error: "expected true or false" }).optional(),
-        /** MTU of the containers' network; needed where the host has no network route to detect it from. */
-        networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional(),
-        /**
-         * Where the registration is checked: then also run one task tagged with the worker's tags
-         * through the web (a one-off build on the mock resource's image) and fail the up unless it
-         * succeeds. Default: true.
-         */
-        taskCheck: z.boolean({ error: "expected true or false" }).optional(),
-        /**
-         * What a `privileged: true` step gets (CONCOURSE_CONTAINERD_PRIVILEGED_MODE): ignore (the
-         * same as any step), fuse-only (CAP_SYS_ADMIN in a user namespace) or full (root on the
-         * worker). Any mode but ignore can undo the read-only datasets, and is tagged privileged=MODE.
-         */
-        privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }),
-    }),
+            z.strictObject({
+                url: httpUrl.meta({ description: "where the host downloads the release tarball" }),
+                sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }).meta({ description: "the tarball's sha256, checked before it is unpacked" }),
+            }),
+            z.strictObject({ path: z.string().min(1).meta({ description: "a release tarball uploaded from here" }) }),
+        ], { error: "expected {url, sha256} or {path}" }).optional().meta({ description: "`{url, sha256}` the host downloads (an `http://` or `https://` URL of plain characters), or `{path}` of a release tarball uploaded from here (a relative path is the project folder's); without it the chain stops before the worker and says so" }),
+        workDir: workDir.default("/opt/concourse/worker").meta({ description: "deleted on destroy, so refused: what `datasets.root` refuses, `/opt`, `/srv`, `/mnt`, `/media` themselves, and the dataset root, a folder inside it or one holding it" }),
+        userNamespace: z.boolean({ error: "expected true or false" }).optional().meta({ defaultText: "true for an LXD container of the stack, else false", description: "the worker's host is an unprivileged container, whose overlayfs refuses `metacopy`: the unit hides the offer from Concourse's volume driver (set it for an SSH host that is such a container)" }),
+        networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional()
+            .meta({ description: "MTU of the containers' network; Concourse takes it from the host's outbound interface, so a host without a network needs it" }),
+        taskCheck: z.boolean({ error: "expected true or false" }).default(true).meta({ description: "where the registration is checked, also run one task tagged with the worker's tags through the web (a one-off build on the image of Concourse's bundled mock resource, up to 300 s) and fail the `up` unless it succeeds ([how](docs/concourse.md#a-task-runs-through-the-web))" }),
+        privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }).default("ignore").meta({ description: "what a `privileged: true` step gets (`CONCOURSE_CONTAINERD_PRIVILEGED_MODE`, always set): `ignore`, the same as any step; `fuse-only`, CAP_SYS_ADMIN and `/dev/fuse` in a user namespace; `full`, root on the worker. Both of the latter let such a step undo the read-only datasets; they tag the worker `privileged=MODE` and let the runc wrapper create such containers ([why ignore](docs/concourse.md#privileged-steps))" }),
+    }).meta({ description: "the Concourse worker: its release, the TSA it registers with, its tags and work dir" }),
 });
 
 /** Every setting of a worker, defaults applied. */
 export type WorkerSettings = z.infer<typeof settingsSchema>;
 
-/** Built-in defaults; a stack's `defaults` and each host override them field by field. */
-export const WORKER_DEFAULTS = {
-    selection: "all",
-    verify: { warnOnly: [] },
-    driver: { version: "preinstalled" },
-    toolkit: { cdi: true },
-    datasets: { root: "/srv", writableSuffixes: ["_writable", "_rw"] },
-    containerd: { runtimeName: "gpu", default: false },
-    fabricManager: { mode: "auto", partitions: [] },
-    concourse: { version: "7.14.2", tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker", privilegedMode: "ignore" },
-} as const;
+/**
+ * One layer of settings as a caller gives it (GpuWorker's arguments, a stack's `defaults` or
+ * one host): any group, any field of it; what is left out takes the default.
+ */
+export type SettingsLayer<S extends z.ZodObject = typeof settingsSchema> = {
+    [G in keyof z.input<S>]?: z.input<S>[G] extends Record<string, unknown> ? { [K in keyof z.input<S>[G]]?: z.input<S>[G][K] } : z.input<S>[G];
+};
+
+/** Built-in defaults, taken from the schema; a stack's `defaults` and each host override them field by field. */
+export const WORKER_DEFAULTS = defaultsOf(settingsSchema) as SettingsLayer;
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
     return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -11,25 +11,55 @@ import { renderEnvFile } from "./env-file";
 
 /** The web's own PostgreSQL on its host, or an external one. */
 export type WebDatabase =
-    | { local: { database: string; user: string } }
-    | { external: { host: string; port: number; database: string; user: string; sslmode: string } };
+    | {
+        /** PostgreSQL on the web host, installed where missing. */
+        local: {
+            /** The database's name. */
+            database: string;
+            /** The database user the web connects as (its password is generated). */
+            user: string;
+        };
+    }
+    | {
+        /** A PostgreSQL server run elsewhere (its password comes at `up`). */
+        external: {
+            /** Its host name or address. */
+            host: string;
+            /** Its port. */
+            port: number;
+            /** The database's name. */
+            database: string;
+            /** The user the web connects as. */
+            user: string;
+            /** libpq's sslmode. */
+            sslmode: string;
+        };
+    };
 
 export interface ConcourseWebSettings {
+    /** The Concourse release version. */
     version: string;
+    /** Where the release tarball comes from. */
     binary: PlannedRelease;
     /** The URL users and fly reach the web on. */
     externalUrl: string;
     /** Address the web and the TSA listen on. */
     bindIp: string;
+    /** The web's plain HTTP port. */
     port: number;
+    /** The TSA's port. */
     tsaPort: number;
+    /** The web's database. */
     postgres: WebDatabase;
     /** The main team's local user (its password is generated). */
     mainTeamUser: string;
     /** Keep the local database when the web is deleted. */
     keepDatabase: boolean;
     /** HTTPS on this port with the certificate and key placed beside the keys (their contents come at `up`). */
-    tls?: { port: number };
+    tls?: {
+        /** The HTTPS port. */
+        port: number;
+    };
 }
 
 export const CONCOURSE_WEB_UNIT = "concourse-web.service";

@@ -13,14 +13,19 @@ import type { PrivilegedMode } from "../gpu/plan";
 export interface ConcourseWorkerSettings {
     /** Worker name as `fly workers` shows it. */
     name: string;
+    /** The Concourse release version (the unit's and the installer's). */
     version: string;
+    /** The TSA's host name or address, as the worker reaches it. */
     tsaHost: string;
+    /** The TSA's port. */
     tsaPort: number;
     /** The TSA's host public key; absent when it is only known during `up` (a web of the same stack generates it). */
     tsaPublicKey?: string;
+    /** Register as a worker of this team only; absent: a worker of every team. */
     team?: string;
     /** Every tag, computed ones first (from the worker's GPU plan). */
     tags: string[];
+    /** The worker's work dir on the host (deleted on destroy). */
     workDir: string;
     /** Where the release tarball comes from. */
     binary: PlannedRelease;
@@ -41,12 +46,26 @@ export interface ConcourseWorkerSettings {
      * Concourse's own runc: its containerd creates containers with no runtime options, so no
      * containerd setting can reach them. The installer script comes with this component.
      */
-    wrapRunc?: { wrapper: string; sha256: string };
+    wrapRunc?: {
+        /** The wrapper's path on the host. */
+        wrapper: string;
+        /** Its sha256: a new wrapper runs the step again. */
+        sha256: string;
+    };
     /**
      * Where to check, after the worker step, that the web lists the worker as planned (the
      * password comes at `up`); with `task`, a task tagged with the worker's tags then runs there.
      */
-    registration?: { url: string; username: string; timeoutSeconds: number; task: boolean };
+    registration?: {
+        /** The web's URL. */
+        url: string;
+        /** A user of the web that may list workers. */
+        username: string;
+        /** How long to wait for the web to list the worker as planned, in seconds. */
+        timeoutSeconds: number;
+        /** Also run one task tagged with the worker's tags through the web. */
+        task: boolean;
+    };
 }
 
 export const CONCOURSE_UNIT = "concourse-worker.service";

@@ -7,6 +7,7 @@ import { toolkitPin } from "../toolkit/pins";
 import { cveFloorArgs } from "../toolkit/versions";
 
 export interface ContainerToolkitSettings {
+    /** Whose toolkit: nvidia-container-toolkit or amd-container-toolkit. */
     vendor: "nvidia" | "amd";
     /** A version to install and hold, or "preinstalled" to use (and check against the CVE floor) the one on the host. */
     version: string;

@@ -5,6 +5,7 @@ import { driverPin } from "../toolkit/pins";
 import { keyringPath, renderAptPinFile, renderVendorRepository, sourcePath } from "./apt-sources";
 
 export interface GpuDriverSettings {
+    /** Whose driver: NVIDIA's, or AMD's ROCm. */
     vendor: "nvidia" | "amd";
     /** A pinned version, or "preinstalled" to only check that a driver is loaded. */
     version: string;

@@ -47,7 +47,12 @@ export interface WrapperConfigInput {
     /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
     plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes">;
     /** root is mounted read-only at its own path; each direct subfolder (a real folder, not a link) whose name ends with a suffix is mounted read-write on top. Links resolve inside the container. */
-    datasets: { root: string; writableSuffixes: string[] };
+    datasets: {
+        /** The dataset root on the host, mounted at the same path in every container. */
+        root: string;
+        /** Folder-name endings that mount read-write. */
+        writableSuffixes: string[];
+    };
     /**
      * The runtime the wrapper execs for `create` and `run`: the real runc, or
      * nvidia-container-runtime (whose runtimes list names the real runc). Every other call

@@ -10,6 +10,7 @@ import { hostScriptFile } from "../host/scripts";
 import { RenderedComponent, shellCommand } from "../host/steps";
 
 export interface WorkerValidatorSettings {
+    /** The GPUs' vendor, or none for a worker without GPUs (only the datasets and env are checked). */
     vendor: "nvidia" | "amd" | "none";
     /** Every declared GPU (the driver must list exactly these), with its UUID where declared. */
     gpus: { index: number; uuid?: string }[];
@@ -20,7 +21,12 @@ export interface WorkerValidatorSettings {
     /** The CUDA version nvidia-smi must report (the inventory's cudaVersion). */
     cudaVersion?: string;
     /** The toolkit package and the version it must be at ("preinstalled": any). */
-    toolkit?: { package: string; version: string };
+    toolkit?: {
+        /** The toolkit's Debian package. */
+        package: string;
+        /** The version it must be at. */
+        version: string;
+    };
     /** The CDI spec whose changes make a refresh run the validator again. */
     cdiSpec?: string;
     /** The runc wrapper containerd's GPU runtime entry names. */
@@ -29,9 +35,17 @@ export interface WorkerValidatorSettings {
     socket?: string;
     /** What the wrapper sets and removes in every container, and the device nodes it adds. */
     env: Record<string, string>;
+    /** Variables the wrapper removes from every container. */
     unsetEnv: string[];
+    /** Device nodes the wrapper adds to every container. */
     deviceNodes: string[];
-    datasets: { root: string; writableSuffixes: string[] };
+    /** The datasets a container must get, in their modes. */
+    datasets: {
+        /** The dataset root, read-only in the container. */
+        root: string;
+        /** Folder-name endings that mount read-write. */
+        writableSuffixes: string[];
+    };
 }
 
 export const VALIDATOR_SCRIPT = "validate-worker.sh";

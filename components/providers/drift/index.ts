@@ -5,6 +5,7 @@ import type { SshTarget } from "../host/ssh";
 const provider = lazyProvider("host-drift-guard", "host drift guard");
 
 export interface HostDriftGuardArgs {
+    /** Where to run the check; stored as a secret (it holds the private key). */
     connection: pulumi.Input<SshTarget>;
     /** renderDriftCheck(...) of everything the chain places and checks. */
     check: pulumi.Input<string>;

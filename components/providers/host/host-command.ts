@@ -10,6 +10,7 @@ export interface HostCommandArgs {
     connection: pulumi.Input<SshTarget>;
     /** Run on create, and on any change of an input when `update` is absent. */
     create: pulumi.Input<string>;
+    /** Run on a change of an input; absent: `create` again. */
     update?: pulumi.Input<string>;
     /** Run when the resource is deleted: undoes `create`. */
     delete?: pulumi.Input<string>;
@@ -17,6 +18,7 @@ export interface HostCommandArgs {
     stdin?: pulumi.Input<string>;
     /** A local file handed to the command on stdin instead, with its sha256. */
     stdinFile?: pulumi.Input<string>;
+    /** The sha256 of `stdinFile`: a changed file runs `update` again. */
     stdinSha256?: pulumi.Input<string>;
     /** sha256 of each file (by host path) the command depends on: a changed file runs `update` again. */
     fileSha256?: pulumi.Input<Record<string, string>>;

@@ -3,7 +3,7 @@
  * update, delete of one LXD instance. The provider object (instance-provider.ts) loads this
  * module at call time; tests call it with their own client to prove what reaches LXD.
  */
-import { LxdApiError, LxdClient } from "./client";
+import { LxdApiError, LxdClient, LxdInstanceRecord } from "./client";
 import { isLxdManagedConfigKey, normalizeSpec, userConfig } from "../../lib/lxd/spec";
 import type { LxdFile, LxdInstanceSpec, LxdInstanceState, LxdServer, NormalizedSpec } from "../../lib/lxd/types";
 import { lxdInstanceProblems, LxdValidationError, USER_DATA_KEYS } from "../../lib/lxd/validate";
@@ -139,13 +139,13 @@ function configKept(spec: Partial<NormalizedSpec>, config: Record<string, string
 }
 
 /** The state to store: the spec, with what LXD really has for type, profiles, config, devices. */
-function stateFrom(spec: NormalizedSpec, instance: any): LxdInstanceState {
+function stateFrom(spec: NormalizedSpec, instance: LxdInstanceRecord): LxdInstanceState {
     return {
         ...spec,
         name: instance.name,
         type: instance.type,
         profiles: instance.profiles ?? [],
-        config: configKept(spec, instance.config),
+        config: configKept(spec, instance.config ?? undefined),
         devices: instance.devices ?? {},
         running: instance.status === "Running",
         status: instance.status,

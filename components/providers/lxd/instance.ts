@@ -29,10 +29,13 @@ export interface LxdServerArgs {
 export interface LxdFileArgs {
     /** Absolute path inside the instance; missing parent folders are created (0700 for .ssh, else 0755). */
     path: pulumi.Input<string>;
+    /** The file's content. */
     content: pulumi.Input<string>;
     /** Octal mode such as "0600" (default "0644"). */
     mode?: pulumi.Input<string>;
+    /** Owner inside the instance (default 0). */
     uid?: pulumi.Input<number>;
+    /** Group inside the instance (default 0). */
     gid?: pulumi.Input<number>;
 }
 
@@ -60,7 +63,12 @@ export interface LxdInstanceArgs {
      */
     userData?: pulumi.Input<string>;
     /** A command run inside until it exits 0 after each start, e.g. waiting for sshd. */
-    waitFor?: pulumi.Input<{ command: pulumi.Input<string>[]; timeoutSeconds?: pulumi.Input<number> }>;
+    waitFor?: pulumi.Input<{
+        /** The command and its arguments. */
+        command: pulumi.Input<string>[];
+        /** How long to keep trying, in seconds. */
+        timeoutSeconds?: pulumi.Input<number>;
+    }>;
     /** Keep the instance running (default true). */
     running?: pulumi.Input<boolean>;
 }
