@@ -1,18 +1,25 @@
 // eslint over every TypeScript file that tsconfig.json compiles, with typescript-eslint's
 // type-aware recommended rules. Layout and line length are the formatter's job, not eslint's.
+import { defineConfig } from "eslint/config";
 import js from "@eslint/js";
+import comments from "@eslint-community/eslint-plugin-eslint-comments/configs";
 import tseslint from "typescript-eslint";
 
-export default tseslint.config(
+export default defineConfig(
     { ignores: ["dist/", "node_modules/", "vendor-repos/", "test/readme-example.generated.ts", "**/*.js", "**/*.mjs"] },
     js.configs.recommended,
     tseslint.configs.recommendedTypeChecked,
+    comments.recommended,
     {
         languageOptions: {
             parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
         },
         linterOptions: { reportUnusedDisableDirectives: "error" },
         rules: {
+            // A rule silenced on a line says why, after "--".
+            "@eslint-community/eslint-comments/require-description": "error",
+            // A file-wide directive is allowed where per-line comments would be serialized (lazy-provider.ts).
+            "@eslint-community/eslint-comments/disable-enable-pair": ["error", { allowWholeFile: true }],
             // A leading underscore marks a binding kept on purpose: a field taken out of an
             // object by destructuring (`const { secret: _secret, ...rest } = args`), or a
             // parameter a callback's signature requires.

@@ -12,6 +12,8 @@
  *
  * The operations module exports any of check, diff, create, read, update and remove (for delete).
  */
+/* eslint-disable @typescript-eslint/no-require-imports -- the provider's closures require() at call time; an import would be captured.
+   (A directive here rather than on each line: comments inside the closures are serialized with them.) */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
 import type { ProviderId } from "./registry";
@@ -23,17 +25,15 @@ type ProviderOps = Omit<pulumi.dynamic.ResourceProvider, "delete"> & { remove?: 
 export function makeLazyProvider(id: string, registryPath: string, registryFromProgram: string, label: string): pulumi.dynamic.ResourceProvider {
     // Everything below runs in the provider process: plain strings are its only captures, so
     // modules are require()d inside (an import would be captured); the types are erased.
+    // Comments inside the closures are serialized with them into every resource's state: keep them out.
     const load = (): ProviderOps => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above: required at call time
         const nodePath = require("path") as typeof import("path");
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above: required at call time
         const fs = require("fs") as typeof import("fs");
         const candidates = [nodePath.resolve(process.cwd(), registryFromProgram), registryPath];
         const found = candidates.find((c: string) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
         if (!found) throw new Error(`${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`);
         if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
             // TypeScript sources without a loader: transpile on require with the project's compiler.
-            // eslint-disable-next-line @typescript-eslint/no-require-imports -- the project's own compiler, found at call time
             const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] })) as typeof import("typescript");
             require.extensions[".ts"] = (m, filename) => {
                 const source = fs.readFileSync(filename, "utf8");
@@ -41,7 +41,6 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
                 (m as NodeJS.Module & { _compile(code: string, filename: string): void })._compile(out.outputText, filename);
             };
         }
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- the registry is found at call time
         return (require(found) as typeof import("./registry")).loadProviderModule(id) as ProviderOps;
     };
     return {

@@ -93,7 +93,7 @@ export class TestDaemon {
 /** The provider as the Pulumi engine gets it: serialized to text, then loaded back. */
 export async function asPulumiRunsIt(provider: pulumi.dynamic.ResourceProvider): Promise<Required<pulumi.dynamic.ResourceProvider>> {
     const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a dependency of Pulumi's with no types of its own
     const requireFromString = require("require-from-string");
     return requireFromString(sf.text).handler();
 }
