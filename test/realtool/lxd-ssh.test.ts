@@ -10,6 +10,7 @@ import * as path from "path";
 import { execFileSync, spawnSync } from "child_process";
 import { lxdSshProxyDevice } from "../../components/lib/lxd/devices";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
+import type { LxdInstanceState } from "../../components/lib/lxd/types";
 import { asPulumiRunsIt, ensureLxdTools, freePort, REPO, TestDaemon } from "./lxd-support";
 
 /** The first line a server sends on connect (sshd's version banner). */
@@ -35,7 +36,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
     let provider: Awaited<ReturnType<typeof asPulumiRunsIt>>;
     let keyFile: string;
     let port: number;
-    let outs: any;
+    let outs: LxdInstanceState | undefined;
     const NAME = "t-ssh";
 
     before(async function () {
@@ -68,7 +69,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
             waitFor: { command: ["systemctl", "is-active", "--quiet", "ssh"], timeoutSeconds: 120 },
         });
         outs = result.outs;
-        assert.strictEqual(outs.status, "Running");
+        assert.strictEqual(outs?.status, "Running");
         console.log(`      (instance up with sshd active in ${Date.now() - started} ms)`);
     });
 

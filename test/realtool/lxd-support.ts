@@ -11,6 +11,14 @@ import { execFileSync, spawnSync } from "child_process";
 import * as pulumi from "@pulumi/pulumi";
 import { ensureCommands } from "../support/tools";
 
+/** An instance or profile as the daemon returns it: the fields the tests read. */
+export interface DaemonRecord {
+    name: string;
+    status: string;
+    config: Record<string, string>;
+    devices: Record<string, Record<string, string>>;
+}
+
 export const REPO = path.resolve(__dirname, "../../..");
 const DEV_DIR = path.join(REPO, "dev");
 
@@ -33,7 +41,7 @@ export class TestDaemon {
             execFileSync("bash", [path.join(DEV_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
         } catch (e) {
             daemon.stop();
-            throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? e}`);
+            throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
         }
         return daemon;
     }
@@ -56,8 +64,8 @@ export class TestDaemon {
     }
 
     /** GET through `lxc query`: what the daemon itself says, independent of our client. */
-    query(apiPath: string): any {
-        return JSON.parse(this.lxc("query", apiPath));
+    query(apiPath: string): DaemonRecord {
+        return JSON.parse(this.lxc("query", apiPath)) as DaemonRecord;
     }
 
     instanceExists(name: string): boolean {
@@ -85,7 +93,7 @@ export class TestDaemon {
 /** The provider as the Pulumi engine gets it: serialized to text, then loaded back. */
 export async function asPulumiRunsIt(provider: pulumi.dynamic.ResourceProvider): Promise<Required<pulumi.dynamic.ResourceProvider>> {
     const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a dependency of Pulumi's with no types of its own
     const requireFromString = require("require-from-string");
     return requireFromString(sf.text).handler();
 }
@@ -103,7 +111,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** The host uid that root inside the instance maps to (from LXD's volatile.idmap.current). */
-export function mappedRootUid(instance: any): number {
+export function mappedRootUid(instance: DaemonRecord): number {
     const map: { Isuid: boolean; Hostid: number; Nsid: number; Maprange: number }[] = JSON.parse(instance.config["volatile.idmap.current"] ?? "[]");
     const entry = map.find((m) => m.Isuid && m.Nsid === 0);
     return entry ? entry.Hostid : 0;

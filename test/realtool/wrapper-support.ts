@@ -3,7 +3,7 @@
  * settings from a temp file, a busybox rootfs and OCI image made locally (no network),
  * plain runc bundles, and a private containerd (own root, state, socket and log).
  */
-import { execFileSync, spawn, spawnSync } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
