@@ -1,6 +1,6 @@
 /**
  * Shared by the LXD real-tool tests: a private LXD daemon per test file (its own LXD_DIR, its
- * own log), images from dev/lxd-build-image.sh, and the provider as Pulumi runs it
+ * own log), images from scripts/lxd-build-image.sh, and the provider as Pulumi runs it
  * (serialized, then loaded back).
  */
 import * as fs from "fs";
@@ -20,7 +20,7 @@ export interface DaemonRecord {
 }
 
 export const REPO = path.resolve(__dirname, "../../..");
-const DEV_DIR = path.join(REPO, "dev");
+const SCRIPTS_DIR = path.join(REPO, "scripts");
 
 /** Installs what every LXD real-tool test needs (Debian 12 package names). */
 export function ensureLxdTools(extra: { commands: string[]; packages: string[] } = { commands: [], packages: [] }): void {
@@ -38,7 +38,7 @@ export class TestDaemon {
         const dir = fs.mkdtempSync("/tmp/gw-lxd-");
         const daemon = new TestDaemon(dir);
         try {
-            execFileSync("bash", [path.join(DEV_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+            execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
         } catch (e) {
             daemon.stop();
             throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
@@ -72,15 +72,15 @@ export class TestDaemon {
         return this.lxcResult("query", `/1.0/instances/${name}`).status === 0;
     }
 
-    /** Imports an image built (or cached) by dev/lxd-build-image.sh; returns its fingerprint. */
+    /** Imports an image built (or cached) by scripts/lxd-build-image.sh; returns its fingerprint. */
     importImage(kind: "busybox" | "debian-12", timeoutMs = 900_000): string {
-        const out = execFileSync("bash", [path.join(DEV_DIR, "lxd-build-image.sh"), "import", kind], { env: this.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs });
+        const out = execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-build-image.sh"), "import", kind], { env: this.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs });
         return out.trim().split("\n").pop()!;
     }
 
     /** Stops the daemon and removes its folder (only once nothing is mounted below it). */
     stop(): void {
-        spawnSync("bash", [path.join(DEV_DIR, "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore", timeout: 180_000 });
+        spawnSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore", timeout: 180_000 });
         const mounted = fs.readFileSync("/proc/self/mounts", "utf8").split("\n").some((l) => (l.split(" ")[1] ?? "").startsWith(`${this.dir}/`));
         if (mounted) {
             console.error(`lxd test daemon: ${this.dir} still has mounts; left in place`);

@@ -36,7 +36,7 @@ export const CONTAINERD_SETTINGS_FILE = `${HOST_LIB_DIR}/containerd-runtime.toml
 export const DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"];
 /** Where containerd-toml is uploaded: apply-containerd-config.sh merges TOML with it. */
 export const CONTAINERD_TOML_PATH = `${HOST_LIB_DIR}/containerd-toml`;
-/** The binary `npm run build` makes (dev/build-containerd-toml.sh). */
+/** The binary `npm run build` makes (scripts/build-containerd-toml.sh). */
 export const CONTAINERD_TOML_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "containerd-toml", "containerd-toml");
 const CRI = "io.containerd.grpc.v1.cri";
 const RUNC_V2 = "io.containerd.runc.v2";

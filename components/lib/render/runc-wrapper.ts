@@ -26,7 +26,7 @@ export const WRAPPER_LOG_PATH = "/var/log/gpu-workers/runc-wrapper.log";
 export const WRAPPER_STATE_DIR = "/run/gpu-workers";
 /** Set in the real runtime's environment; the wrapper refuses to run when it sees it. */
 export const WRAPPER_MARKER_ENV = "GPU_WORKERS_WRAPPER_ACTIVE";
-/** The binary `npm run build` makes (dev/build-wrapper.sh). */
+/** The binary `npm run build` makes (scripts/build-wrapper.sh). */
 export const WRAPPER_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "wrapper", "runc-wrapper");
 
 const absolutePath = z.string().regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
@@ -110,7 +110,7 @@ export interface RuncWrapperSettings extends WrapperConfigInput {
 
 /** sha256 of the built wrapper; the install step carries it, so a new build re-runs the step. */
 export function wrapperSha256(file: string): string {
-    if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs dev/build-wrapper.sh)`);
+    if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs scripts/build-wrapper.sh)`);
     return sha256File(file);
 }
 

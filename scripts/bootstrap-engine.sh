@@ -3,7 +3,7 @@
 # builds it from Go modules (through the Go module proxy) and caches the binaries outside
 # the repository, keyed by version.
 #
-#   PATH="$(dev/bootstrap-engine.sh):$PATH"
+#   PATH="$(scripts/bootstrap-engine.sh):$PATH"
 #
 # The last line on stdout is the directory to put on PATH; progress goes to stderr.
 # What lands there:
