@@ -54,7 +54,7 @@ describe("the house (layout rules)", () => {
     it("the host-script loader reads host/ and nothing else", () => {
         assert.strictEqual(HOST_FILES_DIR, path.join(PACKAGE_ROOT, "host"));
         for (const name of fs.readdirSync(HOST_FILES_DIR)) assert.ok(readHostScript(name).length > 0, name);
-        for (const tooling of ["up.sh", "bootstrap-engine.sh", "../dev/up.sh", "../package.json", "/etc/passwd", "host/gpu-driver.sh", ".", ".."]) {
+        for (const tooling of ["up.sh", "bootstrap-engine.sh", "../scripts/up.sh", "../package.json", "/etc/passwd", "host/gpu-driver.sh", ".", ".."]) {
             assert.throws(() => readHostScript(tooling), /expected a file name in host\/|there is no/, tooling);
         }
     });
