@@ -152,7 +152,7 @@ async function main(): Promise<void> {
 
         const noop = { up: [] as number[], preview: [] as number[] };
         for (let round = 0; round < 3; round++) {
-            for (const side of (round % 2 === 0 ? ["up", "preview"] : ["preview", "up"]) as ("up" | "preview")[]) {
+            for (const side of (round % 2 === 0 ? ["up", "preview"] as const : ["preview", "up"] as const)) {
                 noop[side].push(timedPulumi(project, env, side === "up" ? ["up", "--yes", "--skip-preview", "--stack", "bench-task"] : ["preview", "--stack", "bench-task"]));
             }
         }

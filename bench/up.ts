@@ -100,7 +100,7 @@ async function main(): Promise<void> {
         // For reference: the same over SSH, to machines made here beforehand.
         const sshHosts = Array.from({ length: 5 }, (_, i) => lxd.sshHost(`bench-bm${i}`, 2521 + i, `bm${i}`, root));
         const sshStack = async (name: string, picked: typeof sshHosts) => {
-            const stack = await makeStack(project, name, env, { defaults, hosts: picked.map((h) => h.host), secrets: Object.assign({}, ...picked.map((h) => h.secrets)) });
+            const stack = await makeStack(project, name, env, { defaults, hosts: picked.map((h) => h.host), secrets: Object.assign({}, ...picked.map((h) => h.secrets)) as Record<string, string> });
             stacks.push(stack);
             return stack;
         };

@@ -42,7 +42,7 @@ export function parseWorkerLog(text: string): WorkerEvent[] {
         if (!line.startsWith("{")) continue;
         let entry: { timestamp?: string; message?: string; data?: { handle?: string; id?: string; request?: { Handle?: string } } };
         try {
-            entry = JSON.parse(line);
+            entry = JSON.parse(line) as typeof entry;
         } catch {
             continue;
         }

@@ -131,7 +131,7 @@ function main(): void {
             call(runc, ["delete", "--force", `gwb-probe-${count}`]);
             const editedSpec = fs.readFileSync(path.join(probe, "config.json"));
             fs.rmSync(probe, { recursive: true, force: true });
-            const mounts = JSON.parse(editedSpec.toString()).mounts.filter((m: { destination: string }) => m.destination.startsWith(root)).length;
+            const mounts = (JSON.parse(editedSpec.toString()) as { mounts: { destination: string }[] }).mounts.filter((m) => m.destination.startsWith(root)).length;
             if (mounts !== 1 + writable) throw new Error(`expected ${1 + writable} dataset mounts in the edited spec (the root and the writable folders), got ${mounts}`);
 
             const times: Record<Side, Lifecycle[]> = { "bare": [], "bare+mounts": [], "wrapper": [] };

@@ -33,7 +33,7 @@ function parseArgs(argv: string[]): { stack: string; out: string; projectDir: st
 export function readStackFile(projectDir: string, stack: string): RawStackConfig {
     const file = path.join(projectDir, `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(file)) usage(`no stack file ${file}`);
-    const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
+    const doc = (parse(fs.readFileSync(file, "utf8")) ?? {}) as { config?: unknown };
     const config = (doc.config ?? {}) as Record<string, unknown>;
     const keys = namespaceKeysOf(config);
     return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"], keys };

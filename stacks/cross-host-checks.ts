@@ -54,7 +54,7 @@ function sameMachineProblems(hosts: ParsedHost[]): string[] {
         const { ssh, lxd } = entry.transport;
         const [key, what] = ssh
             ? [`ssh ${ssh.host.toLowerCase()}:${ssh.port}`, `transport.ssh.host: ${ssh.host}:${ssh.port}`]
-            : [`lxd ${lxd!.server.url ?? lxd!.server.socket ?? "local"} ${lxd!.instance}`, `transport.lxd.instance: ${lxd!.instance}`];
+            : [`lxd ${lxd.server.url ?? lxd.server.socket ?? "local"} ${lxd.instance}`, `transport.lxd.instance: ${lxd.instance}`];
         const first = seen.get(key);
         if (first !== undefined) problems.push(`hosts[${i}].${what} is the machine of hosts[${first}] too: one machine is one host of the stack`);
         else seen.set(key, i);

@@ -84,7 +84,7 @@ function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents:
  * digest, or, where it is not on this machine yet, a placeholder the render shows (up would stop on it).
  */
 export const RENDER_ARTIFACTS: ArtifactSource = {
-    built: LOCAL_ARTIFACTS.built,
+    built: () => LOCAL_ARTIFACTS.built(),
     release: (binary) => ("path" in binary && !("sha256" in binary) && !fs.existsSync(binary.path) ? { path: binary.path, sha256: MISSING_PLACEHOLDER } : LOCAL_ARTIFACTS.release(binary)),
 };
 

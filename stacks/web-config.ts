@@ -4,7 +4,7 @@
  * reported with its path.
  */
 import { isPlainObject, onTransport } from "../components";
-import { HostConfig, LxdTransport, SshTransport } from "./schema";
+import { HostConfig, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig, webSchema } from "./web-schema";
 import { issuesOf } from "./issues";
 
@@ -41,7 +41,7 @@ const LOOPBACK = /^(127\.|::1$|localhost$)/;
 export interface CheckedHost {
     config?: HostConfig;
     /** Whether a path is at or under a setting already reported. */
-    reported(path: string): boolean;
+    reported: (path: string) => boolean;
 }
 
 const SET_IT = "set it under defaults or on this host, or declare gpu-workers:web";
@@ -78,7 +78,7 @@ export function webHostProblems(web: WebConfig | undefined, hosts: CheckedHost[]
             else taken.set(p, `web.transport.lxd.publish.${what}`);
         }
         hosts.forEach(({ config: host }, i) => {
-            const other = host?.transport.lxd as LxdTransport | undefined;
+            const other = host?.transport.lxd;
             if (!other || serverOf(other) !== serverOf(lxd) || other.sshAddress !== lxd.sshAddress) return;
             if (taken.has(other.sshPort)) problems.push(`hosts[${i}].transport.lxd.sshPort: ${other.sshPort} is already used by ${taken.get(other.sshPort)} on the same LXD server`);
             if (other.instance === lxd.instance) problems.push(`hosts[${i}].transport.lxd.instance: ${other.instance} is the web's instance too`);

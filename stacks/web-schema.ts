@@ -4,7 +4,7 @@
  * workers get), and its settings. Unknown keys are errors.
  */
 import { z } from "zod";
-import { externalDatabaseFields, hostAddress, localDatabaseSchema, pgName, port, settingsSchema as workerSettingsSchema, version, webSettingsSchema } from "../components";
+import { externalDatabaseFields, localDatabaseSchema, port, settingsSchema as workerSettingsSchema, version, webSettingsSchema } from "../components";
 import type { Transport } from "../components";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 

@@ -7,7 +7,7 @@
 // cannot stop a worker from killing and deleting its containers. `create`, `run` and `exec`
 // return to Go, which edits the bundle or the process file (main.go).
 //
-// The paths are fixed when the wrapper is built (dev/build-wrapper.sh passes -D for a test
+// The paths are fixed when the wrapper is built (scripts/build-wrapper.sh passes -D for a test
 // variant); Go reads them from here (front.go), so each is written once.
 
 #include <errno.h>

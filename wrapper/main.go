@@ -54,7 +54,7 @@ func main() {
 	inv := parseArgs(args)
 	r := &reporter{sub: inv.Subcommand, log: defaultLogPath}
 	if configPath == "" {
-		r.fail("built without its paths; build it with dev/build-wrapper.sh")
+		r.fail("built without its paths; build it with scripts/build-wrapper.sh")
 	}
 	if _, set := os.LookupEnv(markerEnv); set {
 		r.fail("refusing to run: %s is set, so the real runtime called this wrapper again (a loop); the runtime it calls must be the real runc, never the wrapper", markerEnv)

@@ -1,7 +1,7 @@
 package main
 
 // Paths fixed when the wrapper is built, never taken from the image, the bundle or the
-// caller's environment. front.go fills them from front.c (dev/build-wrapper.sh builds with
+// caller's environment. front.go fills them from front.c (scripts/build-wrapper.sh builds with
 // it); a test variant built with --config-path has every one of them of its own.
 var (
 	// configPath is the root-owned settings file.

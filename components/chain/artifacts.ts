@@ -43,8 +43,8 @@ let built: BuildArtifacts | undefined;
 /** The artifacts of this checkout or installed package: its build output, and releases as the stack names them. */
 export const LOCAL_ARTIFACTS: ArtifactSource = {
     built: () => (built ??= {
-        wrapper: builtArtifact(WRAPPER_BUILD_OUTPUT, "runc wrapper", "dev/build-wrapper.sh"),
-        containerdToml: builtArtifact(CONTAINERD_TOML_BUILD_OUTPUT, "containerd-toml", "dev/build-containerd-toml.sh"),
+        wrapper: builtArtifact(WRAPPER_BUILD_OUTPUT, "runc wrapper", "scripts/build-wrapper.sh"),
+        containerdToml: builtArtifact(CONTAINERD_TOML_BUILD_OUTPUT, "containerd-toml", "scripts/build-containerd-toml.sh"),
     }),
     release: (binary) => ("sha256" in binary ? binary : localArtifact(binary.path, "Concourse release")),
 };

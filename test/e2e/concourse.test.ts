@@ -4,7 +4,7 @@
  * the stack, and two machines reached over SSH: an unprivileged container, and a privileged one
  * whose containers share the machine's user namespace, as on bare metal); fly then runs tasks
  * and a pipeline on them, privileged steps among them.
- * Concourse 8.2.5 comes from the kit beside the repo (dev/concourse-release.sh).
+ * Concourse 8.2.5 comes from the kit beside the repo (scripts/concourse-release.sh).
  */
 import * as assert from "assert";
 import { execFileSync } from "child_process";

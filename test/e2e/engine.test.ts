@@ -97,7 +97,7 @@ describe("end to end through the Pulumi engine", function () {
             assert.strictEqual(lxd.exec(instance, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
         });
 
-        it("the state holds no private key and no passphrase in plain text", async () => {
+        it("the state holds no private key and no passphrase in plain text", () => {
             const files = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" }).trim().split("\n");
             const state = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             assert.ok(state.length > 1000, "the state was found");
@@ -173,9 +173,9 @@ describe("end to end through the Pulumi engine", function () {
         });
         const error = await stack.preview().then(() => undefined, (e: Error) => e);
         assert.ok(error, "the preview fails");
-        assert.match(error!.message, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
-        assert.match(error!.message, /hosts\[0\]: unknown key colour/);
-        assert.doesNotMatch(error!.message, /at .*\.js:\d+/, "no stack trace");
+        assert.match(error.message, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
+        assert.match(error.message, /hosts\[0\]: unknown key colour/);
+        assert.doesNotMatch(error.message, /at .*\.js:\d+/, "no stack trace");
         await stack.workspace.removeStack("bad");
     });
 

@@ -58,7 +58,7 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         const input = (name: string) => {
             const got = inputs.get(name);
             assert.ok(got, `the preview plans ${name}`);
-            return got!;
+            return got;
         };
         assert.doesNotMatch(out, /create\s*: \[unknown\]/, "every command is known before the host is reached");
         // The service VM's domain: exactly the four NVSwitches and the memory controller, as the render has it.

@@ -6,7 +6,6 @@
  * renamedFrom, which moves the state to the new name without touching the instance.
  */
 import * as assert from "assert";
-import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { makeStack, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";

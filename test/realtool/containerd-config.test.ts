@@ -12,7 +12,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, renderContainerdDropIn } from "../../components/lib/render/containerd";
 import { WRAPPER_PATH } from "../../components/lib/render/runc-wrapper";
-import { ensureWrapperTools, DEV_DIR, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
+import { ensureWrapperTools, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
 
 /** Debian 12's /etc/containerd/config.toml as the containerd package ships it. */
 const DEBIAN_MAIN = `version = 2

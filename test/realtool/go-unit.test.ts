@@ -25,7 +25,7 @@ function homeless(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     return { ...env, ...extra };
 }
 
-const CACHES = path.join(REPO, "dev", "go-caches.sh");
+const CACHES = path.join(REPO, "scripts", "go-caches.sh");
 /** What go_private_caches makes of an environment: the variables it exports, or its refusal. */
 function privateCaches(root: string, env: NodeJS.ProcessEnv) {
     return spawnSync("bash", ["-c", `. "$1" && go_private_caches "$2" && echo "GOCACHE=\${GOCACHE:-}" && echo "GOPATH=\${GOPATH:-}"`, "bash", CACHES, root], { encoding: "utf8", env });
@@ -36,7 +36,7 @@ for (const [folder, module] of [["wrapper", "gpu-workers/wrapper"], ["containerd
         this.timeout(300_000);
 
         it("pass", () => {
-            // The same caches the build takes (dev/go-caches.sh) where the environment has no HOME.
+            // The same caches the build takes (scripts/go-caches.sh) where the environment has no HOME.
             const r = spawnSync("bash", ["-c", `. "$1" && go_private_caches "$2" && exec "$3" test ./...`, "bash", CACHES, REPO, goBinary()], {
                 cwd: path.join(REPO, folder), encoding: "utf8", env: { ...process.env, CGO_ENABLED: "0", GOFLAGS: "-count=1 -mod=readonly" }, timeout: 280_000,
             });
@@ -46,7 +46,7 @@ for (const [folder, module] of [["wrapper", "gpu-workers/wrapper"], ["containerd
     });
 }
 
-describe("go's caches without HOME (dev/go-caches.sh)", function () {
+describe("go's caches without HOME (scripts/go-caches.sh)", function () {
     this.timeout(300_000);
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "gw-gocache-"));
     after(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -81,10 +81,10 @@ describe("go's caches without HOME (dev/go-caches.sh)", function () {
         for (const f of fixed) fs.rmSync(f, { recursive: true, force: true });
         const output = path.join(scratch, "runc-wrapper");
         // A variant always builds (the plain output is skipped when up to date).
-        const wrapper = spawnSync("bash", [path.join(REPO, "dev", "build-wrapper.sh"), "--output", output, "--config-path", path.join(scratch, "wrapper.json")], { encoding: "utf8", env: homeless(), timeout: 280_000 });
+        const wrapper = spawnSync("bash", [path.join(REPO, "scripts", "build-wrapper.sh"), "--output", output, "--config-path", path.join(scratch, "wrapper.json")], { encoding: "utf8", env: homeless(), timeout: 280_000 });
         assert.strictEqual(wrapper.status, 0, wrapper.stderr);
         assert.ok(fs.existsSync(output));
-        const toml = spawnSync("bash", [path.join(REPO, "dev", "build-containerd-toml.sh"), "--output", path.join(scratch, "containerd-toml")], { encoding: "utf8", env: { ...homeless(), GOFLAGS: "-mod=mod" }, timeout: 280_000 });
+        const toml = spawnSync("bash", [path.join(REPO, "scripts", "build-containerd-toml.sh"), "--output", path.join(scratch, "containerd-toml")], { encoding: "utf8", env: { ...homeless(), GOFLAGS: "-mod=mod" }, timeout: 280_000 });
         assert.strictEqual(toml.status, 0, toml.stderr);
         for (const f of fixed) assert.ok(!fs.existsSync(f), `${f} is not used`);
         assert.ok(fs.existsSync(path.join(REPO, ".dev", `go-${process.getuid!()}`, "build")), "the checkout's private cache is");

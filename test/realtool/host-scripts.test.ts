@@ -16,7 +16,7 @@ import { ensureCommands } from "../support/tools";
 
 const REPO = path.resolve(__dirname, "../../..");
 const HOST_DIR = path.join(REPO, "host");
-const DEV_DIR = path.join(REPO, "dev");
+const SCRIPTS_DIR = path.join(REPO, "scripts");
 const FAKES = path.join(REPO, "test/fixtures/host-scripts/bin");
 const FAKE_TOOLS = ["apt-get", "apt-cache", "dpkg-query", "dpkg", "systemctl", "fmpm", "curl"];
 const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh"];
@@ -530,7 +530,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             ensureCommands(["runc"], ["runc"]);
             realRunc = which("runc");
             runcSha = sha256(realRunc);
-            execFileSync("bash", [path.join(DEV_DIR, "build-wrapper.sh")], { stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
+            execFileSync("bash", [path.join(SCRIPTS_DIR, "build-wrapper.sh")], { stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
             wrapper = path.join(REPO, "dist/wrapper/runc-wrapper");
             wrapperSha = sha256(wrapper);
             v1 = makeRelease("7.11.2");

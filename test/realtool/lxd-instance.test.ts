@@ -12,7 +12,7 @@ import { LxdClient } from "../../components/providers/lxd/client";
 import * as ops from "../../components/providers/lxd/instance-ops";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
 import { LxdValidationError } from "../../components/lib/lxd/validate";
-import type { LxdInstanceSpec } from "../../components/lib/lxd/types";
+import type { LxdInstanceSpec, LxdInstanceState } from "../../components/lib/lxd/types";
 import { asPulumiRunsIt, ensureLxdTools, freePort, mappedRootUid, TestDaemon } from "./lxd-support";
 
 const IMAGE = "gpu-workers/busybox";
@@ -67,7 +67,7 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
         files: [{ path: "/root/.ssh/authorized_keys", content: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAItest test\n", mode: "0600" }],
         waitFor: { command: ["test", "-s", "/root/.ssh/authorized_keys"], timeoutSeconds: 30 },
     });
-    let created: any;
+    let created: LxdInstanceState;
 
     it("create: started, with its config, files and devices, as the daemon sees them", async () => {
         const { inputs, failures } = await provider.check({}, spec());

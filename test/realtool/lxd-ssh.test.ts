@@ -1,5 +1,5 @@
 /**
- * A Debian 12 instance (debootstrap image from dev/lxd-build-image.sh) made by the
+ * A Debian 12 instance (debootstrap image from scripts/lxd-build-image.sh) made by the
  * provider with the sshd proxy device and an authorized key pushed at create: sshd answers on
  * a host loopback port, and a key login works. This is how GpuHost reaches LXD workers.
  */
@@ -10,6 +10,7 @@ import * as path from "path";
 import { execFileSync, spawnSync } from "child_process";
 import { lxdSshProxyDevice } from "../../components/lib/lxd/devices";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
+import type { LxdInstanceState } from "../../components/lib/lxd/types";
 import { asPulumiRunsIt, ensureLxdTools, freePort, REPO, TestDaemon } from "./lxd-support";
 
 /** The first line a server sends on connect (sshd's version banner). */
@@ -35,7 +36,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
     let provider: Awaited<ReturnType<typeof asPulumiRunsIt>>;
     let keyFile: string;
     let port: number;
-    let outs: any;
+    let outs: LxdInstanceState | undefined;
     const NAME = "t-ssh";
 
     before(async function () {
@@ -68,7 +69,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
             waitFor: { command: ["systemctl", "is-active", "--quiet", "ssh"], timeoutSeconds: 120 },
         });
         outs = result.outs;
-        assert.strictEqual(outs.status, "Running");
+        assert.strictEqual(outs?.status, "Running");
         console.log(`      (instance up with sshd active in ${Date.now() - started} ms)`);
     });
 
@@ -90,7 +91,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
     });
 
     it("each instance makes its own sshd host keys at first boot (none baked into the image)", () => {
-        const tarball = execFileSync("bash", [path.join(REPO, "dev/lxd-build-image.sh"), "build", "debian-12"], { encoding: "utf8" }).trim();
+        const tarball = execFileSync("bash", [path.join(REPO, "scripts/lxd-build-image.sh"), "build", "debian-12"], { encoding: "utf8" }).trim();
         const listing = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
         assert.ok(listing.includes("rootfs/etc/ssh/sshd_config"));
         assert.ok(!/ssh_host_[a-z0-9]+_key/.test(listing), "the image carries no host keys");

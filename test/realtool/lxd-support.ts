@@ -1,6 +1,6 @@
 /**
  * Shared by the LXD real-tool tests: a private LXD daemon per test file (its own LXD_DIR, its
- * own log), images from dev/lxd-build-image.sh, and the provider as Pulumi runs it
+ * own log), images from scripts/lxd-build-image.sh, and the provider as Pulumi runs it
  * (serialized, then loaded back).
  */
 import * as fs from "fs";
@@ -11,8 +11,16 @@ import { execFileSync, spawnSync } from "child_process";
 import * as pulumi from "@pulumi/pulumi";
 import { ensureCommands } from "../support/tools";
 
+/** An instance or profile as the daemon returns it: the fields the tests read. */
+export interface DaemonRecord {
+    name: string;
+    status: string;
+    config: Record<string, string>;
+    devices: Record<string, Record<string, string>>;
+}
+
 export const REPO = path.resolve(__dirname, "../../..");
-const DEV_DIR = path.join(REPO, "dev");
+const SCRIPTS_DIR = path.join(REPO, "scripts");
 
 /** Installs what every LXD real-tool test needs (Debian 12 package names). */
 export function ensureLxdTools(extra: { commands: string[]; packages: string[] } = { commands: [], packages: [] }): void {
@@ -30,10 +38,10 @@ export class TestDaemon {
         const dir = fs.mkdtempSync("/tmp/gw-lxd-");
         const daemon = new TestDaemon(dir);
         try {
-            execFileSync("bash", [path.join(DEV_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+            execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
         } catch (e) {
             daemon.stop();
-            throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? e}`);
+            throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
         }
         return daemon;
     }
@@ -56,23 +64,23 @@ export class TestDaemon {
     }
 
     /** GET through `lxc query`: what the daemon itself says, independent of our client. */
-    query(apiPath: string): any {
-        return JSON.parse(this.lxc("query", apiPath));
+    query(apiPath: string): DaemonRecord {
+        return JSON.parse(this.lxc("query", apiPath)) as DaemonRecord;
     }
 
     instanceExists(name: string): boolean {
         return this.lxcResult("query", `/1.0/instances/${name}`).status === 0;
     }
 
-    /** Imports an image built (or cached) by dev/lxd-build-image.sh; returns its fingerprint. */
+    /** Imports an image built (or cached) by scripts/lxd-build-image.sh; returns its fingerprint. */
     importImage(kind: "busybox" | "debian-12", timeoutMs = 900_000): string {
-        const out = execFileSync("bash", [path.join(DEV_DIR, "lxd-build-image.sh"), "import", kind], { env: this.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs });
+        const out = execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-build-image.sh"), "import", kind], { env: this.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs });
         return out.trim().split("\n").pop()!;
     }
 
     /** Stops the daemon and removes its folder (only once nothing is mounted below it). */
     stop(): void {
-        spawnSync("bash", [path.join(DEV_DIR, "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore", timeout: 180_000 });
+        spawnSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore", timeout: 180_000 });
         const mounted = fs.readFileSync("/proc/self/mounts", "utf8").split("\n").some((l) => (l.split(" ")[1] ?? "").startsWith(`${this.dir}/`));
         if (mounted) {
             console.error(`lxd test daemon: ${this.dir} still has mounts; left in place`);
@@ -85,7 +93,7 @@ export class TestDaemon {
 /** The provider as the Pulumi engine gets it: serialized to text, then loaded back. */
 export async function asPulumiRunsIt(provider: pulumi.dynamic.ResourceProvider): Promise<Required<pulumi.dynamic.ResourceProvider>> {
     const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a dependency of Pulumi's with no types of its own
     const requireFromString = require("require-from-string");
     return requireFromString(sf.text).handler();
 }
@@ -103,7 +111,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** The host uid that root inside the instance maps to (from LXD's volatile.idmap.current). */
-export function mappedRootUid(instance: any): number {
+export function mappedRootUid(instance: DaemonRecord): number {
     const map: { Isuid: boolean; Hostid: number; Nsid: number; Maprange: number }[] = JSON.parse(instance.config["volatile.idmap.current"] ?? "[]");
     const entry = map.find((m) => m.Isuid && m.Nsid === 0);
     return entry ? entry.Hostid : 0;

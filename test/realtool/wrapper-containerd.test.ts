@@ -14,7 +14,7 @@ import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus } from "../../components/lib/gpu/plan";
 import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
 import { HGX_H100_8X } from "../fixtures/stacks/inventories";
-import { buildTestWrapper, ensureWrapperTools, makeBusyboxImage, mountsBelow, DEV_DIR, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
+import { buildTestWrapper, ensureWrapperTools, makeBusyboxImage, mountsBelow, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
 
 const NS = `gwtest${process.pid}`;
 const IMAGE = "gpu-workers.test/busybox:latest";

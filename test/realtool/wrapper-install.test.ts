@@ -8,7 +8,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
-import { buildTestWrapper, ensureWrapperTools, DEV_DIR, HOST_DIR, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
+import { buildTestWrapper, ensureWrapperTools, HOST_DIR, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
 
 const SCRIPT = path.join(HOST_DIR, "install-runc-wrapper.sh");
 

@@ -31,8 +31,18 @@ const FUSE_NODE = { path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMod
 /** The uid and gid that root in a user-namespaced container is on the host. */
 const MAPPED_ROOT = 100000;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Spec = any;
+/** The parts of an OCI runtime spec (config.json) these tests change; the rest is written back as read. */
+interface Spec {
+    process: { capabilities: Record<string, string[]> };
+    linux: {
+        namespaces: { type: string }[];
+        uidMappings?: { containerID: number; hostID: number; size: number }[];
+        gidMappings?: { containerID: number; hostID: number; size: number }[];
+        resources: { devices: Record<string, unknown>[] };
+        devices?: Record<string, unknown>[];
+    };
+    mounts: { destination: string; type?: string; source?: string; options?: string[] }[];
+}
 
 describe("runc wrapper: privileged specs (real runc)", function () {
     this.timeout(600_000);
@@ -56,7 +66,7 @@ describe("runc wrapper: privileged specs (real runc)", function () {
         const id = `pv${process.pid}-${++counter}`;
         const b = makeBundle(path.join(dir, "bundles", id), rootfs, ["sh", "-c", script], ["PATH=/bin", `R=${datasets}`]);
         const specPath = path.join(b, "config.json");
-        const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+        const spec = JSON.parse(fs.readFileSync(specPath, "utf8")) as Spec;
         change(spec);
         fs.writeFileSync(specPath, JSON.stringify(spec, null, 2));
         return { id, path: b };
@@ -90,7 +100,7 @@ describe("runc wrapper: privileged specs (real runc)", function () {
         spec.linux.uidMappings = [{ containerID: 0, hostID: MAPPED_ROOT, size: 65536 }];
         spec.linux.gidMappings = [{ containerID: 0, hostID: MAPPED_ROOT, size: 65536 }];
         // A user namespace may not mount a new cgroup or sysfs here: bind the host's /sys, read-only.
-        spec.mounts = spec.mounts.filter((m: { destination: string }) => !m.destination.startsWith("/sys"));
+        spec.mounts = spec.mounts.filter((m) => !m.destination.startsWith("/sys"));
         spec.mounts.push({ destination: "/sys", type: "bind", source: "/sys", options: ["rbind", "nosuid", "noexec", "nodev", "ro"] });
     }
 
@@ -222,7 +232,7 @@ describe("runc wrapper: privileged specs (real runc)", function () {
             assert.strictEqual(create(b).status, 0);
             assert.strictEqual(call(["start", b.id]).status, 0);
             const spec = JSON.parse(fs.readFileSync(path.join(b.path, "config.json"), "utf8"));
-            const processFile = (capabilities: Spec) => {
+            const processFile = (capabilities: Record<string, string[]>) => {
                 const file = path.join(dir, `process-${++counter}.json`);
                 fs.writeFileSync(file, JSON.stringify({ ...spec.process, args: ["sh", "-c", "echo ran"], capabilities }));
                 return file;

@@ -3,7 +3,7 @@
  * settings from a temp file, a busybox rootfs and OCI image made locally (no network),
  * plain runc bundles, and a private containerd (own root, state, socket and log).
  */
-import { execFileSync, spawn, spawnSync } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -12,7 +12,7 @@ import { ensureCommands } from "../support/tools";
 export const REPO = path.resolve(__dirname, "../../..");
 /** What the program places on hosts, and developer tooling. */
 export const HOST_DIR = path.join(REPO, "host");
-export const DEV_DIR = path.join(REPO, "dev");
+export const SCRIPTS_DIR = path.join(REPO, "scripts");
 
 /** runc, containerd + ctr, static busybox for images, umoci to pack them. */
 export function ensureWrapperTools(): void {
@@ -34,18 +34,24 @@ export function sha256(file: string): string {
  * and every other path of its own: the log for failures before the settings are read
  * beside `configPath` (`variantLog`), what it learns about the runtime in `run/` there,
  * and the real runc that calls other than create and run go to (default: this machine's).
- * GW_WRAPPER_CHECKOUT=DIR builds it from another checkout's wrapper/ and dev/ (an older
+ * GW_WRAPPER_CHECKOUT=DIR builds it from another checkout's wrapper/ and scripts/ (dev/ in an older
  * commit, to show that a test fails on the wrapper before a fix).
  */
+/** A checkout's developer tooling: scripts/, or dev/ in a commit from before issue 19. */
+function toolingDir(checkout: string): string {
+    const scripts = path.join(checkout, "scripts");
+    return fs.existsSync(scripts) ? scripts : path.join(checkout, "dev");
+}
+
 export function buildTestWrapper(dir: string, configPath: string, opts: { realRunc?: string; output?: string } = {}): string {
     const output = opts.output ?? path.join(dir, "runc-wrapper");
     const realRunc = opts.realRunc ?? sh("sh", ["-c", "command -v runc"]).trim();
-    const devDir = process.env.GW_WRAPPER_CHECKOUT ? path.join(process.env.GW_WRAPPER_CHECKOUT, "dev") : DEV_DIR;
-    sh("bash", [path.join(devDir, "build-wrapper.sh"), "--output", output, "--config-path", configPath, "--real-runc", realRunc], { timeout: 300_000 });
+    const toolDir = process.env.GW_WRAPPER_CHECKOUT ? toolingDir(process.env.GW_WRAPPER_CHECKOUT) : SCRIPTS_DIR;
+    sh("bash", [path.join(toolDir, "build-wrapper.sh"), "--output", output, "--config-path", configPath, "--real-runc", realRunc], { timeout: 300_000 });
     return output;
 }
 
-/** The settings file as the chain renders it, with members added that the renderer does not know (allowPrivileged). */
+/** The settings file as the chain renders it, with some members set otherwise (allowPrivileged). */
 export function withSettings(json: string, extra: Record<string, unknown>): string {
     return JSON.stringify({ ...JSON.parse(json), ...extra }, null, 2) + "\n";
 }

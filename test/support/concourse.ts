@@ -1,6 +1,6 @@
 /**
  * Real Concourse for the tests: the release tarball assembled from the kit beside the repo
- * (dev/concourse-release.sh), and fly from the same kit, logged in to a web as a target of its own.
+ * (scripts/concourse-release.sh), and fly from the same kit, logged in to a web as a target of its own.
  */
 import { execFileSync, spawnSync, SpawnSyncReturns } from "child_process";
 import * as fs from "fs";
@@ -9,12 +9,12 @@ import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
 function dev(fn: string): string {
-    return execFileSync("bash", ["-c", `. ${JSON.stringify(path.join(PACKAGE_ROOT, "dev", "dev-env.sh"))} && ${fn}`], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim().split("\n").pop()!;
+    return execFileSync("bash", ["-c", `. ${JSON.stringify(path.join(PACKAGE_ROOT, "scripts", "dev-env.sh"))} && ${fn}`], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim().split("\n").pop()!;
 }
 
 /** The release tarball in Concourse's layout (built once, cached by content). */
 export function concourseRelease(): string {
-    return execFileSync("bash", [path.join(PACKAGE_ROOT, "dev", "concourse-release.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim();
+    return execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "concourse-release.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim();
 }
 
 export class Fly {

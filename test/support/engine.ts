@@ -17,7 +17,7 @@ export const PASSPHRASE = "e2e-passphrase-not-in-state";
 
 /** Puts the engine on PATH; returns the environment every pulumi call gets. */
 export function ensureEngine(stateDir: string): Record<string, string> {
-    const bin = execFileSync("bash", [path.join(PACKAGE_ROOT, "dev", "bootstrap-engine.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop()!;
+    const bin = execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "bootstrap-engine.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop()!;
     process.env.PATH = `${bin}:${process.env.PATH}`;
     fs.mkdirSync(stateDir, { recursive: true });
     return {
@@ -37,12 +37,12 @@ export class TestLxd {
 
     start(): void {
         ensureCommands(["lxd", "lxc", "debootstrap"], ["lxd", "lxd-client", "debootstrap"]);
-        execFileSync("bash", [path.join(PACKAGE_ROOT, "dev", "lxd-test-daemon.sh"), "start", this.dir], { stdio: ["ignore", "ignore", "inherit"] });
-        execFileSync("bash", [path.join(PACKAGE_ROOT, "dev", "lxd-build-image.sh"), "import", "debian-12"], { env: { ...process.env, LXD_DIR: this.dir }, stdio: ["ignore", "ignore", "inherit"] });
+        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-test-daemon.sh"), "start", this.dir], { stdio: ["ignore", "ignore", "inherit"] });
+        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-build-image.sh"), "import", "debian-12"], { env: { ...process.env, LXD_DIR: this.dir }, stdio: ["ignore", "ignore", "inherit"] });
     }
 
     stop(): void {
-        spawnSync("bash", [path.join(PACKAGE_ROOT, "dev", "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore" });
+        spawnSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore" });
     }
 
     lxc(...args: string[]): string {

@@ -3,6 +3,7 @@
  * receive it: type, name, parent URN, explicit dependencies and inputs of every resource.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { RegisterResourceRequest, RegisterResourceResponse } from "@pulumi/pulumi/proto/resource_pb";
 
 export interface RecordedResource {
     type: string;
@@ -55,16 +56,17 @@ function mockPassword(args: { type: string; inputs: Record<string, unknown> }): 
 /** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */
 export function recordGraph(): GraphRecorder {
     const recorder = new GraphRecorder();
-    pulumi.runtime.setMocks({
+    void pulumi.runtime.setMocks({
         newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type], ...mockPassword(args) } }),
         call: (args) => args.inputs,
     }, "gpu-workers", "test", false);
     // The mock monitor hides parents and dependencies from newResource; read them off the request.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const monitor = require("@pulumi/pulumi/runtime/settings").getMonitor();
+    type Register = (req: RegisterResourceRequest, callback: (err: unknown, res: RegisterResourceResponse) => void) => void;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the monitor the mocks just installed, from Pulumi's runtime internals
+    const monitor = require("@pulumi/pulumi/runtime/settings").getMonitor() as { registerResource: Register };
     const register = monitor.registerResource.bind(monitor);
-    monitor.registerResource = (req: any, callback: (err: unknown, res: any) => void) => {
-        register(req, (err: unknown, res: any) => {
+    monitor.registerResource = (req, callback) => {
+        register(req, (err, res) => {
             if (!err) {
                 recorder.resources.push({
                     type: req.getType(),
@@ -72,7 +74,7 @@ export function recordGraph(): GraphRecorder {
                     urn: res.getUrn(),
                     parent: req.getParent(),
                     dependencies: req.getDependenciesList(),
-                    inputs: pulumi.runtime.deserializeProperties(req.getObject()),
+                    inputs: pulumi.runtime.deserializeProperties(req.getObject()!),
                 });
             }
             callback(err, res);

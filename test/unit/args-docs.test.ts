@@ -13,7 +13,7 @@ const EXPORTED_CONTRACT = /(Args|Settings)$/;
 
 function program(): ts.Program {
     const configPath = path.join(PACKAGE_ROOT, "tsconfig.json");
-    const config = ts.parseJsonConfigFileContent(ts.readConfigFile(configPath, ts.sys.readFile).config, ts.sys, PACKAGE_ROOT);
+    const config = ts.parseJsonConfigFileContent(ts.readConfigFile(configPath, (f) => ts.sys.readFile(f)).config, ts.sys, PACKAGE_ROOT);
     return ts.createProgram(config.fileNames.filter((f) => f.startsWith(path.join(PACKAGE_ROOT, "components") + path.sep)), { ...config.options, noEmit: true });
 }
 
@@ -76,7 +76,7 @@ function undocumented(p: ts.Program): { total: number; missing: string[] } {
         }
     };
     for (const file of p.getSourceFiles()) {
-        if (!inProject(file as unknown as ts.Declaration) || file.isDeclarationFile) continue;
+        if (!inProject(file) || file.isDeclarationFile) continue;
         for (const statement of file.statements) {
             if (!ts.isInterfaceDeclaration(statement) && !ts.isTypeAliasDeclaration(statement)) continue;
             if (!EXPORTED_CONTRACT.test(statement.name.text)) continue;

@@ -10,7 +10,7 @@ import { parse as parseYaml } from "yaml";
 const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
 
 /** A valid spec to break one rule at a time. */
-function base(): Record<string, any> {
+function base(): { devices: Record<string, unknown>[]; [key: string]: unknown } {
     return {
         cdiVersion: "0.5.0",
         kind: "vendor.com/gpu",

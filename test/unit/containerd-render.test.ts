@@ -6,11 +6,20 @@ import {
 } from "../../components/lib/render/containerd";
 import { HOST_LIB_DIR } from "../../components/lib/host/steps";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Any = any;
+/** The parts of a containerd config that the tests read. */
+interface ContainerdDoc {
+    version?: number;
+    imports?: string[];
+    plugins: Record<string, {
+        containerd: { default_runtime_name?: string; runtimes: Record<string, { runtime_type?: string; options: Record<string, unknown> }> };
+        enable_cdi?: boolean;
+        cdi_spec_dirs?: string[];
+        cni: { bin_dir: string };
+    }>;
+}
 const WRAPPER = "/usr/local/lib/gpu-workers/runc-wrapper";
 /** Parses TOML into plain objects (smol-toml's have no prototype). */
-const toml = (text: string): Any => JSON.parse(JSON.stringify(parse(text)));
+const toml = (text: string): ContainerdDoc => JSON.parse(JSON.stringify(parse(text))) as ContainerdDoc;
 
 describe("containerd drop-in (render)", () => {
     it("adds the runtime with the wrapper as BinaryName, keeps runc, no default when not asked", () => {

@@ -46,10 +46,6 @@ const HGX_DECLARED: GpuInventory = inventorySchema.parse({
 
 describe("discovery on captured outputs (real script + parser)", () => {
     it("has a source.md for every fixture case", () => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const fs = require("fs") as typeof import("fs");
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { FIXTURES } = require("../fixtures/discovery/run-fixture") as typeof import("../fixtures/discovery/run-fixture");
         const missing = fixtureNames().filter((n) => !fs.existsSync(`${FIXTURES}/${n}/source.md`));
         assert.deepStrictEqual(missing, []);
     });

@@ -58,7 +58,7 @@ describe("inventory verification", () => {
         const result = compareInventory(inv, hgx, { warnOnly: { model: true } });
         assert.deepStrictEqual(result.errors, ["gpus[0]: declared PCI address 0000:99:00.0, found 00000000:0D:00.0"]);
         assert.deepStrictEqual(result.warnings, ['gpus[0]: declared model "NVIDIA H100 PCIe", found "NVIDIA H100 80GB HBM3" (model: warning only)']);
-        assert.match(formatVerification("gpu-a", { errors: [], warnings: result.warnings }), /^host gpu-a: declared inventory matches the hardware, with warnings:\n  - gpus\[0\]: declared model/);
+        assert.match(formatVerification("gpu-a", { errors: [], warnings: result.warnings }), /^host gpu-a: declared inventory matches the hardware, with warnings:\n {2}- gpus\[0\]: declared model/);
         assert.strictEqual(formatVerification("gpu-a", { errors: [], warnings: [] }), "host gpu-a: declared inventory matches the hardware");
     });
 

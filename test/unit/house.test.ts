@@ -54,24 +54,24 @@ describe("the house (layout rules)", () => {
     it("the host-script loader reads host/ and nothing else", () => {
         assert.strictEqual(HOST_FILES_DIR, path.join(PACKAGE_ROOT, "host"));
         for (const name of fs.readdirSync(HOST_FILES_DIR)) assert.ok(readHostScript(name).length > 0, name);
-        for (const tooling of ["up.sh", "bootstrap-engine.sh", "../dev/up.sh", "../package.json", "/etc/passwd", "host/gpu-driver.sh", ".", ".."]) {
+        for (const tooling of ["up.sh", "bootstrap-engine.sh", "../scripts/up.sh", "../package.json", "/etc/passwd", "host/gpu-driver.sh", ".", ".."]) {
             assert.throws(() => readHostScript(tooling), /expected a file name in host\/|there is no/, tooling);
         }
     });
 
-    it("host/ holds only host scripts, developer tooling lives in dev/", () => {
+    it("host/ holds only host scripts, developer tooling lives in scripts/", () => {
         const hostFiles = fs.readdirSync(HOST_FILES_DIR);
         for (const f of hostFiles) assert.match(fs.readFileSync(path.join(HOST_FILES_DIR, f), "utf8"), /^#!\/usr\/bin\/env bash\n/, `${f} is a host script`);
         for (const tool of ["up.sh", "down.sh", "bootstrap-engine.sh", "build-wrapper.sh", "install-test-deps.sh", "lxd-build-image.sh", "lxd-test-daemon.sh"]) {
             assert.ok(!hostFiles.includes(tool), `${tool} is not in host/`);
-            assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "dev", tool)), `${tool} is in dev/`);
+            assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "scripts", tool)), `${tool} is in scripts/`);
         }
     });
 
-    it("every shell script in host/ and dev/ is shellcheck-clean (style level)", function () {
+    it("every shell script in host/ and scripts/ is shellcheck-clean (style level)", function () {
         this.timeout(120000);
         ensureCommands(["shellcheck"], ["shellcheck"]);
-        const scripts = ["host", "dev"].flatMap((d) => fs.readdirSync(path.join(PACKAGE_ROOT, d)).filter((f) => f.endsWith(".sh")).map((f) => path.join(d, f)));
+        const scripts = ["host", "scripts"].flatMap((d) => fs.readdirSync(path.join(PACKAGE_ROOT, d)).filter((f) => f.endsWith(".sh")).map((f) => path.join(d, f)));
         assert.ok(scripts.length >= 16, scripts.join(" "));
         const r = spawnSync("shellcheck", ["-S", "style", ...scripts], { cwd: PACKAGE_ROOT, encoding: "utf8" });
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);

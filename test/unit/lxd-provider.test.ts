@@ -76,7 +76,7 @@ describe("LXD provider: refused before any call to LXD", () => {
         const fake = new FakeLxd({});
         await fake.start();
         try {
-            await assert.rejects(lxdInstanceProvider.create!({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
+            await assert.rejects(lxdInstanceProvider.create({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
                 /device gpu0: id "gpu=0" is not a CDI id/);
             assert.deepStrictEqual(fake.seen, []);
         } finally {
@@ -227,7 +227,7 @@ describe("LXD provider: survives Pulumi's serialization", function () {
     this.timeout(60_000);
 
     /** Serializes the provider as Pulumi does, loads it in a new node process in another folder, runs check(). */
-    async function checkInChild(provider: pulumi.dynamic.ResourceProvider, cwd: string): Promise<any> {
+    async function checkInChild(provider: pulumi.dynamic.ResourceProvider, cwd: string): Promise<unknown> {
         const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-provider-"));
         try {

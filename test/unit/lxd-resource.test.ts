@@ -6,7 +6,7 @@ import { LxdInstance } from "../../components/providers/lxd/instance";
 describe("LxdInstance resource (Pulumi mocks)", () => {
     const seen: pulumi.runtime.MockResourceArgs[] = [];
     before(() => {
-        pulumi.runtime.setMocks({
+        void pulumi.runtime.setMocks({
             newResource: (args) => { seen.push(args); return { id: `${args.name}-id`, state: { ...args.inputs, status: "Running" } }; },
             call: (args) => args.inputs,
         }, "gpu-workers", "test", false);

@@ -75,7 +75,7 @@ describe("LXD instance validation (before any LXD call)", () => {
     it("rejects an unknown device type", () => {
         assert.deepStrictEqual(problems(withDevice({ type: "gpus" }, "gpu1")),
             ['lxd instance gpu-a: device gpu1: unknown device type "gpus" (expected one of none, nic, disk, unix-char, unix-block, usb, gpu, infiniband, proxy, unix-hotplug, tpm, pci)']);
-        assert.match(problems(withDevice({ id: "0" } as LxdDevice)).join(), /device gpu0: needs a type/);
+        assert.match(problems(withDevice({ id: "0" })).join(), /device gpu0: needs a type/);
     });
 
     it("unix-char: mode 0660 with a gid, never world-accessible", () => {
@@ -130,7 +130,7 @@ describe("LXD instance validation (before any LXD call)", () => {
         assert.match(problems({ ...base, name: "1gpu" }).join(), /must be 1-63 letters, digits and dashes, start with a letter/);
         assert.match(problems({ ...base, name: "gpu-" }).join(), /not end with a dash/);
         assert.deepStrictEqual(problems({ ...base, image: "" }), ["lxd instance gpu-a: image is empty (expected an image alias or fingerprint on the server)"]);
-        assert.deepStrictEqual(problems({ ...base, image: undefined as unknown as string }), ["lxd instance gpu-a: image is empty (expected an image alias or fingerprint on the server)"]);
+        assert.deepStrictEqual(problems({ ...base, image: undefined }), ["lxd instance gpu-a: image is empty (expected an image alias or fingerprint on the server)"]);
         assert.match(problems({ ...base, image: "images:debian/12" }).join(), /names a remote/);
     });
 

@@ -7,8 +7,8 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-// The module object itself (not the import wrapper), so what every module calls can be replaced.
-import nodeFs = require("fs");
+// The module object itself (the default import; `* as` is a wrapper of getters), so what every module calls can be replaced.
+import nodeFs from "fs";
 import { HOST_FILES_DIR, PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { VENDOR_REPOS_DIR } from "../../components/lib/repos/vendor-repos";
 import { parseStack } from "../../stacks/config";

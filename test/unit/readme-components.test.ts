@@ -53,6 +53,7 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
         assert.deepStrictEqual(problems, [], "the example compiles against the package's entry point");
         graph = recordGraph();
         pulumi.runtime.setConfig("gpu-workers:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n");
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- runs the example the test just compiled, as Pulumi would
         require(path.join(project, "out", "index.js"));
         await settle(graph);
     });
@@ -76,7 +77,7 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
         const wrapper = component("gpu-workers:wrapper:RuncWrapper", "gpu-a-wrapper")!;
         const config = children(wrapper).find((r) => r.name.endsWith("runc-wrapper.json"));
         assert.ok(config, "the wrapper's settings file is one of its resources");
-        const body = JSON.parse(String(config!.inputs.stdin)) as Record<string, unknown>;
+        const body = JSON.parse(String(config.inputs.stdin)) as Record<string, unknown>;
         assert.deepStrictEqual(body.deviceNodes, ["/dev/kfd", "/dev/dri/renderD128"]);
         assert.deepStrictEqual((body.env as Record<string, string>).AMD_VISIBLE_DEVICES, "0");
         assert.strictEqual(body.datasetRoot, "/srv");

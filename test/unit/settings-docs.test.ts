@@ -8,7 +8,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { z } from "zod";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { defaultsOf, fieldDocs, formatDefault } from "../../components/lib/plan/schema-docs";
+import { defaultsOf, formatDefault } from "../../components/lib/plan/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/plan/settings";
 import { gpuSchema, inventorySchema } from "../../components/lib/gpu/inventory";
 import { lxdServerSchema, lxdTransportFields, sshTransportSchema } from "../../stacks/schema";

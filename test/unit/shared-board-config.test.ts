@@ -58,10 +58,10 @@ describe("shared boards in the stack config", () => {
 
     it("says what does not belong on a board or on a board's worker, every problem at once, each at its path", () => {
         const raw = boardStack([{ gpus: 4 }, { gpus: 4 }], { concourse: { tags: ["x"] } });
-        const board = raw.hosts[0] as Record<string, any>;
+        const board = raw.hosts[0];
         board.fabricManager = { mode: "service-vm", partitions: [1] };
         Object.assign(raw.hosts[1], { vendor: "nvidia", selection: [0], fabricManager: { mode: "off" } });
-        (raw.hosts[2] as Record<string, any>).transport.lxd.type = "container";
+        (raw.hosts[2] as { transport: { lxd: Record<string, unknown> } }).transport.lxd.type = "container";
         raw.hosts.push(boardWorker("stray", "nowhere", { gpus: 1 }, 5), boardWorker("stray2", "plain", {}, 6), { name: "plain", transport: { ssh: { host: "10.0.0.9", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey" } }, vendor: "none", fabric: { nvswitchPci: [] } });
         assert.deepStrictEqual(problemsOf(raw), [
             "hosts[0].concourse: a shared board is no worker itself; give worker settings to its workers (or under defaults)",
@@ -90,7 +90,7 @@ describe("shared boards in the stack config", () => {
 
     it("a worker VM needs its network and a NAT-able address; a board's worker must be a VM", () => {
         const raw = boardStack([{ gpus: 8 }]);
-        const lxd = (raw.hosts[1] as Record<string, any>).transport.lxd;
+        const lxd = (raw.hosts[1] as { transport: { lxd: Record<string, unknown> } }).transport.lxd;
         delete lxd.network;
         lxd.sshAddress = "0.0.0.0";
         assert.deepStrictEqual(problemsOf(raw), [
@@ -101,12 +101,12 @@ describe("shared boards in the stack config", () => {
 
     it("a declared partition table, and a board GPU without a module id", () => {
         const custom = boardStack([{ gpus: 2 }, { gpus: 2 }], {});
-        (custom.hosts[0] as Record<string, any>).fabric.partitionTable = [{ id: 20, modules: [1, 2] }, { id: 21, modules: [3, 4] }, { id: 22, modules: [1, 2, 3, 4] }];
+        (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = [{ id: 20, modules: [1, 2] }, { id: 21, modules: [3, 4] }, { id: 22, modules: [1, 2, 3, 4] }];
         assert.deepStrictEqual(planBoard(boardSpecOf(parseStack(custom).boards[0])).partitions.map((p) => p.partition.id), [20, 21]);
-        (custom.hosts[0] as Record<string, any>).fabric.partitionTable = "hgx-b200";
+        (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = "hgx-b200";
         assert.match(problemsOf(custom)[0], /^hosts\[0\]\.fabric\.partitionTable: expected a built-in table \(hgx-h100-8gpu\) or a list of \{id, modules\}$/);
         const noModule = boardStack([{ gpus: 4 }]);
-        delete (noModule.hosts[0] as Record<string, any>).gpus[2].moduleId;
+        delete (noModule.hosts[0] as { gpus: Record<string, unknown>[] }).gpus[2].moduleId;
         assert.deepStrictEqual(problemsOf(noModule), ["hosts[0] (board hgx): GPU 2 has no moduleId: fabric partitions name GPUs by module id (npm run discover reads them from nvidia-smi -q)"]);
     });
 });

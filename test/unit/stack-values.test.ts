@@ -24,12 +24,12 @@ import { problemsOf } from "../support/stack-problems";
 const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
 
 /** One SSH worker and a web with an external database: every field below is valid in it. */
-function baseStack(): RawStackConfig & { hosts: Record<string, any>[]; web: Record<string, any> } {
+function baseStack(): RawStackConfig & { hosts: Record<string, unknown>[]; web: Record<string, unknown> } {
     const raw = stackWith({ name: "a", inventory: NO_GPU });
     const lxd = { name: "b", transport: { lxd: { instance: "b", image: "gpu-workers/debian-12", sshPort: 2201, profiles: ["default"], datasetSource: "/var/lib/datasets", datasetFolders: ["models"] } }, vendor: "none" };
     return {
         defaults: raw.defaults,
-        hosts: [...raw.hosts, lxd] as Record<string, any>[],
+        hosts: [...raw.hosts, lxd] as Record<string, unknown>[],
         web: {
             name: "ci",
             transport: { ssh: { host: "10.0.0.2", user: "admin", privateKeySecret: "ci-ssh-key", hostKey: HOST_KEY } },
@@ -41,10 +41,10 @@ function baseStack(): RawStackConfig & { hosts: Record<string, any>[]; web: Reco
 }
 
 /** Sets `value` at a dotted path (`hosts.0.concourse.team`), making objects on the way. */
-function set(target: Record<string, any>, at: string, value: unknown): void {
+function set(target: object, at: string, value: unknown): void {
     const parts = at.split(".");
-    let node = target;
-    for (const part of parts.slice(0, -1)) node = node[part] ??= {};
+    let node = target as Record<string, unknown>;
+    for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as Record<string, unknown>;
     node[parts[parts.length - 1]] = value;
 }
 
@@ -127,7 +127,7 @@ describe("stack values: hostile and careless values are refused at their path", 
     });
 
     it("a shared board's service VM: its network, libvirt URI, name and image", () => {
-        const raw = boardStack([{ gpus: 4 }]) as RawStackConfig & { hosts: Record<string, any>[] };
+        const raw = boardStack([{ gpus: 4 }]) as RawStackConfig & { hosts: { fabric: { serviceVm: object } }[] };
         Object.assign(raw.hosts[0].fabric.serviceVm, { network: "default\"/><hostdev", libvirtUri: "qemu:///system\n", name: "-fabric", image: "/var/lib/images/../../../etc/shadow" });
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "hosts[0].fabric.serviceVm.image: expected the path in normal form (no . or .. segment, no // and no trailing /): /etc/shadow",
@@ -196,7 +196,7 @@ describe("stack values: careless folders", () => {
     });
 
     it("a GpuWorker made without the stack refuses a work dir inside its dataset root too", () => {
-        assert.throws(() => workerSpec("w", { transport: { ssh: { host: "10.0.0.1", privateKey: "k", hostKey: HOST_KEY } } as any, inventory: { vendor: "none", gpus: [] } as any, datasets: { root: "/srv" }, concourse: { workDir: "/srv/w" } }),
+        assert.throws(() => workerSpec("w", { transport: { ssh: { host: "10.0.0.1", privateKey: "k", hostKey: HOST_KEY } }, inventory: { vendor: "none", gpus: [], nvswitches: 0, tegra: false }, datasets: { root: "/srv" }, concourse: { workDir: "/srv/w" } }),
             /GpuWorker w: concourse\.workDir: \/srv\/w is inside datasets\.root \/srv/);
     });
 });

@@ -63,10 +63,10 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assert.strictEqual(c.driver, undefined);
         assert.strictEqual(c.toolkit, undefined);
         assert.strictEqual(c.fabric, undefined);
-        for (const k of ["host", "containerd", "wrapper", "concourse"]) assert.strictEqual(c[k]!.parent, c.worker!.urn, `${k} is a child of the worker`);
-        assertOrdered(g, c.host!, c.containerd!);
-        assertOrdered(g, c.containerd!, c.wrapper!);
-        assertOrdered(g, c.wrapper!, c.concourse!);
+        for (const k of ["host", "containerd", "wrapper", "concourse"]) assert.strictEqual(c[k]!.parent, c.worker.urn, `${k} is a child of the worker`);
+        assertOrdered(g, c.host, c.containerd);
+        assertOrdered(g, c.containerd, c.wrapper);
+        assertOrdered(g, c.wrapper, c.concourse);
     });
 
     it("RTX A500 laptop: the full NVIDIA chain in order, tags on the unit", async () => {
@@ -89,9 +89,9 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const g = await buildWorkers({ name: "hgx", inventory: HGX_H100_8X });
         const c = componentsOf(g, "hgx");
         assert.ok(c.fabric, "fabricmanager is created where NVSwitches are declared");
-        assert.strictEqual(c.fabric!.parent, c.worker!.urn);
-        assertOrdered(g, c.driver!, c.fabric!);
-        assertOrdered(g, c.fabric!, c.concourse!);
+        assert.strictEqual(c.fabric.parent, c.worker!.urn);
+        assertOrdered(g, c.driver!, c.fabric);
+        assertOrdered(g, c.fabric, c.concourse!);
         const cfg = g.byName("hgx-fabric-manager-file-usr-share-nvidia-nvswitch-fabricmanager.cfg");
         assert.match(String(cfg.inputs.stdin), /^FABRIC_MODE=0$/m);
     });
@@ -102,7 +102,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assert.ok(c.driver && c.toolkit && c.wrapper);
         const config = g.resources.find((r) => r.parent === c.wrapper!.urn && /runc-wrapper\.json$/.test(r.name));
         assert.ok(config, "the wrapper config is a file resource of the wrapper");
-        const body = JSON.parse(String(config!.inputs.stdin));
+        const body = JSON.parse(String(config.inputs.stdin));
         assert.strictEqual(JSON.stringify(body).includes("HSA_OVERRIDE_GFX_VERSION"), true);
         assert.ok(JSON.stringify(body).includes("/dev/kfd"));
     });

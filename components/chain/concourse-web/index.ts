@@ -186,7 +186,7 @@ export class ConcourseWeb extends HostStepsComponent {
                 ...(args.tls ? { [CONCOURSE_WEB_PATHS.tlsCert]: args.tls.certificate, [CONCOURSE_WEB_PATHS.tlsKey]: args.tls.key } : {}),
             },
         });
-        for (const warning of this.plan.warnings) pulumi.log.warn(warning, this);
+        for (const warning of this.plan.warnings) void pulumi.log.warn(warning, this);
         this.connection = connection;
         this.externalUrl = s.externalUrl;
         this.username = s.mainTeamUser;

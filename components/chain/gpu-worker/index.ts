@@ -182,7 +182,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         this.connection = gpuHost.connection;
         this.workerPublicKey = concourse?.workerPublicKey;
         this.stoppedBeforeWorker = plan.stoppedBeforeWorker;
-        if (plan.stoppedBeforeWorker) pulumi.log.warn(plan.stoppedBeforeWorker, this);
+        if (plan.stoppedBeforeWorker) void pulumi.log.warn(plan.stoppedBeforeWorker, this);
         this.registerOutputs({ tags: this.tags, workerPublicKey: this.workerPublicKey });
     }
 }

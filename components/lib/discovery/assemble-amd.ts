@@ -73,7 +73,7 @@ export function assembleAmd(sources: DiscoverySources, errors: Record<string, To
             if (!kfd.some((n) => n.busId === f.busId)) warnings.push(`PCI lists AMD GPU ${f.busId}${f.name ? ` (${f.name})` : ""} that the KFD does not (not supported by ROCm, or bound to another driver)`);
         }
     } else {
-        gpus = pciGpus.map((f, index) => ({ index, model: pciModelName(f, "amd"), memoryMiB: 0, pciBusId: f.busId, integrated: false, mig: [], modelSource: (f.name ? "lspci" : "pci-id") as ModelSource, memoryKnown: false }));
+        gpus = pciGpus.map((f, index) => ({ index, model: pciModelName(f, "amd"), memoryMiB: 0, pciBusId: f.busId, integrated: false, mig: [], modelSource: (f.name ? "lspci" : "pci-id"), memoryKnown: false }));
         if (gpus.length > 0) warnings.push("no AMD KFD (amdgpu not loaded, or no ROCm-capable GPU): AMD GPUs taken from PCI, memory and gfx target unknown");
     }
     return { found: { vendor: "amd", gpus, nvswitches: 0, tegra: false }, problems, warnings };

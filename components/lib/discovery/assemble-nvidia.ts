@@ -31,7 +31,7 @@ const MIG_UUID = /^MIG-[0-9a-fA-F-]+$/;
 const GPU_UUID = /^GPU-[0-9a-fA-F-]+$/;
 
 /** Text of a tool's answer, whether it succeeded or failed. */
-function outputOf(sources: DiscoverySources, errors: Record<string, ToolFailure>, key: keyof DiscoverySources & string): string | undefined {
+function outputOf(sources: DiscoverySources, errors: Record<string, ToolFailure>, key: keyof DiscoverySources): string | undefined {
     const ok = sources[key];
     if (typeof ok === "string") return ok;
     return errors[key]?.output;

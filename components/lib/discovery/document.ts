@@ -61,7 +61,7 @@ export class DiscoveryDocumentError extends Error {
 }
 
 /** Parses the script's stdout (or an already parsed object); throws with every problem and its path. */
-export function readDiscoveryDocument(input: string | unknown, origin = "discovery output"): DiscoveryDocument {
+export function readDiscoveryDocument(input: unknown, origin = "discovery output"): DiscoveryDocument {
     let raw: unknown = input;
     if (typeof input === "string") {
         const text = input.trim();

@@ -39,6 +39,6 @@ export function interpretDiscovery(doc: DiscoveryDocument): DiscoveryResult {
 }
 
 /** The script's stdout (or its parsed JSON) -> DiscoveryResult; throws a readable error on bad input. */
-export function parseDiscoveryDocument(input: string | unknown, origin?: string): DiscoveryResult {
+export function parseDiscoveryDocument(input: unknown, origin?: string): DiscoveryResult {
     return interpretDiscovery(readDiscoveryDocument(input, origin));
 }

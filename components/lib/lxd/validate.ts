@@ -228,7 +228,7 @@ function serverProblems(server: unknown): string[] {
         problems.push("server: clientCert, clientKey and serverCert are for an https url only");
     }
     for (const k of ["clientCert", "serverCert"]) {
-        if (known(s[k]) && (typeof s[k] !== "string" || !(s[k] as string).includes("-----BEGIN CERTIFICATE-----"))) problems.push(`server: ${k} is not a PEM certificate`);
+        if (known(s[k]) && (typeof s[k] !== "string" || !s[k].includes("-----BEGIN CERTIFICATE-----"))) problems.push(`server: ${k} is not a PEM certificate`);
     }
     if (known(s.clientKey) && (typeof s.clientKey !== "string" || !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(s.clientKey))) problems.push("server: clientKey is not a PEM private key");
     return problems;

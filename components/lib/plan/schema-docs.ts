@@ -15,12 +15,9 @@ export interface FieldDoc {
     description?: string;
 }
 
-// The wrappers a field's schema may sit in; their metadata and default are the field's.
-type Wrapper = z.ZodDefault | z.ZodOptional | z.ZodNullable | z.ZodPrefault;
-
 function innerOf(schema: z.ZodType): z.ZodType | undefined {
     if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable || schema instanceof z.ZodPrefault) {
-        return (schema as Wrapper).unwrap() as z.ZodType;
+        return schema.unwrap() as z.ZodType;
     }
     return undefined;
 }

@@ -36,7 +36,7 @@ export const CONTAINERD_SETTINGS_FILE = `${HOST_LIB_DIR}/containerd-runtime.toml
 export const DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"];
 /** Where containerd-toml is uploaded: apply-containerd-config.sh merges TOML with it. */
 export const CONTAINERD_TOML_PATH = `${HOST_LIB_DIR}/containerd-toml`;
-/** The binary `npm run build` makes (dev/build-containerd-toml.sh). */
+/** The binary `npm run build` makes (scripts/build-containerd-toml.sh). */
 export const CONTAINERD_TOML_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "containerd-toml", "containerd-toml");
 const CRI = "io.containerd.grpc.v1.cri";
 const RUNC_V2 = "io.containerd.runc.v2";
@@ -111,9 +111,9 @@ export function ensureImports(existingToml: string, importGlob: string): string 
     if (existingToml.trim() === "") return `${stringify({ version: 2 }).trim()}\n${importLine}\n`;
     let doc: Record<string, unknown>;
     try {
-        doc = parse(existingToml) as Record<string, unknown>;
+        doc = parse(existingToml);
     } catch (e) {
-        throw new Error(`containerd config: not valid TOML: ${(e as Error).message}`);
+        throw new Error(`containerd config: not valid TOML: ${(e as Error).message}`, { cause: e });
     }
     const imports = doc.imports;
     if (imports !== undefined) {
@@ -124,7 +124,7 @@ export function ensureImports(existingToml: string, importGlob: string): string 
         throw new Error(`containerd config: it already has imports = ${JSON.stringify(imports)}; add ${JSON.stringify(importGlob)} to that list`);
     }
     if (doc.version !== 2) {
-        throw new Error(`containerd config: expected version = 2 (got ${doc.version === undefined ? "no version, i.e. version 1" : String(doc.version)}); gpu-workers only extends version 2 configs`);
+        throw new Error(`containerd config: expected version = 2 (got ${doc.version === undefined ? "no version, i.e. version 1" : JSON.stringify(doc.version)}); gpu-workers only extends version 2 configs`);
     }
     return importLine + "\n" + existingToml;
 }

@@ -19,6 +19,7 @@ const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Why systemd would not carry `value` verbatim, or undefined. */
 export function envValueProblem(value: string): string | undefined {
     if (/[\n\r]/.test(value)) return "holds a line break";
+    // eslint-disable-next-line no-control-regex -- control characters are what this check looks for
     if (/[\0-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(value)) return "holds a control character";
     if (/["'`]/.test(value)) return "holds a quote or backquote";
     if (value.includes("\\")) return "holds a backslash";

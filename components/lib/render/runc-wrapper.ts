@@ -24,7 +24,7 @@ export const WRAPPER_LOG_PATH = "/var/log/gpu-workers/runc-wrapper.log";
 export const WRAPPER_STATE_DIR = "/run/gpu-workers";
 /** Set in the real runtime's environment; the wrapper refuses to run when it sees it. */
 export const WRAPPER_MARKER_ENV = "GPU_WORKERS_WRAPPER_ACTIVE";
-/** The binary `npm run build` makes (dev/build-wrapper.sh). */
+/** The binary `npm run build` makes (scripts/build-wrapper.sh). */
 export const WRAPPER_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "wrapper", "runc-wrapper");
 
 const absolutePath = z.string().regex(/^\/[^\0]*$/, { error: "expected an absolute path" });

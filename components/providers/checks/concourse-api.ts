@@ -35,7 +35,7 @@ export function trustOnly(ca: string): https.RequestOptions {
             if (!peer.raw || !given.raw.equals(peer.raw)) return new Error(`the web presented a certificate (sha256 ${peer.fingerprint256}) other than the one it was given (sha256 ${given.fingerprint256})`);
             return tls.checkServerIdentity(host, peer);
         },
-    } as https.RequestOptions;
+    };
 }
 
 interface Answer {
@@ -64,7 +64,7 @@ function request(api: ConcourseApi, url: string, options: { method?: string; hea
                 for await (const c of res) chunks.push(c as Buffer);
                 return Buffer.concat(chunks).toString("utf8");
             };
-            resolve({ status, ok: status >= 200 && status < 300, body: res, text, json: async () => JSON.parse(await text()) });
+            resolve({ status, ok: status >= 200 && status < 300, body: res, text, json: async () => JSON.parse(await text()) as unknown });
         });
         req.on("error", reject);
         req.end(options.body);

@@ -51,7 +51,7 @@ async function logTail(inputs: WorkerRegistrationInputs): Promise<string> {
 
 async function waitForRegistration(inputs: WorkerRegistrationInputs): Promise<ApiWorker> {
     const deadline = Date.now() + inputs.timeoutSeconds * 1000;
-    let last = "";
+    let last: string;
     for (;;) {
         try {
             const listed = await workers(inputs.api, await token(inputs.api));

@@ -56,7 +56,7 @@ export function check(_olds: unknown, news: Partial<LxdInstanceSpec>): { inputs:
 function canonical(value: unknown): string {
     if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
     if (value && typeof value === "object") {
-        return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as any)[k])}`).join(",")}}`;
+        return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(",")}}`;
     }
     return JSON.stringify(value ?? null);
 }
@@ -111,7 +111,7 @@ async function waitUntil(api: LxdApi, spec: NormalizedSpec): Promise<void> {
     const { command } = spec.waitFor;
     const timeout = spec.waitFor.timeoutSeconds ?? 60;
     const deadline = Date.now() + timeout * 1000;
-    let last = "it never ran";
+    let last: string;
     for (;;) {
         try {
             const r = await api.exec(spec.name, command, { timeoutSeconds: Math.max(5, Math.ceil((deadline - Date.now()) / 1000)) });

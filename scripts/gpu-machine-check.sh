@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks that need a real NVIDIA GPU, for a machine that has one (run as root there, from
 # the repository, after `npm run build`):
-#   dev/gpu-machine-check.sh --runc PATH --out DIR
+#   scripts/gpu-machine-check.sh --runc PATH --out DIR
 #
 # 1. Discovery: every source host/discover-gpus.sh reads, captured as a fixture
 #    (DIR/fixture/tools/*.txt, DIR/fixture/root/...), and the script's own JSON document.

@@ -52,7 +52,7 @@ fi
 
 # go needs a build cache; a service environment may have no HOME to put it in.
 # shellcheck source-path=SCRIPTDIR source=go-caches.sh
-. "$root/dev/go-caches.sh"
+. "$root/scripts/go-caches.sh"
 go_private_caches "$root"
 
 # A variant's paths reach front.c as -D definitions, which cgo splits on spaces.

@@ -3,7 +3,7 @@
 # builds it from Go modules (through the Go module proxy) and caches the binaries outside
 # the repository, keyed by version.
 #
-#   PATH="$(dev/bootstrap-engine.sh):$PATH"
+#   PATH="$(scripts/bootstrap-engine.sh):$PATH"
 #
 # The last line on stdout is the directory to put on PATH; progress goes to stderr.
 # What lands there:
@@ -103,7 +103,7 @@ fi
 GO=${GO:-$(command -v go || true)}
 [[ -n $GO && -x $GO ]] || die "the go command is needed (put it on PATH or set GO)"
 # shellcheck source-path=SCRIPTDIR source=go-caches.sh
-. "$root/dev/go-caches.sh"
+. "$root/scripts/go-caches.sh"
 go_private_caches "$root" || die "no private place for go's caches"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
 # The checksum database has no entry for some Pulumi release modules (it answered 404 for

@@ -31,7 +31,7 @@ if [ -z "$go_bin" ]; then
 fi
 # go needs a build cache and a module cache; a service environment may have no HOME to put them in.
 # shellcheck source-path=SCRIPTDIR source=go-caches.sh
-. "$root/dev/go-caches.sh"
+. "$root/scripts/go-caches.sh"
 go_private_caches "$root"
 
 mkdir -p "$(dirname "$output")"

@@ -18,7 +18,7 @@ die() { echo "gpu-workers: $*" >&2; exit 1; }
 
 ensure_engine() {
   local bin
-  bin=$(bash "$root/dev/bootstrap-engine.sh") || die "could not provide the Pulumi engine (see above)"
+  bin=$(bash "$root/scripts/bootstrap-engine.sh") || die "could not provide the Pulumi engine (see above)"
   export PATH="$bin:$PATH"
 }
 
@@ -42,19 +42,19 @@ ensure_dev_tools() {
 # The LXD daemon the dev stack talks to; started here (dir storage, no network) when none answers.
 ensure_lxd() {
   if LXD_DIR=/var/lib/lxd lxc query /1.0 >/dev/null 2>&1; then return 0; fi
-  [ "$(id -u)" -eq 0 ] || die "no LXD daemon answers on $LXD_SOCKET; start LXD (as root: $root/dev/lxd-test-daemon.sh start /var/lib/lxd)"
-  bash "$root/dev/lxd-test-daemon.sh" start /var/lib/lxd >/dev/null
+  [ "$(id -u)" -eq 0 ] || die "no LXD daemon answers on $LXD_SOCKET; start LXD (as root: $root/scripts/lxd-test-daemon.sh start /var/lib/lxd)"
+  bash "$root/scripts/lxd-test-daemon.sh" start /var/lib/lxd >/dev/null
 }
 
 ensure_image() {
-  LXD_DIR=/var/lib/lxd bash "$root/dev/lxd-build-image.sh" import debian-12 >/dev/null
+  LXD_DIR=/var/lib/lxd bash "$root/scripts/lxd-build-image.sh" import debian-12 >/dev/null
 }
 
 # The Concourse release the dev stack uploads (Pulumi.dev.yaml names .dev/...), assembled from
 # the kit beside the repo and this machine's Debian packages, cached by content.
 ensure_release() {
   local release
-  release=$(bash "$root/dev/concourse-release.sh") || die "could not assemble the Concourse release (see above)"
+  release=$(bash "$root/scripts/concourse-release.sh") || die "could not assemble the Concourse release (see above)"
   mkdir -p "$root/.dev"
   ln -sfn "$release" "$root/.dev/$(basename "$release")"
 }
