@@ -9,7 +9,7 @@ import * as path from "path";
 import { parse } from "yaml";
 import { RawStackConfig, StackConfigError } from "../stacks/config";
 import { namespaceKeysOf } from "../stacks/namespace-keys";
-import { MISSING_PLACEHOLDER, renderStack } from "../stacks/offline-render";
+import { MISSING_PLACEHOLDER, RenderedContent, RenderedHost, renderStack } from "../stacks/offline-render";
 
 function usage(message: string): never {
     console.error(`render: ${message}\nusage: npm run render -- --stack NAME --out DIR [--project-dir DIR]`);
@@ -39,6 +39,43 @@ export function readStackFile(projectDir: string, stack: string): RawStackConfig
     return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"], keys };
 }
 
+/**
+ * How an artifact (a binary uploaded from here) is written: as its bytes, copied once and then
+ * linked at every other host path with the same digest and mode (a fleet of hosts costs one copy
+ * of each binary), or, for a tree compared as text (test/golden), as a line naming its digest.
+ */
+export type ArtifactWrite = "bytes" | "digest";
+
+/** Writes each host's files at their host paths under out/<host>/, and its manifest.json. */
+export function writeRendered(hosts: RenderedHost[], out: string, artifacts: ArtifactWrite = "bytes"): void {
+    const written = new Map<string, string>();
+    // Each folder made once: a fleet's hosts have the same few folders, and mkdir is most of the render's time.
+    const folders = new Set<string>();
+    const write = (target: string, content: RenderedContent, mode: number): void => {
+        if (typeof content === "string") return fs.writeFileSync(target, content, { mode });
+        if (artifacts === "digest") return fs.writeFileSync(target, `artifact sha256 ${content.sha256}, uploaded from ${content.path}\n`, { mode });
+        const key = `${content.sha256} ${mode}`;
+        const first = written.get(key);
+        if (first !== undefined) {
+            try { return fs.linkSync(first, target); } catch { /* another file system, or no links there: copy */ }
+        }
+        fs.copyFileSync(content.path, target);
+        fs.chmodSync(target, mode);
+        written.set(key, target);
+    };
+    for (const { manifest, contents } of hosts) {
+        const root = path.join(out, manifest.host);
+        fs.rmSync(root, { recursive: true, force: true });
+        for (const file of manifest.files) {
+            const target = path.join(root, file.path);
+            const folder = path.dirname(target);
+            if (!folders.has(folder)) { fs.mkdirSync(folder, { recursive: true }); folders.add(folder); }
+            write(target, contents.get(file.path)!, parseInt(file.mode, 8));
+        }
+        fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+    }
+}
+
 function main(): void {
     const { stack, out, projectDir } = parseArgs(process.argv.slice(2));
     let hosts;
@@ -51,15 +88,9 @@ function main(): void {
         process.exit(1);
     }
     if (hosts.length === 0) console.log(`stack ${stack}: no hosts (gpu-workers:allowNoHosts is true), nothing to render`);
-    for (const { manifest, contents } of hosts) {
+    writeRendered(hosts, out);
+    for (const { manifest } of hosts) {
         const root = path.join(out, manifest.host);
-        fs.rmSync(root, { recursive: true, force: true });
-        for (const file of manifest.files) {
-            const target = path.join(root, file.path);
-            fs.mkdirSync(path.dirname(target), { recursive: true });
-            fs.writeFileSync(target, contents.get(file.path)!, { mode: parseInt(file.mode, 8) });
-        }
-        fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
         for (const p of manifest.partitions ?? []) console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
         if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);

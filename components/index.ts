@@ -24,7 +24,11 @@ export { ConcourseWeb, ConcourseWebArgs, ConcourseWebArgsError, ConcourseWebData
 export { HostAccessArgs } from "./chain/host-steps-component";
 export type { HostConnection } from "./providers/host/resources";
 export { Transport, onTransport } from "./lib/host/transport";
-export type { ConcourseRelease } from "./lib/render/concourse-release";
+export type { ConcourseRelease, PlannedRelease } from "./lib/render/concourse-release";
+// What is uploaded from this machine as it is (the built binaries, a release by path): hashed once per run, handed to the plans.
+export type { Artifact } from "./lib/host/steps";
+export type { BuildArtifacts } from "./lib/plan/worker-spec";
+export { ArtifactSource, LOCAL_ARTIFACTS, UNREAD_ARTIFACTS, DIGEST_NOT_TAKEN, localArtifact, builtArtifact } from "./chain/artifacts";
 export { GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";
 export type { WorkerFabricPartition } from "./lib/plan/worker-spec";
 export * as lxd from "./providers/lxd";

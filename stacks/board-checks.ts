@@ -3,7 +3,7 @@
  * workers, and the planner can meet every board's workers; then the boards as the validated
  * stack holds them.
  */
-import { GpuWorkerArgsError, PartitionPlanError, planBoard } from "../components";
+import { GpuWorkerArgsError, PartitionPlanError, planBoard, UNREAD_ARTIFACTS } from "../components";
 import { boardSpecOf } from "./board-config";
 import { isBoard, ParsedHost } from "./host-config";
 import { BoardConfig, BoardWorkerConfig } from "./schema";
@@ -41,7 +41,8 @@ export function boardProblems(hosts: ParsedHost[]): string[] {
     });
     for (const { board, at, workersAt } of collectBoards(hosts)) {
         try {
-            planBoard(boardSpecOf(board));
+            // Only checked: no binary is hashed for it.
+            planBoard(boardSpecOf(board, undefined, undefined, UNREAD_ARTIFACTS));
         } catch (e) {
             // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
             // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.

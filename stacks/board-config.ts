@@ -4,7 +4,7 @@
  * with placeholders for what only `up` knows. The offline render and the check of the stack
  * plan from this.
  */
-import { boardSpec, BoardSpec } from "../components";
+import { ArtifactSource, boardSpec, BoardSpec } from "../components";
 import { boardArgs } from "./boards";
 import type { StackWeb } from "./component-args";
 import { BoardConfig } from "./schema";
@@ -12,6 +12,6 @@ import { BoardConfig } from "./schema";
 /** What stands for a secret value where only the plan is wanted. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
-export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb): BoardSpec {
-    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web));
+export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb, artifacts?: ArtifactSource): BoardSpec {
+    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web), artifacts);
 }

@@ -5,8 +5,8 @@
  */
 import * as crypto from "crypto";
 import * as fs from "fs";
-import { BoardPlan, HostPlan, planBoard, planHost, PlannedFile, planWebHost, planWorkerAdmission, WebPlan, webSpec, workerSpec } from "../components";
-import type { PlannedStep } from "../components";
+import { ArtifactSource, BoardPlan, HostPlan, LOCAL_ARTIFACTS, planBoard, planHost, PlannedFile, planWebHost, planWorkerAdmission, WebPlan, webSpec, workerSpec } from "../components";
+import type { Artifact, PlannedStep } from "../components";
 import * as pulumi from "@pulumi/pulumi";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
@@ -37,37 +37,56 @@ export interface HostManifest {
     /** A shared board: the partition each worker got, its module ids and the GPUs' PCI addresses. */
     partitions?: { worker: string; partition: number; modules: number[]; pci: string[] }[];
 }
-export interface RenderedHost { manifest: HostManifest; contents: Map<string, Buffer> }
+/**
+ * What the render writes at a file's path: text (what the host receives, or a placeholder for a
+ * secret or a generated key), or an artifact uploaded from here, which the writer copies. Hosts
+ * share one artifact and the text of one host script, so a fleet holds neither per host.
+ */
+export type RenderedContent = string | Artifact;
+export interface RenderedHost { manifest: HostManifest; contents: Map<string, RenderedContent> }
 
-/** The bytes written for a file: what the host receives, or a placeholder for a secret or a generated key. */
-function renderedBytes(file: PlannedFile): Buffer {
-    if (file.secret) return Buffer.from(SECRET_PLACEHOLDER + "\n");
-    if (file.generated) return Buffer.from(`${GENERATED_PLACEHOLDER}: ${file.generated}\n`);
-    if (file.localPath) return fs.existsSync(file.localPath) ? fs.readFileSync(file.localPath) : Buffer.from(`${MISSING_PLACEHOLDER}: ${file.localPath}\n`);
-    return Buffer.from(file.content);
+/** An uploaded file that is not on this machine yet (a release tarball not built yet): its render says so. */
+function missing(artifact: Artifact): boolean {
+    return artifact.sha256 === MISSING_PLACEHOLDER;
 }
 
-function manifestFile(file: PlannedFile, bytes: Buffer): ManifestFile {
+function renderedContent(file: PlannedFile): RenderedContent {
+    if (file.secret) return SECRET_PLACEHOLDER + "\n";
+    if (file.generated) return `${GENERATED_PLACEHOLDER}: ${file.generated}\n`;
+    if (file.artifact) return missing(file.artifact) ? `${MISSING_PLACEHOLDER}: ${file.artifact.path}\n` : file.artifact;
+    return file.content;
+}
+
+function manifestFile(file: PlannedFile, content: RenderedContent): ManifestFile {
     return {
         path: file.path, mode: file.mode,
-        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.localPath && !fs.existsSync(file.localPath) ? MISSING_PLACEHOLDER : crypto.createHash("sha256").update(bytes).digest("hex"),
+        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.artifact ? file.artifact.sha256 : crypto.createHash("sha256").update(content as string).digest("hex"),
         component: file.component, resource: file.resource,
         ...(file.secret ? { secret: true as const } : {}),
         ...(file.generated ? { generated: file.generated } : {}),
-        ...(file.localPath ? { uploadedFrom: file.localPath } : {}),
+        ...(file.artifact ? { uploadedFrom: file.artifact.path } : {}),
     };
 }
 
-/** A plan's files as the render writes them: each file's bytes (or placeholder), and its manifest entry. */
-function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, Buffer> } {
-    const contents = new Map<string, Buffer>();
+/** A plan's files as the render writes them: each file's content (or placeholder), and its manifest entry. */
+function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents: Map<string, RenderedContent> } {
+    const contents = new Map<string, RenderedContent>();
     const files = planned.map((file) => {
-        const bytes = renderedBytes(file);
-        contents.set(file.path, bytes);
-        return manifestFile(file, bytes);
+        const content = renderedContent(file);
+        contents.set(file.path, content);
+        return manifestFile(file, content);
     });
     return { files, contents };
 }
+
+/**
+ * The artifacts of the render: this checkout's build, and a release named by path with its
+ * digest, or, where it is not on this machine yet, a placeholder the render shows (up would stop on it).
+ */
+export const RENDER_ARTIFACTS: ArtifactSource = {
+    built: () => LOCAL_ARTIFACTS.built(),
+    release: (binary) => ("path" in binary && !("sha256" in binary) && !fs.existsSync(binary.path) ? { path: binary.path, sha256: MISSING_PLACEHOLDER } : LOCAL_ARTIFACTS.release(binary)),
+};
 
 export function renderPlan(plan: HostPlan): RenderedHost {
     const { files, contents } = renderFiles(plan.files);
@@ -122,12 +141,12 @@ export interface StackPlans {
  * The plans of a stack, through the same mapping `pulumi up` takes (stacks/component-args.ts);
  * what only `up` knows (secrets, generated keys) stands in as placeholders.
  */
-export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string): StackPlans {
+export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string, artifacts: ArtifactSource = RENDER_ARTIFACTS): StackPlans {
     const secret = () => SECRET_PLACEHOLDER;
     let web: StackWeb | undefined;
     let webPlan: WebPlan | undefined;
     if (stack.web) {
-        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir)));
+        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir), artifacts));
         web = {
             config: stack.web,
             forWorkers: {
@@ -138,8 +157,8 @@ export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pi
             },
         };
     }
-    const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web))));
-    const boards = (stack.boards ?? []).map((board) => planBoard(boardSpecOf(board, baseDir, web)));
+    const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web), artifacts)));
+    const boards = (stack.boards ?? []).map((board) => planBoard(boardSpecOf(board, baseDir, web, artifacts)));
     if (webPlan) webPlan = withAdmissions(webPlan, [...hosts, ...boards.flatMap((b) => b.workers)]);
     return { ...(webPlan ? { web: webPlan } : {}), hosts, boards };
 }
@@ -158,7 +177,7 @@ export function renderHost(host: HostConfig, baseDir = process.cwd()): RenderedH
     return renderPlan(planStack({ hosts: [host] }, baseDir).hosts[0]);
 }
 
-export function renderStack(raw: RawStackConfig, baseDir = process.cwd()): RenderedHost[] {
-    const plans = planStack(parseStack(raw), baseDir);
+export function renderStack(raw: RawStackConfig, baseDir = process.cwd(), artifacts: ArtifactSource = RENDER_ARTIFACTS): RenderedHost[] {
+    const plans = planStack(parseStack(raw), baseDir, artifacts);
     return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
 }

@@ -20,6 +20,7 @@ import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
+import { localArtifact } from "../../components/chain/artifacts";
 import { hostScriptFile } from "../../components/lib/host/scripts";
 import { HostFile, RenderedComponent, shellCommand } from "../../components/lib/host/steps";
 import { renderAptPinFile, renderVendorRepository } from "../../components/lib/render/apt-sources";
@@ -225,7 +226,7 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     /** Applies a component as the program does: every file placed, then every step created. */
     function up(component: string, rendered: RenderedComponent, env = ""): void {
         for (const file of unique(rendered.files)) {
-            ok(`${claimFileCommand(file, component, false)} && ${writeFileCommand(file)}`, file.localPath ? fs.readFileSync(file.localPath) : file.content);
+            ok(`${claimFileCommand(file, component, false)} && ${writeFileCommand(file)}`, file.artifact ? fs.readFileSync(file.artifact.path) : file.content);
         }
         for (const step of rendered.steps) ok(`${env}${step.create}`);
     }
@@ -320,14 +321,15 @@ describe("destroy puts back what the host had: services, placed files, the Conco
 
     describe("a web and a worker on one host", () => {
         const archive = "/usr/local/lib/gpu-workers/concourse.tgz";
+        const releaseArtifact = () => localArtifact(release, "Concourse release");
         const webScript = hostScriptFile("concourse-web.sh");
         const workerScript = hostScriptFile("concourse-worker.sh");
-        const releaseArgs = () => concourseReleaseArgs("7.0.0", { path: release }, archive);
+        const releaseArgs = () => concourseReleaseArgs("7.0.0", releaseArtifact(), archive);
         const web = (): RenderedComponent => ({
             files: [
                 { path: "/etc/systemd/system/concourse-web.service", mode: "0644", content: "[Service]\nEnvironmentFile=/etc/concourse/web.env\nExecStart=/usr/local/concourse/bin/concourse web\n[Install]\nWantedBy=multi-user.target\n" },
                 { path: "/etc/concourse/web.env", mode: "0644", content: "CONCOURSE_BIND_PORT=8080\n" },
-                ...concourseReleaseFiles({ path: release }, archive), webScript,
+                ...concourseReleaseFiles(releaseArtifact(), archive), webScript,
             ],
             steps: [{
                 name: "concourse-web",
@@ -344,7 +346,7 @@ describe("destroy puts back what the host had: services, placed files, the Conco
                     path: "/etc/concourse/worker.env", mode: "0644",
                     content: "CONCOURSE_NAME=gw-test-worker\nCONCOURSE_TSA_HOST=127.0.0.1:2222\nCONCOURSE_TSA_PUBLIC_KEY=/etc/concourse/tsa_host_key.pub\nCONCOURSE_TSA_WORKER_PRIVATE_KEY=/etc/concourse/worker_key\nCONCOURSE_WORK_DIR=/opt/concourse/worker\n",
                 },
-                ...concourseReleaseFiles({ path: release }, archive), workerScript,
+                ...concourseReleaseFiles(releaseArtifact(), archive), workerScript,
             ],
             steps: [{
                 name: "concourse-worker",

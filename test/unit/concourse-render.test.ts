@@ -79,7 +79,7 @@ describe("Concourse worker: what a privileged step gets (concourse.privilegedMod
 
 describe("Concourse web (render)", () => {
     const web = {
-        version: "8.2.5", binary: { path: "/tmp/concourse.tgz" }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
+        version: "8.2.5", binary: { path: "/tmp/concourse.tgz", sha256: "2".repeat(64) }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
         postgres: { local: { database: "atc", user: "concourse" } }, mainTeamUser: "admin", keepDatabase: false,
     };
 

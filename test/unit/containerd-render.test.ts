@@ -102,13 +102,14 @@ describe("Concourse's containerd config (render)", () => {
 });
 
 describe("ContainerdRuntime component (render)", () => {
-    const settings = { runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true };
+    const helperBinary = { path: CONTAINERD_TOML_BUILD_OUTPUT, sha256: "1".repeat(64) };
+    const settings = { runtimeName: "gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true, helperBinary };
 
     it("uploads our settings, containerd-toml and the script; containerd and runc come from the distribution where missing; the step applies, checks and removes", () => {
         const r = renderContainerdRuntimeComponent(settings);
         assert.deepStrictEqual(r.files.map((f) => f.path), [`${HOST_LIB_DIR}/runtime-packages.sh`, `${HOST_LIB_DIR}/ownership.sh`, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
         assert.strictEqual(r.files[2].content, renderContainerdDropIn(settings));
-        assert.deepStrictEqual({ ...r.files[3] }, { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", localPath: CONTAINERD_TOML_BUILD_OUTPUT });
+        assert.deepStrictEqual({ ...r.files[3] }, { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", artifact: helperBinary });
         const [packages, step] = r.steps;
         assert.strictEqual(packages.create, `${HOST_LIB_DIR}/runtime-packages.sh ensure containerd=containerd runc=runc`);
         const glob = CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&");

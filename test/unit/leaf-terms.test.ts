@@ -17,6 +17,9 @@ import { RUNC_REAL_PATH, renderRuncWrapperComponent } from "../../components/lib
 import { renderWorkerValidator } from "../../components/lib/render/worker-validator";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
+/** The wrapper as the component hands it in (it hashes this package's build). */
+const wrapperBinary = { path: "dist/wrapper/runc-wrapper", sha256: "4".repeat(64) };
+
 const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
 
 describe("leaf components in a user's terms", () => {
@@ -46,14 +49,14 @@ describe("leaf components in a user's terms", () => {
 
     it("the wrapper hands containers to nvidia-container-runtime on NVIDIA, to runc elsewhere or when told", () => {
         const nvidia = inventorySchema.parse(RTX_A500_LAPTOP);
-        assert.strictEqual(planRuncWrapper({ inventory: nvidia }).realRuntime, NVIDIA_RUNTIME_BINARY);
-        assert.strictEqual(planRuncWrapper({ inventory: nvidia, runtime: "runc" }).realRuntime, RUNC_REAL_PATH);
-        assert.strictEqual(planRuncWrapper({ inventory: inventorySchema.parse(AMD_PHOENIX) }).realRuntime, RUNC_REAL_PATH);
-        assert.strictEqual(planRuncWrapper({ inventory: inventorySchema.parse(NO_GPU) }).realRuntime, RUNC_REAL_PATH);
+        assert.strictEqual(planRuncWrapper({ inventory: nvidia, wrapperBinary }).realRuntime, NVIDIA_RUNTIME_BINARY);
+        assert.strictEqual(planRuncWrapper({ inventory: nvidia, runtime: "runc", wrapperBinary }).realRuntime, RUNC_REAL_PATH);
+        assert.strictEqual(planRuncWrapper({ inventory: inventorySchema.parse(AMD_PHOENIX), wrapperBinary }).realRuntime, RUNC_REAL_PATH);
+        assert.strictEqual(planRuncWrapper({ inventory: inventorySchema.parse(NO_GPU), wrapperBinary }).realRuntime, RUNC_REAL_PATH);
     });
 
     it("defaults are the worker's: all GPUs, CDI ids, /srv with _writable and _rw, privileged steps refused", () => {
-        const s = planRuncWrapper({ inventory: inventorySchema.parse(HGX_H100_8X) });
+        const s = planRuncWrapper({ inventory: inventorySchema.parse(HGX_H100_8X), wrapperBinary });
         assert.strictEqual(s.plan.env.NVIDIA_VISIBLE_DEVICES.split(",").length, 8);
         assert.match(s.plan.env.NVIDIA_VISIBLE_DEVICES, /^nvidia\.com\/gpu=/);
         assert.deepStrictEqual(s.datasets, { root: "/srv", writableSuffixes: ["_writable", "_rw"] });

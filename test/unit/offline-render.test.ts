@@ -86,6 +86,20 @@ describe("offline render", function () {
         assert.strictEqual(fs.readFileSync(path.join(r.out, "k", "etc/concourse/worker_key"), "utf8"), "[secret]\n");
     });
 
+    it("a binary uploaded from here is written once and linked at every host's path; a release not there yet is named, not read", () => {
+        const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU });
+        raw.defaults.concourse.binary = { path: "not-built-yet.tgz" } as never;
+        const r = renderStackFile(raw);
+        assert.strictEqual(r.status, 0, r.stderr);
+        const wrapper = ["a", "b"].map((h) => fs.statSync(path.join(r.out, h, "usr/local/lib/gpu-workers/runc-wrapper")));
+        assert.strictEqual(wrapper[0].ino, wrapper[1].ino, "one copy of the wrapper for both hosts");
+        assert.strictEqual(wrapper[0].nlink, 2);
+        const manifest = JSON.parse(fs.readFileSync(path.join(r.out, "a", "manifest.json"), "utf8"));
+        const release = manifest.files.find((f: { path: string }) => f.path.endsWith("concourse.tgz"));
+        assert.strictEqual(release.sha256, "[not on this machine yet]");
+        assert.match(r.stdout, /note: \S+concourse\.tgz is uploaded from \S+not-built-yet\.tgz, which is not there yet/);
+    });
+
     it("a bad stack config gives path-precise errors and a non-zero exit", () => {
         const raw = stackWith({ name: "a", inventory: { vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }] } });
         const r = renderStackFile(raw);

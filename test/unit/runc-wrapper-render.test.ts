@@ -4,7 +4,9 @@ import * as os from "os";
 import * as path from "path";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
-import { HOST_LIB_DIR } from "../../components/lib/host/steps";
+import { builtArtifact } from "../../components/chain/artifacts";
+import { sha256Text } from "../../components/lib/file-hash";
+import { Artifact, HOST_LIB_DIR } from "../../components/lib/host/steps";
 import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_BUILD_OUTPUT, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, WRAPPER_STATE_DIR, wrapperConfigSchema } from "../../components/lib/render/runc-wrapper";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 
@@ -60,8 +62,7 @@ describe("runc wrapper settings (render)", () => {
 
 describe("RuncWrapper component (render)", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wrapper-render-"));
-    const binary = path.join(dir, "runc-wrapper");
-    fs.writeFileSync(binary, "not really a binary");
+    const binary: Artifact = { path: path.join(dir, "runc-wrapper"), sha256: sha256Text("not really a binary") };
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), { ...base, selection: [0] });
 
@@ -74,22 +75,21 @@ describe("RuncWrapper component (render)", () => {
             [WRAPPER_PATH, "0755"],
             [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
         ]);
-        assert.strictEqual(r.files[3].localPath, binary);
+        assert.strictEqual(r.files[3].artifact, binary);
         assert.strictEqual(r.files[3].content, "");
         assert.ok(r.files[4].content.startsWith("#!/usr/bin/env bash"));
         assert.deepStrictEqual(r.steps.map((s) => s.name), ["runtime-packages", "runc-wrapper"], "the host's runc from the distribution where it has none, then the wrapper in its place");
         const step = r.steps[1];
-        assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 [0-9a-f]{64} --aside ${RUNC_REAL_PATH}$`));
+        assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH}$`));
         assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
         assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH, "runtime-packages"]);
     });
 
     it("a new wrapper build changes the install command (so the step runs again)", () => {
         const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary }).steps[1].create;
-        const other = path.join(dir, "other");
-        fs.writeFileSync(other, "another build");
+        const other: Artifact = { path: binary.path, sha256: sha256Text("another build") };
         const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other }).steps[1].create;
-        assert.notStrictEqual(before.replace(binary, ""), afterBuild.replace(other, ""));
+        assert.notStrictEqual(before, afterBuild);
     });
 
     it("a custom runc path is passed to install and remove, quoted", () => {
@@ -98,8 +98,8 @@ describe("RuncWrapper component (render)", () => {
         assert.ok(r.steps[0].remove!.includes("--runc '/opt/my runc/runc'"));
     });
 
-    it("a missing build says how to make it", () => {
-        assert.throws(() => renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: path.join(dir, "none") }), /npm run build/);
+    it("a missing build says how to make it (where the program hashes it, before planning)", () => {
+        assert.throws(() => builtArtifact(path.join(dir, "none"), "runc wrapper", "dev/build-wrapper.sh"), /runc wrapper: .*none is missing; build it first \(npm run build/);
     });
 
     it("the built wrapper holds the very paths the program places and names (they are fixed at build time)", () => {

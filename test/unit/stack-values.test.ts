@@ -270,7 +270,7 @@ describe("the env-file renderer", () => {
     it("every env file goes through it: the worker's, the web's and the web's secret one", () => {
         const worker = {
             name: "w", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-rsa AAAAtsa", tags: ["gpu"],
-            workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz" }, containerdConfig: "", inUserNamespace: false, privilegedMode: "ignore" as const,
+            workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, containerdConfig: "", inUserNamespace: false, privilegedMode: "ignore" as const,
         };
         assert.throws(() => renderWorkerEnv({ ...worker, team: "gpu\nCONCOURSE_WORK_DIR=/" }), /the value of CONCOURSE_TEAM holds a line break/);
         assert.throws(() => renderWorkerEnv({ ...worker, workDir: "/opt/x$(touch pwned)" }), /the value of CONCOURSE_WORK_DIR holds a \$/);
@@ -278,7 +278,7 @@ describe("the env-file renderer", () => {
         assert.throws(() => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-rsa AAAAtsa\nssh-rsa AAAAevil" }), /the TSA public key must be one key on one line/);
         assert.throws(() => renderConcourseWorker({ ...worker, tags: ["gpu\nExecStartPre=/bin/sh"] }), /is not one plain word/);
         const web = {
-            version: "8.2.5", binary: { path: "/tmp/c.tgz" }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
+            version: "8.2.5", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
             postgres: { external: { host: "db`id`", port: 5432, database: "atc", user: "ci", sslmode: "require" } }, mainTeamUser: "admin", keepDatabase: false,
         };
         assert.throws(() => renderWebEnv(web), /the value of CONCOURSE_POSTGRES_HOST holds a quote or backquote/);

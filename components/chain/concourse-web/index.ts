@@ -11,6 +11,7 @@ import { GeneratedSecret } from "../../providers/keys";
 import { reachHost, SshHostTransport } from "../host-access";
 import { LxdHostTransport } from "../gpu-host";
 import { HostStepsComponent } from "../host-steps-component";
+import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 
 /** An LXD instance for the web, with its ports published on the LXD server. */
 export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
@@ -113,7 +114,7 @@ export interface WebForWorkers {
 export class ConcourseWebArgsError extends Error {}
 
 /** The web's host and settings as planning sees them, defaults applied and checked. */
-export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
+export function webSpec(name: string, args: ConcourseWebArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WebSpec {
     const { transport, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
     const settings = webSettingsSchema.safeParse(rest);
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
@@ -132,7 +133,7 @@ export function webSpec(name: string, args: ConcourseWebArgs): WebSpec {
     return {
         name,
         version,
-        binary,
+        binary: artifacts.release(binary),
         settings: settings.data,
         postgres: database,
         tls: tls !== undefined,

@@ -1,6 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { hostScriptPath } from "../../lib/host/scripts";
+import type { ConcourseRelease, PlannedRelease } from "../../lib/render/concourse-release";
 import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "../../lib/render/concourse-worker";
+import { LOCAL_ARTIFACTS } from "../artifacts";
 import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
 import { createHostResources } from "../../providers/host/resources";
@@ -18,7 +20,9 @@ function concourseKey(component: string): (key: string) => string {
 }
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
 
-export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorkerSettings, "tsaPublicKey"> {
+export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorkerSettings, "tsaPublicKey" | "binary"> {
+    /** The release: {url, sha256} the host downloads, or {path} of a tarball uploaded from here (hashed once per run). */
+    binary: ConcourseRelease | PlannedRelease;
     /** The TSA's host public key ("ssh-rsa AAAA..."); an output such as ConcourseWeb's `tsaPublicKey` works too. */
     tsaPublicKey: pulumi.Input<string>;
     /** The worker's TSA private key: RSA in PEM, the only form Concourse reads (`concourse generate-key -t ssh`). Generated when absent. Pass a secret. */
@@ -64,7 +68,7 @@ export class ConcourseWorker extends HostStepsComponent {
             ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
         };
         const admitted = args.admission ? [...this.admit(name, args.name, args.admission, args.after ?? []).values()] : [];
-        this.placeOnHost(renderConcourseWorker({ ...args, tsaPublicKey: tsaKeyNow }), args, { values, after: [...(args.after ?? []), ...admitted], checks: {
+        this.placeOnHost(renderConcourseWorker({ ...args, binary: LOCAL_ARTIFACTS.release(args.binary), tsaPublicKey: tsaKeyNow }), args, { values, after: [...(args.after ?? []), ...admitted], checks: {
             "worker-registration": (checkName, check, after, checkOpts) => {
                 if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
                 return new WorkerRegistration(checkName, {

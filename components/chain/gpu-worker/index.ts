@@ -8,6 +8,7 @@ import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSch
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
+import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { ConcourseWorker } from "../concourse-worker";
 import { ContainerdRuntime } from "../containerd";
 import { ContainerToolkit } from "../container-toolkit";
@@ -84,7 +85,7 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
 export class GpuWorkerArgsError extends Error {}
 
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
-export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
+export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WorkerSpec {
     const { transport, inventory, concourse, fabricPartition, ...rest } = args;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
     // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
@@ -114,8 +115,11 @@ export function workerSpec(name: string, args: GpuWorkerArgs): WorkerSpec {
         }),
     });
     const check = registration ?? (web ? { url: web.url, username: web.username } : undefined);
+    const { binary, ...concourseSpec } = parsed.data.concourse;
     return {
         ...parsed.data, name, transport: shape, inventory,
+        concourse: { ...concourseSpec, ...(binary ? { binary: artifacts.release(binary) } : {}) },
+        artifacts: artifacts.built(),
         ...(check ? { registration: { url: check.url, username: check.username, timeoutSeconds: registration?.timeoutSeconds ?? REGISTRATION_TIMEOUT_SECONDS } } : {}),
         ...(fabricPartition ? { fabricPartition } : {}),
     };

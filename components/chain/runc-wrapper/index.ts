@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
 import { planRuncWrapper, RuncWrapperTerms } from "../../lib/plan/leaf-terms";
 import { renderRuncWrapperComponent } from "../../lib/render/runc-wrapper";
+import { LOCAL_ARTIFACTS } from "../artifacts";
 
 /** The host, and the wrapper in a user's terms: the inventory, the GPU selection, the datasets. It plans the rest. */
 export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperTerms {}
@@ -13,7 +14,7 @@ export interface RuncWrapperArgs extends HostAccessArgs, RuncWrapperTerms {}
 export class RuncWrapper extends HostStepsComponent {
     constructor(name: string, args: RuncWrapperArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:wrapper:RuncWrapper", name, opts);
-        this.placeOnHost(renderRuncWrapperComponent(planRuncWrapper(args)), args);
+        this.placeOnHost(renderRuncWrapperComponent(planRuncWrapper({ ...args, wrapperBinary: args.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper })), args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

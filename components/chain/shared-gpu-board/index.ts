@@ -6,6 +6,7 @@ import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import { HostDriftGuard } from "../../providers/drift";
+import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { FabricServiceVm } from "../fabric-service-vm";
 import { GpuHost, SshHostTransport } from "../gpu-host";
 import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, workerSpec } from "../gpu-worker";
@@ -47,7 +48,7 @@ export interface SharedGpuBoardArgs {
 }
 
 /** The board as planning sees it: its settings with defaults applied, each worker's spec without an inventory yet. */
-export function boardSpec(name: string, args: SharedGpuBoardArgs): BoardSpec {
+export function boardSpec(name: string, args: SharedGpuBoardArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): BoardSpec {
     return {
         name,
         user: args.ssh.user ?? SSH_USER_DEFAULT,
@@ -58,7 +59,7 @@ export function boardSpec(name: string, args: SharedGpuBoardArgs): BoardSpec {
         memoryControllerPci: args.memoryControllerPci ?? [],
         serviceVm: serviceVmSpec(name, args.serviceVm),
         workers: args.workers.map(({ name: worker, gpus, partition, lxd, ...settings }) => {
-            const { inventory: _board, fabricPartition: _none, ...spec } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory });
+            const { inventory: _board, fabricPartition: _none, ...spec } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory }, artifacts);
             return { spec, ask: { ...(gpus !== undefined ? { gpus } : {}), ...(partition !== undefined ? { partition } : {}) } };
         }),
     };

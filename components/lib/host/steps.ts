@@ -10,14 +10,27 @@ export interface HostFile {
     path: string;
     /** Octal mode, e.g. "0644". */
     mode: string;
-    /** Text content; for a binary artifact, leave it empty and set `localPath`. */
+    /** Text content; for a binary artifact, leave it empty and set `artifact`. */
     content: string;
-    /** A binary built here and uploaded as is (its sha256 shows in the preview). */
-    localPath?: string;
+    /** A binary built or kept here and uploaded as is (its sha256 shows in the preview). */
+    artifact?: Artifact;
     /** The content is a secret: it shows as [secret] in previews, state and renders. */
     secret?: boolean;
     /** The content is made during `up` (a generated key); this names which, and `content` is empty. */
     generated?: GeneratedContent;
+}
+
+/**
+ * A file uploaded from this machine as it is (the built wrapper, containerd-toml, a Concourse
+ * release): where it is and its sha256. The digest is taken once per program run where the build
+ * output is known (components/chain/artifacts.ts) and handed to planning, which reads no file:
+ * every host's plan refers to the same artifact, none holds its bytes.
+ */
+export interface Artifact {
+    /** Where the file is on this machine. */
+    path: string;
+    /** Its sha256 (hex). */
+    sha256: string;
 }
 
 /**

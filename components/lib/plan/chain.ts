@@ -14,10 +14,10 @@ import { FabricManagerSettings, renderFabricManager } from "../render/fabric-man
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
-import { sha256File, sha256Text } from "../file-hash";
-import { RenderedComponent } from "../host/steps";
+import { sha256Text } from "../file-hash";
+import { Artifact, RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
-import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_BUILD_OUTPUT, WRAPPER_PATH, wrapperSha256 } from "../render/runc-wrapper";
+import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
 import { ContainerdRuntimeTerms, ContainerToolkitTerms, planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator, RuncWrapperTerms, WorkerValidatorTerms } from "./leaf-terms";
 
 export interface ChainSettings {
@@ -80,7 +80,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             privilegedMode: host.concourse.privilegedMode,
             ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
             inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
-            wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperSha256(settings.wrapper.wrapperBinary ?? WRAPPER_BUILD_OUTPUT) },
+            wrapRunc: { wrapper: WRAPPER_PATH, sha256: host.artifacts.wrapper.sha256 },
         };
     } else {
         settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;
@@ -89,13 +89,13 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
 }
 
 /** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
-export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms {
-    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode };
+export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBinary: Artifact } {
+    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode, wrapperBinary: host.artifacts.wrapper };
 }
 
 /** The worker's containerd runtime handler in a user's terms. */
-export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms {
-    return { inventory: host.inventory, runtimeName: host.containerd.runtimeName, default: host.containerd.default, cdi: host.toolkit.cdi };
+export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms & { helperBinary: Artifact } {
+    return { inventory: host.inventory, runtimeName: host.containerd.runtimeName, default: host.containerd.default, cdi: host.toolkit.cdi, helperBinary: host.artifacts.containerdToml };
 }
 
 /** The worker's validator in a user's terms. */
@@ -160,7 +160,7 @@ export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: W
 export function chainDriftCheck(links: Pick<ChainLink, "rendered">[]): string {
     const files = new Map<string, ExpectedFile>();
     for (const file of links.flatMap((l) => l.rendered.files)) {
-        const sha256 = file.secret || file.generated ? null : file.localPath ? sha256File(file.localPath) : sha256Text(file.content);
+        const sha256 = file.secret || file.generated ? null : file.artifact ? file.artifact.sha256 : sha256Text(file.content);
         files.set(file.path, { path: file.path, sha256 });
     }
     const checks = links.flatMap((l) => l.rendered.steps.flatMap((s) => (s.check ? [s.check] : [])));

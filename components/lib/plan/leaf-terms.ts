@@ -4,6 +4,7 @@
  * (chainSettings) plans its links with the same functions, so both place the same files. Pure.
  */
 import { GpuInventory } from "../gpu/inventory";
+import type { Artifact } from "../host/steps";
 import { GpuSelection, PlanError, planWorkerGpus, PrivilegedMode, WorkerGpuPlan } from "../gpu/plan";
 import { VendorRepository, vendorRepository } from "../repos/vendor-repos";
 import { ContainerdRuntimeSettings } from "../render/containerd";
@@ -117,8 +118,8 @@ export interface RuncWrapperTerms {
     runtime?: WrapperRuntime;
     /** The runc that callers find (the one moved aside). Default: `command -v runc` on the host. */
     runcPath?: string;
-    /** The built wrapper to upload. Default: dist/wrapper/runc-wrapper of this package. */
-    wrapperBinary?: string;
+    /** The built wrapper to upload, with its sha256. Default: dist/wrapper/runc-wrapper of this package, hashed by the component. */
+    wrapperBinary?: Artifact;
     /** The wrapper's log. Default: /var/log/gpu-workers/runc-wrapper.log. */
     logPath?: string;
 }
@@ -126,7 +127,7 @@ export interface RuncWrapperTerms {
 const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtime": NVIDIA_RUNTIME_BINARY, runc: RUNC_REAL_PATH };
 
 /** The wrapper's settings; `plan` is the worker's GPU plan where the chain has one already. */
-export function planRuncWrapper(terms: RuncWrapperTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): RuncWrapperSettings {
+export function planRuncWrapper(terms: RuncWrapperTerms & { wrapperBinary: Artifact }, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): RuncWrapperSettings {
     const runtime = terms.runtime ?? (terms.inventory.vendor === "nvidia" ? "nvidia-container-runtime" : "runc");
     const privilegedMode = terms.privilegedMode ?? builtin(WORKER_DEFAULTS.concourse?.privilegedMode, "concourse.privilegedMode");
     return {
@@ -136,7 +137,7 @@ export function planRuncWrapper(terms: RuncWrapperTerms, plan = containerGpus(te
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
         allowPrivileged: privilegedMode !== "ignore",
         ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
-        ...(terms.wrapperBinary !== undefined ? { wrapperBinary: terms.wrapperBinary } : {}),
+        wrapperBinary: terms.wrapperBinary,
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
     };
 }
@@ -153,19 +154,19 @@ export interface ContainerdRuntimeTerms {
     cdi?: boolean;
     /** Where CRI looks for CDI specs. Default: /etc/cdi and /var/run/cdi. */
     cdiSpecDirs?: string[];
-    /** The built containerd-toml to upload. Default: dist/containerd-toml/containerd-toml of this package. */
-    helperBinary?: string;
+    /** The built containerd-toml to upload, with its sha256. Default: dist/containerd-toml/containerd-toml of this package, hashed by the component. */
+    helperBinary?: Artifact;
 }
 
 /** The handler's settings: it runs the runc wrapper where RuncWrapper places it. */
-export function planContainerdRuntime(terms: ContainerdRuntimeTerms): ContainerdRuntimeSettings {
+export function planContainerdRuntime(terms: ContainerdRuntimeTerms & { helperBinary: Artifact }): ContainerdRuntimeSettings {
     return {
         runtimeName: terms.runtimeName ?? builtin(WORKER_DEFAULTS.containerd?.runtimeName, "containerd.runtimeName"),
         binaryName: WRAPPER_PATH,
         makeDefault: terms.default ?? builtin(WORKER_DEFAULTS.containerd?.default, "containerd.default"),
         enableCdi: (terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi")) && terms.inventory.vendor !== "none",
         ...(terms.cdiSpecDirs !== undefined ? { cdiSpecDirs: terms.cdiSpecDirs } : {}),
-        ...(terms.helperBinary !== undefined ? { helperBinary: terms.helperBinary } : {}),
+        helperBinary: terms.helperBinary,
     };
 }
 

@@ -4,7 +4,7 @@
  * is refused, naming both owners. The host plan applies it across components, and a
  * component across its own pieces.
  */
-import { sha256File, sha256Text } from "../file-hash";
+import { sha256Text } from "../file-hash";
 import { HostFile } from "../host/steps";
 
 export interface OwnedFiles {
@@ -26,7 +26,7 @@ export interface Placement {
 
 /** What the bytes are, for comparing: a secret is never equal to anything, it has one owner. */
 function identity(file: HostFile): string {
-    if (file.localPath) return `file:${sha256File(file.localPath)}`;
+    if (file.artifact) return `file:${file.artifact.sha256}`;
     if (file.generated) return `generated:${file.generated}`;
     return `text:${sha256Text(file.content)}`;
 }

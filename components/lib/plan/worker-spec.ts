@@ -6,6 +6,8 @@
 import type { GpuInventory } from "../gpu/inventory";
 import type { LxdInstanceType } from "../lxd/types";
 import type { Transport } from "../host/transport";
+import type { Artifact } from "../host/steps";
+import type { PlannedRelease } from "../render/concourse-release";
 import type { WorkerSettings } from "./settings";
 
 /** A machine reached over SSH. */
@@ -54,9 +56,20 @@ export interface WorkerFabricPartition {
     hostPciBusIds: string[];
 }
 
-export interface WorkerSpec extends WorkerSettings {
+/** The binaries every worker uploads, built by `npm run build`: hashed once per program run where the build is known, and shared by every host's plan. */
+export interface BuildArtifacts {
+    /** The runc wrapper (wrapper/). */
+    wrapper: Artifact;
+    /** The TOML merger the containerd step runs on the host (containerd-toml/). */
+    containerdToml: Artifact;
+}
+
+export interface WorkerSpec extends Omit<WorkerSettings, "concourse"> {
     /** The host's name: every resource of the host is named from it. */
     name: string;
+    /** The settings' concourse, its release with the digest of one uploaded from here. */
+    concourse: Omit<WorkerSettings["concourse"], "binary"> & { binary?: PlannedRelease };
+    artifacts: BuildArtifacts;
     transport: HostShape;
     inventory: GpuInventory;
     /** Where to check, after the worker step, that the web lists the worker as planned. */

@@ -6,7 +6,7 @@
  */
 import { combine, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, pathSlug, RenderedComponent } from "../host/steps";
-import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
+import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "./concourse-release";
 import { renderEnvFile } from "./env-file";
 
 /** The web's own PostgreSQL on its host, or an external one. */
@@ -40,7 +40,7 @@ export interface ConcourseWebSettings {
     /** The Concourse release version. */
     version: string;
     /** Where the release tarball comes from. */
-    binary: ConcourseRelease;
+    binary: PlannedRelease;
     /** The URL users and fly reach the web on. */
     externalUrl: string;
     /** Address the web and the TSA listen on. */

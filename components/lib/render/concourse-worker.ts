@@ -4,7 +4,7 @@
  */
 import { combine, hostScriptFile, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../host/steps";
-import { concourseReleaseArgs, concourseReleaseFiles, ConcourseRelease } from "./concourse-release";
+import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "./concourse-release";
 import { renderEnvFile } from "./env-file";
 import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../plan/value-patterns";
 import { WRAPPER_INSTALLER } from "./runc-wrapper";
@@ -28,7 +28,7 @@ export interface ConcourseWorkerSettings {
     /** The worker's work dir on the host (deleted on destroy). */
     workDir: string;
     /** Where the release tarball comes from. */
-    binary: ConcourseRelease;
+    binary: PlannedRelease;
     /** Config of the containerd that Concourse starts itself. */
     containerdConfig: string;
     /** MTU of the containers' network; absent: Concourse takes the host's outbound interface's (a host without a network needs it). */

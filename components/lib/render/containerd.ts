@@ -10,7 +10,7 @@ import { parse, stringify, TomlPrimitive } from "smol-toml";
 import { sha256Text } from "../file-hash";
 import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
 import { renderRuntimePackages, RUNTIME_PACKAGES_STEP } from "./runtime-packages";
-import { HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
+import { Artifact, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
 
 export interface ContainerdRuntimeSettings {
     /** CRI runtime handler name, e.g. "gpu" (Kubernetes RuntimeClass handler). */
@@ -23,8 +23,8 @@ export interface ContainerdRuntimeSettings {
     enableCdi: boolean;
     /** Where CRI looks for CDI specs; default /etc/cdi and /var/run/cdi. */
     cdiSpecDirs?: string[];
-    /** The built containerd-toml to upload; default dist/containerd-toml/containerd-toml of this package. */
-    helperBinary?: string;
+    /** The built containerd-toml to upload (CONTAINERD_TOML_BUILD_OUTPUT, hashed where the build is known). */
+    helperBinary: Artifact;
 }
 
 export const CONTAINERD_MAIN_CONFIG = "/etc/containerd/config.toml";
@@ -43,7 +43,7 @@ const RUNC_V2 = "io.containerd.runc.v2";
 
 type Table = { [key: string]: TomlPrimitive | Table };
 
-function checkSettings(s: ContainerdRuntimeSettings): void {
+function checkSettings(s: Omit<ContainerdRuntimeSettings, "helperBinary">): void {
     if (!/^[a-z0-9][a-z0-9_.-]*$/.test(s.runtimeName)) {
         throw new Error(`containerd.runtimeName: expected a name such as gpu, got ${JSON.stringify(s.runtimeName)}`);
     }
@@ -63,7 +63,7 @@ function checkSettings(s: ContainerdRuntimeSettings): void {
  * default `runc` runtime: a config that has a runtimes table gets only the runtimes it
  * lists, so leaving runc out would remove CRI's default runtime.
  */
-export function renderContainerdDropIn(s: ContainerdRuntimeSettings): string {
+export function renderContainerdDropIn(s: Omit<ContainerdRuntimeSettings, "helperBinary">): string {
     checkSettings(s);
     const cri: Table = {};
     if (s.enableCdi) {
@@ -141,7 +141,7 @@ export function ensureImports(existingToml: string, importGlob: string): string 
 export function renderContainerdRuntimeComponent(s: ContainerdRuntimeSettings): RenderedComponent {
     const ours = renderContainerdDropIn(s);
     const script = hostScriptFile("apply-containerd-config.sh");
-    const helper: HostFile = { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", localPath: s.helperBinary ?? CONTAINERD_TOML_BUILD_OUTPUT };
+    const helper: HostFile = { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", artifact: s.helperBinary };
     const paths = ["--main", CONTAINERD_MAIN_CONFIG, "--drop-in", CONTAINERD_DROP_IN, "--import", CONTAINERD_IMPORT_GLOB];
     const merge = ["--ours", CONTAINERD_SETTINGS_FILE, "--toml", CONTAINERD_TOML_PATH];
     // containerd runs containers with runc: the host gets both where it lacks them.

@@ -3,14 +3,12 @@
  * wrapper (wrapper/, a static binary: Go with a C front) reads only this root-owned file, at a path fixed
  * when it is built; the values come from the worker's GPU plan and the stack's datasets.
  */
-import { sha256File } from "../file-hash";
-import * as fs from "fs";
 import * as path from "path";
 import { z } from "zod";
 import { WorkerGpuPlan } from "../gpu/plan";
 import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
 import { renderRuntimePackages } from "./runtime-packages";
-import { HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
+import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
 
 /** Where the wrapper binary is uploaded (and what containerd's BinaryName names). */
 export const WRAPPER_PATH = `${HOST_LIB_DIR}/runc-wrapper`;
@@ -103,15 +101,8 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
 export interface RuncWrapperSettings extends WrapperConfigInput {
     /** The runc that callers find (the one moved aside); default: `command -v runc` on the host. */
     runcPath?: string;
-    /** The built wrapper to upload; default dist/wrapper/runc-wrapper of this package. */
-    wrapperBinary?: string;
-}
-
-
-/** sha256 of the built wrapper; the install step carries it, so a new build re-runs the step. */
-export function wrapperSha256(file: string): string {
-    if (!fs.existsSync(file)) throw new Error(`runc wrapper: ${file} is missing; build it first (npm run build, which runs scripts/build-wrapper.sh)`);
-    return sha256File(file);
+    /** The built wrapper to upload (WRAPPER_BUILD_OUTPUT, hashed where the build is known); the install step carries its sha256, so a new build re-runs the step. */
+    wrapperBinary: Artifact;
 }
 
 /**
@@ -120,9 +111,8 @@ export function wrapperSha256(file: string): string {
  * delete, puts runc back byte for byte.
  */
 export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComponent {
-    const binary = s.wrapperBinary ?? WRAPPER_BUILD_OUTPUT;
     const config: HostFile = { path: WRAPPER_CONFIG_PATH, mode: "0644", content: renderWrapperConfig(s) };
-    const wrapper: HostFile = { path: WRAPPER_PATH, mode: "0755", content: "", localPath: binary };
+    const wrapper: HostFile = { path: WRAPPER_PATH, mode: "0755", content: "", artifact: s.wrapperBinary };
     const script = hostScriptFile(WRAPPER_INSTALLER);
     const runc = s.runcPath ? ["--runc", s.runcPath] : [];
     // The host's own runc, from the distribution's packages where it has none (a runc named by path is the caller's).
@@ -131,7 +121,7 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
         files: [config, wrapper, script],
         steps: [{
             name: "runc-wrapper",
-            create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", wrapperSha256(binary), "--aside", RUNC_REAL_PATH]),
+            create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", s.wrapperBinary.sha256, "--aside", RUNC_REAL_PATH]),
             remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
             check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
             dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH, ...packages.steps.map((step) => step.name)],

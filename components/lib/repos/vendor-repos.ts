@@ -77,7 +77,11 @@ export const VENDOR_REPOSITORY_IDS = {
     driver: { nvidia: "nvidia-cuda", amd: "amd-rocm" },
 } as const;
 
-/** The repository a step sets up, or undefined while the project does not ship its key. */
+const checked = new Map<string, VendorRepository | undefined>();
+
+/** The repository a step sets up, or undefined while the project does not ship its key (checked once per run, not per host). */
 export function vendorRepository(step: keyof typeof VENDOR_REPOSITORY_IDS, vendor: "nvidia" | "amd"): VendorRepository | undefined {
-    return checkedRepository(readVendorRepository(VENDOR_REPOSITORY_IDS[step][vendor]));
+    const id = VENDOR_REPOSITORY_IDS[step][vendor];
+    if (!checked.has(id)) checked.set(id, checkedRepository(readVendorRepository(id)));
+    return checked.get(id);
 }

@@ -5,7 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
-import { sha256File, sha256Text } from "../../lib/file-hash";
+import { sha256Text } from "../../lib/file-hash";
 import { stepSlot } from "../../lib/host/owner-records";
 import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HOST_STATE_DIR, HostFile, HostStep, pathSlug, placedRecordDir, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
@@ -93,7 +93,7 @@ function valueOf(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
 
 /** sha256 of what the host receives at the file's path. */
 function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
-    if (file.localPath) return sha256File(file.localPath);
+    if (file.artifact) return file.artifact.sha256;
     if (file.secret || file.generated) {
         return pulumi.output(valueOf(file, o)).apply((value) => {
             // Only a mocked resource leaves it unset: real ones always resolve it.
@@ -110,11 +110,11 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const create = asRoot(o.user, `${claimFileCommand(file, o.prefix, false)} && ${writeFileCommand(file)}`);
     const update = asRoot(o.user, `${claimFileCommand(file, o.prefix, true)} && ${writeFileCommand(file)}`);
     const remove = asRoot(o.user, removeFileCommand(file, o.prefix));
-    if (file.localPath) {
-        if (!fs.existsSync(file.localPath)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.localPath}, which does not exist`);
+    if (file.artifact) {
+        if (!fs.existsSync(file.artifact.path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.artifact.path}, which does not exist`);
         return new HostCommand(name, {
             connection: o.connection, create, update, delete: remove,
-            stdinFile: file.localPath, stdinSha256: sha256File(file.localPath), reconverge: o.epoch,
+            stdinFile: file.artifact.path, stdinSha256: file.artifact.sha256, reconverge: o.epoch,
         }, opts);
     }
     const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# Proves, after the chain has converged, that the worker gives containers what its plan says.
+#   validate-worker.sh ensure [options]   run every check; on success record what was validated
+#   validate-worker.sh check  [options]   exit 1 when the driver, toolkit or CDI spec changed since
+#   validate-worker.sh remove             forget the record
+#   validate-worker.sh inside [options]   (run in the test container by "ensure")
+# Options:
+#   --vendor nvidia|amd|none
+#   --gpus I[:UUID],...       every declared GPU index (with its UUID where declared)
+#   --selected I,...          the worker's GPUs
+#   --driver VERSION          the driver the host must run (a pin, or the declared version)
+#   --cuda VERSION            the CUDA version nvidia-smi must report
+#   --wrapper PATH            the runc wrapper: the runtime containerd's GPU entry names
+#   --socket PATH             containerd's socket (default /run/containerd/containerd.sock)
+#   --env NAME=VALUE          a variable every container must see (repeatable)
+#   --unset NAME              a variable no container may see (repeatable)
+#   --device PATH             a device node every container must be able to open (repeatable)
+#   --datasets-root DIR       every subfolder (not a link) must be read-write exactly when it has a suffix;
+#                             DIR must be writable by its owner only (the folders above it too,
+#                             unless sticky)
+#   --writable-suffix SUFFIX  (repeatable)
+#   --cdi-spec PATH           the CDI spec whose changes "check" notices
+#   --toolkit-package NAME    the toolkit package: it must be installed at --toolkit-version
+#   --toolkit-version V       (preinstalled: any version), and "check" watches it
+# The test container runs through containerd, the wrapper and what the wrapper runs
+# (nvidia-container-runtime or runc), with the host's root read-only as its root file system,
+# so the checks inside use the host's own tools. Each failure says what was expected and what
+# was found.
+set -uo pipefail
+
+STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
+STATE="$STATE_DIR/validated"
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+NAMESPACE=gpu-workers-validate
+
+die() { echo "validate-worker: $*" >&2; exit 1; }
+
+action=${1:-}; shift || true
+all_args=("$@")
+vendor=none; gpus=""; selected=""; driver=""; cuda=""; wrapper=""; socket=/run/containerd/containerd.sock
+datasets_root=""; cdi_spec=""; toolkit_package=""; toolkit_version=""
+envs=(); unsets=(); devices=(); suffixes=(); expect_uuids=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --vendor) vendor=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
+    --selected) selected=$2; shift 2 ;;
+    --driver) driver=$2; shift 2 ;;
+    --cuda) cuda=$2; shift 2 ;;
+    --wrapper) wrapper=$2; shift 2 ;;
+    --socket) socket=$2; shift 2 ;;
+    --env) envs+=("$2"); shift 2 ;;
+    --unset) unsets+=("$2"); shift 2 ;;
+    --device) devices+=("$2"); shift 2 ;;
+    --datasets-root) datasets_root=$2; shift 2 ;;
+    --writable-suffix) suffixes+=("$2"); shift 2 ;;
+    --cdi-spec) cdi_spec=$2; shift 2 ;;
+    --toolkit-package) toolkit_package=$2; shift 2 ;;
+    --toolkit-version) toolkit_version=$2; shift 2 ;;
+    --expect-uuids) expect_uuids=$2; shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+
+failures=0
+fail() { echo "validate-worker: FAILED $*" >&2; failures=$((failures + 1)); }
+pass() { echo "validate-worker: ok $*"; }
+# same FOUND WANT PASS-MESSAGE FAIL-MESSAGE
+same() { if [ "$1" = "$2" ]; then pass "$3"; else fail "$4"; fi; }
+
+# --- on the host --------------------------------------------------------------------------
+
+# "index, uuid, driver" per GPU from nvidia-smi, into the globals below.
+host_uuids=""
+check_driver_nvidia() {
+  local out found_idx="" want_idx="" entry idx uuid row found_driver found_cuda
+  command -v nvidia-smi >/dev/null 2>&1 || { fail "driver: expected nvidia-smi on the host, found none"; return; }
+  if ! out=$(nvidia-smi --query-gpu=index,uuid,driver_version --format=csv,noheader 2>&1); then
+    fail "driver: nvidia-smi failed: $(echo "$out" | head -n 1)"; return
+  fi
+  found_idx=$(echo "$out" | awk -F', *' 'NF >= 3 {print $1}' | sort -n | paste -sd, -)
+  want_idx=$(echo "$gpus" | tr ',' '\n' | cut -d: -f1 | sort -n | paste -sd, -)
+  same "$found_idx" "$want_idx" "driver: nvidia-smi lists GPUs $found_idx" "driver: expected GPUs $want_idx (the inventory), found $found_idx"
+  for entry in $(echo "$gpus" | tr ',' ' '); do
+    idx=${entry%%:*}; uuid=${entry#*:}
+    row=$(echo "$out" | awk -F', *' -v i="$idx" '$1 == i')
+    [ "$uuid" != "$entry" ] && [ -n "$row" ] && [ "$(echo "$row" | awk -F', *' '{print $2}')" != "$uuid" ] && \
+      fail "driver: GPU $idx: expected UUID $uuid, found $(echo "$row" | awk -F', *' '{print $2}')"
+  done
+  host_uuids=$(echo "$out" | awk -F', *' 'NF >= 3 {print $1 ":" $2}' | paste -sd, -)
+  found_driver=$(echo "$out" | awk -F', *' 'NF >= 3 {print $3; exit}')
+  if [ -n "$driver" ]; then
+    case "$found_driver" in
+      "$driver"|"$driver".*) pass "driver: version $found_driver" ;;
+      *) fail "driver: expected version $driver, found $found_driver" ;;
+    esac
+  fi
+  if [ -n "$cuda" ]; then
+    found_cuda=$(nvidia-smi 2>/dev/null | sed -nE 's/.*CUDA (UMD )?Version: *([0-9.]+).*/\2/p' | head -n 1)
+    same "$found_cuda" "$cuda" "driver: CUDA $found_cuda" "driver: expected CUDA $cuda, found ${found_cuda:-none}"
+  fi
+}
+
+check_driver_amd() {
+  local want found tool
+  want=$(echo "$gpus" | tr ',' '\n' | grep -c .)
+  [ -e /dev/kfd ] || fail "driver: expected /dev/kfd (the amdgpu driver's compute node), found none"
+  if command -v amd-smi >/dev/null 2>&1; then tool=amd-smi; found=$(amd-smi list 2>/dev/null | grep -cE '^GPU: *[0-9]+')
+  elif command -v rocm-smi >/dev/null 2>&1; then tool=rocm-smi; found=$(rocm-smi --showid 2>/dev/null | grep -oE '^GPU\[[0-9]+\]' | sort -u | grep -c .)
+  else fail "driver: expected amd-smi or rocm-smi on the host, found neither"; return
+  fi
+  same "$found" "$want" "driver: $tool lists $found GPUs" "driver: expected $want GPUs (the inventory), $tool lists $found"
+  if [ -n "$driver" ] && [ -r /opt/rocm/.info/version ]; then
+    case "$(head -n 1 /opt/rocm/.info/version)" in
+      "$driver"|"$driver".*|"$driver"-*) pass "driver: ROCm $(head -n 1 /opt/rocm/.info/version)" ;;
+      *) fail "driver: expected ROCm $driver, found $(head -n 1 /opt/rocm/.info/version)" ;;
+    esac
+  fi
+}
+
+# The UUIDs of the selected GPUs, from the declaration or nvidia-smi on the host.
+selected_uuids() {
+  local i entry out=""
+  for i in $(echo "$selected" | tr ',' ' '); do
+    for entry in $(echo "$gpus,$host_uuids" | tr ',' ' '); do
+      if [ "${entry%%:*}" = "$i" ] && [ "$entry" != "$i" ]; then out="$out${out:+,}${entry#*:}"; break; fi
+    done
+  done
+  echo "$out"
+}
+
+# The host's root as the containers' root: runc cannot pivot into "/" itself, so it gets a
+# recursive bind of it (a slave: nothing done below it reaches the host), removed on exit.
+rootfs=""
+host_root() {
+  rootfs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-workers-validate.XXXXXX") || die "cannot create a folder for the containers' root"
+  trap 'umount -R "$rootfs" 2>/dev/null; rmdir "$rootfs" 2>/dev/null' EXIT
+  mount --rbind / "$rootfs" || die "cannot bind the host's root at $rootfs"
+  mount --make-rslave "$rootfs" || die "cannot make $rootfs a slave mount"
+}
+
+run_container() {
+  local id="validate-$$-$1"; shift
+  # No CPU shares (ctr asks for 1024 by default): a task container has none, and a host without
+  # the cpu controller (an LXD container on some kernels) could not set them.
+  ctr --address "$socket" -n "$NAMESPACE" run --rm --rootfs --read-only --cpu-shares 0 --runc-binary "$wrapper" "$@" "$rootfs" "$id" \
+    "$SELF" inside "${all_args[@]}" --expect-uuids "$(selected_uuids)"
+}
+
+check_chain() {
+  command -v ctr >/dev/null 2>&1 || { fail "chain: expected containerd's ctr client on the host, found none"; return; }
+  [ -S "$socket" ] || { fail "chain: expected containerd at $socket, found no socket"; return; }
+  [ -x "$wrapper" ] || { fail "chain: expected the runc wrapper at $wrapper, found none"; return; }
+  host_root
+  run_container plain || fail "chain: a container started through $wrapper does not get what the plan says (above)"
+  # A task that asks for every GPU must still get only the selection.
+  run_container all --env NVIDIA_VISIBLE_DEVICES=all --env AMD_VISIBLE_DEVICES=all || \
+    fail "chain: a container that asks for NVIDIA_VISIBLE_DEVICES=all gets more than the plan says (above)"
+}
+
+fingerprint() {
+  local d="" t="" c=""
+  if [ -r /proc/driver/nvidia/version ]; then d=$(sed -nE 's/.*Kernel Module( for [^ ]+)? +([0-9.]+).*/\2/p' /proc/driver/nvidia/version | head -n 1)
+  elif [ -r /opt/rocm/.info/version ]; then d=$(head -n 1 /opt/rocm/.info/version); fi
+  [ -n "$toolkit_package" ] && t=$(dpkg-query -W -f '${Version}' "$toolkit_package" 2>/dev/null || true)
+  [ -n "$cdi_spec" ] && [ -f "$cdi_spec" ] && c=$(sha256sum "$cdi_spec" | cut -d' ' -f1)
+  echo "driver=$d toolkit=$t cdi=$c"
+}
+
+check_toolkit() {
+  [ -n "$toolkit_package" ] || return 0
+  local found
+  found=$(dpkg-query -W -f '${db:Status-Status} ${Version}' "$toolkit_package" 2>/dev/null | sed -n 's/^installed //p' || true)
+  [ -n "$found" ] || { fail "toolkit: expected $toolkit_package installed, found none"; return; }
+  case "$found" in
+    "$toolkit_version"|"$toolkit_version"-*) pass "toolkit: $toolkit_package $found" ;;
+    *) same "$toolkit_version" preinstalled "toolkit: $toolkit_package $found (preinstalled)" "toolkit: expected $toolkit_package $toolkit_version, found $found" ;;
+  esac
+}
+
+# The dataset root must be writable by its owner only: where others may write, they could put
+# there a folder that every task then gets. A folder above it may be writable by others only
+# with the sticky bit (as /tmp), which keeps them from moving the root away and putting their
+# own in its place. (The stack refuses /tmp, /home and system folders; only the host knows modes.)
+check_datasets_root() {
+  local dir mode
+  [ -n "$datasets_root" ] && [ -d "$datasets_root" ] || return 0
+  case "$datasets_root" in /*) ;; *) fail "datasets: expected an absolute dataset root, found $datasets_root"; return ;; esac
+  mode=$(stat -L -c '%a' "$datasets_root")
+  if (( 8#$mode & 8#022 )); then
+    fail "datasets: the dataset root $datasets_root is writable by group or others (mode $mode), so they could put there a folder that every task then gets; make it writable by its owner only (chmod go-w $datasets_root)"
+  fi
+  dir=$datasets_root
+  while [ "$dir" != / ]; do
+    dir=$(dirname "$dir")
+    mode=$(stat -L -c '%a' "$dir")
+    if (( 8#$mode & 8#022 )) && ! (( 8#$mode & 8#1000 )); then
+      fail "datasets: $dir, above the dataset root $datasets_root, is writable by group or others without the sticky bit (mode $mode), so they could put another folder in the root's place; make it writable by its owner only (chmod go-w $dir)"
+    fi
+  done
+}
+
+ensure() {
+  check_datasets_root
+  check_toolkit
+  case "$vendor" in
+    nvidia) check_driver_nvidia ;;
+    amd) check_driver_amd ;;
+    none) ;;
+    *) die "--vendor must be nvidia, amd or none (got '$vendor')" ;;
+  esac
+  check_chain
+  [ "$failures" -eq 0 ] || die "$failures check(s) failed: the worker does not give containers what its plan says"
+  mkdir -p "$STATE_DIR"
+  fingerprint > "$STATE"
+  echo "validate-worker: the worker gives containers what its plan says"
+}
+
+check() {
+  [ -f "$STATE" ] || { echo "validate-worker: never validated" >&2; exit 1; }
+  local now
+  now=$(fingerprint)
+  [ "$(cat "$STATE")" = "$now" ] || { echo "validate-worker: validated with '$(cat "$STATE")', now '$now'" >&2; exit 1; }
+}
+
+# --- inside the test container ------------------------------------------------------------
+
+inside_env() {
+  local entry name want found
+  for entry in "${envs[@]+"${envs[@]}"}"; do
+    name=${entry%%=*}; want=${entry#*=}
+    if [ -z "${!name+x}" ]; then fail "env: expected $name=$want, found it unset"
+    elif [ "${!name}" != "$want" ]; then fail "env: expected $name=$want, found $name=${!name}"
+    else pass "env: $name=$want"; fi
+  done
+  for name in "${unsets[@]+"${unsets[@]}"}"; do
+    if [ -n "${!name+x}" ]; then fail "env: expected $name unset, found $name=${!name}"; else pass "env: $name unset"; fi
+  done
+  found=$(env | grep -cE '^(NVIDIA|AMD)_VISIBLE_DEVICES=' || true)
+  [ "$found" -le 1 ] || fail "env: expected one *_VISIBLE_DEVICES variable at most, found $found"
+}
+
+inside_gpus_nvidia() {
+  local out found want
+  if ! out=$(nvidia-smi -L 2>&1); then fail "gpus: expected nvidia-smi -L to list the selected GPUs $selected, it failed: $(echo "$out" | head -n 1)"; return; fi
+  found=$(echo "$out" | sed -nE 's/^GPU [0-9]+: .*\(UUID: (GPU-[0-9a-fA-F-]+)\)$/\1/p' | sort | paste -sd, -)
+  if [ -n "$expect_uuids" ]; then
+    want=$(echo "$expect_uuids" | tr ',' '\n' | sort | paste -sd, -)
+    same "$found" "$want" "gpus: exactly $want" "gpus: expected exactly the selected GPUs $want, found ${found:-none}"
+  else
+    want=$(echo "$selected" | tr ',' '\n' | grep -c .)
+    same "$(echo "$found" | tr ',' '\n' | grep -c .)" "$want" "gpus: $want" "gpus: expected $want GPUs, found ${found:-none}"
+  fi
+}
+
+inside_devices() {
+  local node gid
+  for node in "${devices[@]+"${devices[@]}"}"; do
+    [ -c "$node" ] || { fail "devices: expected the device node $node, found none"; continue; }
+    gid=$(stat -c %g "$node")
+    # A task's user is not root: it reaches the node through the node's group.
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    if setpriv --reuid=65534 --regid=65534 --groups="$gid" sh -c 'exec 3<>"$1"' _ "$node" 2>/dev/null; then
+      pass "devices: $node opens for a non-root user in group $gid"
+    else
+      fail "devices: expected $node to open for a non-root user in its group $gid, it does not ($(stat -c '%A %U:%G' "$node"))"
+    fi
+  done
+}
+
+inside_datasets() {
+  local dir name writable suffix probe
+  [ -n "$datasets_root" ] && [ -d "$datasets_root" ] || return 0
+  for dir in "$datasets_root"/*/; do
+    [ -d "$dir" ] || continue
+    dir=${dir%/}; name=${dir##*/}; writable=no
+    # A link resolves inside the container and has the mode of what it leads to, whatever its name.
+    [ -L "$dir" ] && continue
+    for suffix in "${suffixes[@]+"${suffixes[@]}"}"; do
+      case "$name" in *"$suffix") writable=yes ;; esac
+    done
+    probe="$dir/.gpu-workers-validate.$$"
+    if (: > "$probe") 2>/dev/null; then
+      rm -f "$probe"
+      same "$writable" yes "datasets: $dir is read-write" "datasets: expected $dir read-only, found it writable"
+    else
+      same "$writable" no "datasets: $dir is read-only" "datasets: expected $dir read-write, found it read-only"
+    fi
+  done
+}
+
+inside() {
+  inside_env
+  [ "$vendor" = nvidia ] && inside_gpus_nvidia
+  inside_devices
+  inside_datasets
+  [ "$failures" -eq 0 ] || exit 1
+}
+
+case "$action" in
+  ensure) ensure ;;
+  check) check ;;
+  remove) rm -f "$STATE" ;;
+  inside) inside ;;
+  *) die "usage: validate-worker.sh ensure|check|remove|inside [options]" ;;
+esac

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Puts the runc wrapper where runc is, and the real runc aside; or puts runc back.
+#   install-runc-wrapper.sh install [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]
+#   install-runc-wrapper.sh remove  [--runc PATH] [--aside PATH] [--state PATH]
+#   install-runc-wrapper.sh check   [--aside PATH] [--state PATH]   exit 0 while the wrapper is in place
+# --runc     the runtime path callers use (default: the state's, else `command -v runc`)
+# --wrapper  the wrapper binary to install (default /usr/local/lib/gpu-workers/runc-wrapper)
+# --sha256   its expected checksum (a half-uploaded binary is refused)
+# --aside    where the real runc is kept (default /usr/local/lib/gpu-workers/runc.real);
+#            the wrapper's settings name this path as its realRuntime
+# --state    what was installed, to tell the wrapper from a runc the distribution put back
+#            (default: the aside path + .state)
+# Both actions are idempotent. Install after a package upgrade wrote a new runc over the
+# wrapper keeps that new runc as the real one; remove restores the original byte for byte.
+#
+# Interrupted at any point (killed, power lost), the next install or remove finishes the
+# job and the real runc is never lost: the state names every wrapper that may be at the
+# runtime path before the path changes, and the real runc is set aside before the wrapper
+# takes its place. Each file changes in one rename.
+set -euo pipefail
+
+LIB_DIR=/usr/local/lib/gpu-workers
+
+die() { echo "install-runc-wrapper: $*" >&2; exit 1; }
+say() { echo "install-runc-wrapper: $*"; }
+
+action=${1:-}; shift || true
+runc=""; wrapper="$LIB_DIR/runc-wrapper"; aside="$LIB_DIR/runc.real"; state=""; expected=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runc) runc=${2:?--runc needs a path}; shift 2 ;;
+    --wrapper) wrapper=${2:?--wrapper needs a path}; shift 2 ;;
+    --sha256) expected=${2:?--sha256 needs a checksum}; shift 2 ;;
+    --aside) aside=${2:?--aside needs a path}; shift 2 ;;
+    --state) state=${2:?--state needs a path}; shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+state=${state:-$aside.state}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# state file lines: runc=PATH; installed=SHA256 of the wrapper that is (or is being put)
+# there; previous=SHA256 of a wrapper it replaces, present only while an update is under way.
+state_runc=""; state_installed=""; state_previous=""
+if [ -f "$state" ]; then
+  while IFS='=' read -r key value; do
+    case "$key" in
+      runc) state_runc=$value ;;
+      installed) state_installed=$value ;;
+      previous) state_previous=$value ;;
+    esac
+  done < "$state"
+fi
+
+resolve_runc() {
+  if [ -z "$runc" ]; then runc=$state_runc; fi
+  if [ -z "$runc" ]; then runc=$(command -v runc || true); fi
+  [ -n "$runc" ] || die "no runc found on PATH; install the runc package or pass --runc PATH"
+  case "$runc" in /*) ;; *) die "--runc must be an absolute path (got '$runc')" ;; esac
+  if [ -n "$state_runc" ] && [ "$state_runc" != "$runc" ]; then
+    die "$state records the wrapper at $state_runc, not $runc; remove it there first or use another --aside"
+  fi
+}
+
+# Copies src over dst in one rename, keeping src's mode, owner and times.
+replace_with() {
+  local src=$1 dst=$2 tmp
+  tmp="$dst.gpu-workers.tmp"
+  cp -p -- "$src" "$tmp"
+  mv -f -- "$tmp" "$dst"
+}
+
+# write_state INSTALLED [PREVIOUS]: always before the runtime path changes.
+write_state() {
+  local tmp="$state.tmp"
+  mkdir -p "$(dirname "$state")"
+  { printf 'runc=%s\ninstalled=%s\n' "$runc" "$1"
+    if [ -n "${2:-}" ]; then printf 'previous=%s\n' "$2"; fi
+  } > "$tmp"
+  mv -f -- "$tmp" "$state"
+}
+
+# is_wrapper FILE SHA256: FILE is a wrapper the state knows, the wrapper binary itself, or
+# any build of the wrapper (each holds the name of its loop marker; no runc does).
+is_wrapper() {
+  local file=$1 sum=$2
+  if [ "$sum" = "$state_installed" ] || [ "$sum" = "$state_previous" ]; then return 0; fi
+  if [ -f "$wrapper" ] && [ "$sum" = "$(sha "$wrapper")" ]; then return 0; fi
+  grep -qF GPU_WORKERS_WRAPPER_ACTIVE -- "$file"
+}
+
+# Leftovers of a copy that was interrupted before its rename.
+rm_partial_copies() {
+  rm -f -- "$runc.gpu-workers.tmp" "$aside.gpu-workers.tmp" "$state.tmp"
+}
+
+install() {
+  resolve_runc
+  [ -f "$wrapper" ] || die "the wrapper binary $wrapper is missing"
+  [ -e "$runc" ] || die "$runc does not exist: install the runc package first"
+  [ ! -L "$runc" ] || die "$runc is a symlink; pass the real file as --runc"
+  [ -f "$runc" ] || die "$runc is not a regular file"
+  [ "$runc" != "$aside" ] || die "--aside must differ from --runc"
+  rm_partial_copies
+  chmod 0755 "$wrapper"
+  local current wanted
+  current=$(sha "$runc")
+  wanted=$(sha "$wrapper")
+  if [ -n "$expected" ] && [ "$wanted" != "$expected" ]; then
+    die "$wrapper has sha256 $wanted, expected $expected (incomplete upload?); nothing was changed"
+  fi
+  if [ -f "$state" ] && is_wrapper "$runc" "$current"; then
+    # A wrapper is in place (this version, an older one, or an update that was interrupted).
+    [ -f "$aside" ] || die "$runc holds the wrapper but the real runc $aside is missing; reinstall the runc package, then run install again"
+    if [ "$current" = "$wanted" ]; then
+      say "$runc already holds the wrapper (real runc at $aside)"
+    else
+      write_state "$wanted" "$current"
+      replace_with "$wrapper" "$runc"
+      chmod 0755 "$runc"
+      say "updated the wrapper at $runc"
+    fi
+    write_state "$wanted"
+    return 0
+  fi
+  if is_wrapper "$runc" "$current"; then
+    die "$runc already is the wrapper but $state does not say where the real runc is; put the real runc back at $runc first"
+  fi
+  # $runc is a real runtime: a first install, an install that was interrupted before the
+  # wrapper took its place, or a package upgrade that wrote over the wrapper.
+  if [ -n "$state_installed" ] && [ -f "$aside" ] && ! cmp -s -- "$runc" "$aside"; then
+    say "$runc was replaced since the wrapper was installed (package upgrade?): keeping the new runc as the real one"
+  fi
+  write_state "$wanted"
+  mkdir -p "$(dirname "$aside")"
+  replace_with "$runc" "$aside"
+  replace_with "$wrapper" "$runc"
+  chmod 0755 "$runc"
+  say "installed the wrapper at $runc; the real runc is at $aside"
+}
+
+remove() {
+  if [ ! -f "$state" ]; then
+    rm -f -- "$state.tmp"
+    say "the wrapper is not installed (no $state)"
+    return 0
+  fi
+  resolve_runc
+  rm_partial_copies
+  if [ -f "$runc" ] && is_wrapper "$runc" "$(sha "$runc")"; then
+    [ -f "$aside" ] || die "$runc holds the wrapper but the real runc $aside is missing; reinstall the runc package"
+    replace_with "$aside" "$runc"
+    say "restored the real runc at $runc"
+  else
+    say "$runc does not hold the wrapper (package upgrade, or an install that was interrupted); leaving it as it is"
+  fi
+  # The state goes last: while it is there, the next remove still knows the wrapper.
+  rm -f -- "$aside"
+  rm -f -- "$state"
+}
+
+# Exit 0 when the runtime path still holds the wrapper and the real runc is aside (a refresh
+# uses it to notice the wrapper was removed by hand).
+check() {
+  [ -f "$state" ] || die "the wrapper is not installed (no $state)"
+  [ -f "$state_runc" ] || die "$state_runc is missing"
+  [ "$(sha "$state_runc")" = "$state_installed" ] || die "$state_runc no longer holds the wrapper"
+  [ -f "$aside" ] || die "the real runc $aside is missing"
+  say "$state_runc holds the wrapper; the real runc is at $aside"
+}
+
+case "$action" in
+  install) install ;;
+  remove) remove ;;
+  check) check ;;
+  *) die "usage: install-runc-wrapper.sh install|remove|check [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]" ;;
+esac
