@@ -1,7 +1,7 @@
 /**
  * The stacks whose whole offline render is checked into test/golden/<stack>/ (the example stacks,
  * and the fixture stacks the render tests use), and the stand-in artifacts they are rendered
- * with: a binary's digest depends on the Go toolchain that built it, so the golden files name
+ * with (host scripts, placed as they are, by name and digest): a binary's digest depends on the Go toolchain that built it, so the golden files name
  * each binary by a digest of its name, and every path relative to the checkout.
  */
 import * as fs from "fs";
@@ -61,7 +61,22 @@ export function goldenStacks(): { name: string; raw: RawStackConfig; baseDir: st
     return [...examples, ...fixtures];
 }
 
+/**
+ * Host scripts go to every host as they are in host/, rendered by nothing: the golden tree names
+ * each by its file and digest (the manifest keeps the digest of what the host receives), so it
+ * holds what the renderers write, not a copy of host/ per host.
+ */
+function hostScriptsByName(hosts: RenderedHost[]): RenderedHost[] {
+    const dir = path.join(PACKAGE_ROOT, "host");
+    const scripts = new Map(fs.readdirSync(dir).map((name) => [fs.readFileSync(path.join(dir, name), "utf8"), name]));
+    const named = (content: string): string => {
+        const name = scripts.get(content);
+        return name === undefined ? content : `host script host/${name}, sha256 ${sha256Text(content)}\n`;
+    };
+    return hosts.map((host) => ({ ...host, contents: new Map([...host.contents].map(([file, c]) => [file, typeof c === "string" ? named(c) : c])) }));
+}
+
 /** A golden stack rendered with the stand-in artifacts. */
 export function renderGolden(stack: { raw: RawStackConfig; baseDir: string }): RenderedHost[] {
-    return renderStack(stack.raw, stack.baseDir, GOLDEN_ARTIFACTS);
+    return hostScriptsByName(renderStack(stack.raw, stack.baseDir, GOLDEN_ARTIFACTS));
 }
