@@ -23,9 +23,15 @@ export default defineConfig(
             // A leading underscore marks a binding kept on purpose: a field taken out of an
             // object by destructuring (`const { secret: _secret, ...rest } = args`), or a
             // parameter a callback's signature requires.
-            "@typescript-eslint/no-unused-vars": ["error", {
-                argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_",
-            }],
+            "@typescript-eslint/no-unused-vars": [
+                "error",
+                {
+                    argsIgnorePattern: "^_",
+                    varsIgnorePattern: "^_",
+                    caughtErrorsIgnorePattern: "^_",
+                    destructuredArrayIgnorePattern: "^_",
+                },
+            ],
         },
     },
     {

@@ -15,7 +15,13 @@ const config = new pulumi.Config("gpu-workers");
 function readStack() {
     try {
         const keys = namespaceKeysOf(pulumi.runtime.allConfig());
-        return parseStack({ defaults: config.getObject("defaults"), hosts: config.getObject("hosts"), web: config.getObject("web"), allowNoHosts: config.getObject("allowNoHosts"), keys });
+        return parseStack({
+            defaults: config.getObject("defaults"),
+            hosts: config.getObject("hosts"),
+            web: config.getObject("web"),
+            allowNoHosts: config.getObject("allowNoHosts"),
+            keys,
+        });
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
@@ -40,11 +46,16 @@ function projectDirectory(): string {
 const fleet = buildFleet(readStack(), config, projectDirectory());
 
 /** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
-export const workers = Object.fromEntries(fleet.workers.map((w) => [w.hostName, {
-    tags: w.tags,
-    workerPublicKey: w.workerPublicKey ?? null,
-    stoppedBeforeWorker: w.stoppedBeforeWorker ?? null,
-}]));
+export const workers = Object.fromEntries(
+    fleet.workers.map((w) => [
+        w.hostName,
+        {
+            tags: w.tags,
+            workerPublicKey: w.workerPublicKey ?? null,
+            stoppedBeforeWorker: w.stoppedBeforeWorker ?? null,
+        },
+    ]),
+);
 
 /** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
 export const web = fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null;

@@ -56,7 +56,10 @@ export function pairedBootstrap<T>(rounds: T[], statistic: (sample: T[]) => numb
 /** mean(a) / mean(b), a[i] and b[i] measured in one round, with its 95% interval. */
 export function pairedRatio(a: number[], b: number[]): Estimate {
     if (a.length !== b.length || a.length === 0) throw new Error("pairedRatio: needs the same number (> 0) of values on each side");
-    return pairedBootstrap(a.map((x, i) => [x, b[i]]), (sample) => mean(sample.map(([x]) => x)) / mean(sample.map(([, y]) => y)));
+    return pairedBootstrap(
+        a.map((x, i) => [x, b[i]]),
+        (sample) => mean(sample.map(([x]) => x)) / mean(sample.map(([, y]) => y)),
+    );
 }
 
 /** Where a ratio stands against a target: PASS when its whole interval is at or under it. */

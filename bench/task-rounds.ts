@@ -5,7 +5,13 @@ import { taskOnWorker, WorkerEvent } from "./worker-log";
 
 export type Side = "wrapped" | "bare";
 /** One fly execute: its side, its round, when it started and ended (seconds since the epoch), its build. */
-export interface Run { side: Side; round: number; start: number; end: number; build: number }
+export interface Run {
+    side: Side;
+    round: number;
+    start: number;
+    end: number;
+    build: number;
+}
 
 export type Figures = Record<"worker" | "web" | "fly", Record<Side, number[]>>;
 
@@ -17,10 +23,18 @@ export function pairedFigures(runs: Run[], events: WorkerEvent[], onWeb: Map<num
     const figures: Figures = { worker: { wrapped: [], bare: [] }, web: { wrapped: [], bare: [] }, fly: { wrapped: [], bare: [] } };
     const leftOut: string[] = [];
     for (const round of new Set(runs.map((r) => r.round))) {
-        const measured = runs.filter((r) => r.round === round).map((run) => ({ run, worker: taskOnWorker(events, run.start, run.end), web: onWeb.get(run.build) }));
-        const why = measured.flatMap((m) => (!m.worker ? [`build ${m.run.build}: no task in the worker's log`]
-            : m.worker.otherContainers > 0 ? [`build ${m.run.build} (${m.run.side}): also checked the image`]
-                : m.web === undefined ? [`build ${m.run.build}: not in the web's database`] : []));
+        const measured = runs
+            .filter((r) => r.round === round)
+            .map((run) => ({ run, worker: taskOnWorker(events, run.start, run.end), web: onWeb.get(run.build) }));
+        const why = measured.flatMap((m) =>
+            !m.worker
+                ? [`build ${m.run.build}: no task in the worker's log`]
+                : m.worker.otherContainers > 0
+                  ? [`build ${m.run.build} (${m.run.side}): also checked the image`]
+                  : m.web === undefined
+                    ? [`build ${m.run.build}: not in the web's database`]
+                    : [],
+        );
         if (why.length > 0) {
             leftOut.push(...why);
             continue;
@@ -33,4 +47,3 @@ export function pairedFigures(runs: Run[], events: WorkerEvent[], onWeb: Map<num
     }
     return { figures, leftOut };
 }
-

@@ -46,7 +46,6 @@ const CONCOURSE_RUNC = "/usr/local/concourse/bin/runc";
 const REAL_RUNC = "/var/lib/gpu-workers/concourse-runc.real";
 const WRAPPER = "/usr/local/lib/gpu-workers/runc-wrapper";
 
-
 function now(): number {
     return Date.now() / 1000;
 }
@@ -83,7 +82,13 @@ async function firstUp(stack: Stack): Promise<{ up: number; running: number }> {
 function buildTimes(lxd: TestLxd, builds: number[]): Map<number, number> {
     const query = `select id, extract(epoch from end_time - start_time) from builds where id in (${builds.join(",")})`;
     const out = lxd.exec(WEB, `cd / && su postgres -c "psql -d atc -Atc '${query}'"`);
-    return new Map(out.trim().split("\n").map((row) => row.split("|")).map(([id, s]) => [Number(id), Number(s)]));
+    return new Map(
+        out
+            .trim()
+            .split("\n")
+            .map((row) => row.split("|"))
+            .map(([id, s]) => [Number(id), Number(s)]),
+    );
 }
 
 function format(seconds: number): string {
@@ -92,8 +97,10 @@ function format(seconds: number): string {
 
 function line(what: string, wrapped: number[], bare: number[], estimate: Estimate): string {
     const spread = (xs: number[]) => `median ${format(median(xs))}`;
-    return `  ${what}: wrapped ${format(mean(wrapped))} (${spread(wrapped)}), bare ${format(mean(bare))} (${spread(bare)}); `
-        + `wrapped / bare ${estimate.value.toFixed(3)} (95%: ${estimate.low.toFixed(3)} to ${estimate.high.toFixed(3)})`;
+    return (
+        `  ${what}: wrapped ${format(mean(wrapped))} (${spread(wrapped)}), bare ${format(mean(bare))} (${spread(bare)}); ` +
+        `wrapped / bare ${estimate.value.toFixed(3)} (95%: ${estimate.low.toFixed(3)} to ${estimate.high.toFixed(3)})`
+    );
 }
 
 async function main(): Promise<void> {
@@ -112,15 +119,45 @@ async function main(): Promise<void> {
         const stack = await makeStack(project, "bench-task", env, {
             // The registration check's end marks the worker running: no task check after it.
             defaults: { concourse: { version: "8.2.5", binary: { path: release }, networkMtu: 1500, tags: ["bench"], taskCheck: false } },
-            web: { name: "bench-ci", transport: { lxd: { server: { socket: lxd.socket }, instance: WEB, image: "gpu-workers/debian-12", sshPort: PORTS.webSsh, publish: { web: PORTS.web, tsa: PORTS.tsa } } } },
-            hosts: [{ name: "w", transport: { lxd: { server: { socket: lxd.socket }, instance: WORKER, image: "gpu-workers/debian-12", sshPort: PORTS.worker, shiftWritable: false, datasetSource: datasets, datasetFolders: ["models", "scratch_rw"] } }, vendor: "none" }],
+            web: {
+                name: "bench-ci",
+                transport: {
+                    lxd: {
+                        server: { socket: lxd.socket },
+                        instance: WEB,
+                        image: "gpu-workers/debian-12",
+                        sshPort: PORTS.webSsh,
+                        publish: { web: PORTS.web, tsa: PORTS.tsa },
+                    },
+                },
+            },
+            hosts: [
+                {
+                    name: "w",
+                    transport: {
+                        lxd: {
+                            server: { socket: lxd.socket },
+                            instance: WORKER,
+                            image: "gpu-workers/debian-12",
+                            sshPort: PORTS.worker,
+                            shiftWritable: false,
+                            datasetSource: datasets,
+                            datasetFolders: ["models", "scratch_rw"],
+                        },
+                    },
+                    vendor: "none",
+                },
+            ],
         });
         const first = await firstUp(stack);
         const web = (await stack.outputs()).web.value as { url: string; username: string; password: string };
         fly.login(web.url, web.username, web.password);
 
         const taskFile = path.join(root, "task.yml");
-        fs.writeFileSync(taskFile, JSON.stringify({ platform: "linux", image_resource: { type: "mock", source: { mirror_self: true } }, run: { path: "true" } }));
+        fs.writeFileSync(
+            taskFile,
+            JSON.stringify({ platform: "linux", image_resource: { type: "mock", source: { mirror_self: true } }, run: { path: "true" } }),
+        );
         const runTask = (): { start: number; end: number; build: number } => {
             const start = now();
             const r = fly.run(["execute", "-c", taskFile, "--tag", "bench"], 300_000);
@@ -148,12 +185,21 @@ async function main(): Promise<void> {
         lxd.exec(WORKER, `cp ${WRAPPER} ${CONCOURSE_RUNC}.bench && mv -fT ${CONCOURSE_RUNC}.bench ${CONCOURSE_RUNC}`);
         const log = lxd.exec(WORKER, `journalctl -u concourse-worker -o cat --since @${Math.floor(runs[0].start) - 1} | grep -E '${WORKER_LOG_LINES}' || true`);
         const events = parseWorkerLog(log);
-        const onWeb = buildTimes(lxd, runs.map((r) => r.build));
+        const onWeb = buildTimes(
+            lxd,
+            runs.map((r) => r.build),
+        );
 
         const noop = { up: [] as number[], preview: [] as number[] };
         for (let round = 0; round < 3; round++) {
-            for (const side of (round % 2 === 0 ? ["up", "preview"] as const : ["preview", "up"] as const)) {
-                noop[side].push(timedPulumi(project, env, side === "up" ? ["up", "--yes", "--skip-preview", "--stack", "bench-task"] : ["preview", "--stack", "bench-task"]));
+            for (const side of round % 2 === 0 ? (["up", "preview"] as const) : (["preview", "up"] as const)) {
+                noop[side].push(
+                    timedPulumi(
+                        project,
+                        env,
+                        side === "up" ? ["up", "--yes", "--skip-preview", "--stack", "bench-task"] : ["preview", "--stack", "bench-task"],
+                    ),
+                );
             }
         }
         await stack.destroy();
@@ -175,17 +221,30 @@ async function main(): Promise<void> {
         const throughConcourse = pairedBootstrap(rounds, (sample) => 1 + mean(sample.map((r) => r.added)) / mean(sample.map((r) => r.wall)));
         const noopRatio = median(noop.up) / median(noop.preview);
         const v = verdict(throughConcourse, TARGET);
-        const interval = (e: Estimate, digits: number, unit = 1) => `${(e.value * unit).toFixed(digits)} (95%: ${(e.low * unit).toFixed(digits)} to ${(e.high * unit).toFixed(digits)})`;
-        console.log(`a task through Concourse: ${ROUNDS} rounds of one wrapped and one bare run, order alternating, each round from its own point of the web's ${EVENT_TICK_SECONDS * 1000} ms event tick (seed ${seed}); ${kept} rounds kept`);
+        const interval = (e: Estimate, digits: number, unit = 1) =>
+            `${(e.value * unit).toFixed(digits)} (95%: ${(e.low * unit).toFixed(digits)} to ${(e.high * unit).toFixed(digits)})`;
+        console.log(
+            `a task through Concourse: ${ROUNDS} rounds of one wrapped and one bare run, order alternating, each round from its own point of the web's ${EVENT_TICK_SECONDS * 1000} ms event tick (seed ${seed}); ${kept} rounds kept`,
+        );
         for (const why of leftOut) console.log(`  left out: ${why}`);
-        console.log(line("on the worker, the task's container from its shim's start to the task's exit", figures.worker.wrapped, figures.worker.bare, estimate.worker));
+        console.log(
+            line("on the worker, the task's container from its shim's start to the task's exit", figures.worker.wrapped, figures.worker.bare, estimate.worker),
+        );
         console.log(`    the wrapper adds ${interval(added, 1, 1000)} ms there`);
         console.log(line("on the web, the build from start to end", figures.web.wrapped, figures.web.bare, estimate.web));
         console.log(line("fly execute, wall time", figures.fly.wrapped, figures.fly.bare, estimate.fly));
-        console.log("    (the web's own waits, build events sent on a 500 ms tick and volumes polled with back-off, spread these two over hundreds of milliseconds)");
-        console.log(`a task through Concourse, wrapped / bare = 1 + what the wrapper adds on the worker / the bare task's wall time: ${interval(throughConcourse, 3)} (target <= ${TARGET}) ${v}${v === "UNRESOLVED" ? ": the interval straddles the target, run more rounds" : ""}`);
-        console.log(`first up of web + worker: worker running after ${first.running.toFixed(1)} s; the up (registration checked) took ${first.up.toFixed(1)} s`);
-        console.log(`no-op up ${median(noop.up).toFixed(2)} s / preview ${median(noop.preview).toFixed(2)} s = ${noopRatio.toFixed(2)} (target <= 1.3) ${noopRatio <= 1.3 ? "PASS" : "MISS"}`);
+        console.log(
+            "    (the web's own waits, build events sent on a 500 ms tick and volumes polled with back-off, spread these two over hundreds of milliseconds)",
+        );
+        console.log(
+            `a task through Concourse, wrapped / bare = 1 + what the wrapper adds on the worker / the bare task's wall time: ${interval(throughConcourse, 3)} (target <= ${TARGET}) ${v}${v === "UNRESOLVED" ? ": the interval straddles the target, run more rounds" : ""}`,
+        );
+        console.log(
+            `first up of web + worker: worker running after ${first.running.toFixed(1)} s; the up (registration checked) took ${first.up.toFixed(1)} s`,
+        );
+        console.log(
+            `no-op up ${median(noop.up).toFixed(2)} s / preview ${median(noop.preview).toFixed(2)} s = ${noopRatio.toFixed(2)} (target <= 1.3) ${noopRatio <= 1.3 ? "PASS" : "MISS"}`,
+        );
     } finally {
         lxd.stop();
         fly.cleanup();

@@ -42,13 +42,25 @@ function timedPulumi(projectDir: string, env: Record<string, string>, args: stri
 function hosts(lxd: TestLxd, prefix: string, count: number, firstPort: number) {
     return Array.from({ length: count }, (_, i) => ({
         name: `${prefix}${i}`,
-        transport: { lxd: { server: { socket: lxd.socket }, instance: `bench-${prefix}${i}`, image: "gpu-workers/debian-12", sshPort: firstPort + i, shiftWritable: false } },
+        transport: {
+            lxd: {
+                server: { socket: lxd.socket },
+                instance: `bench-${prefix}${i}`,
+                image: "gpu-workers/debian-12",
+                sshPort: firstPort + i,
+                shiftWritable: false,
+            },
+        },
         vendor: "none",
     }));
 }
 
 /** Converges the two stacks alternately, destroying between rounds; returns their up times. */
-async function convergeSideBySide(project: string, env: Record<string, string>, stacks: { one: Stack; four: Stack }): Promise<{ one: number[]; four: number[] }> {
+async function convergeSideBySide(
+    project: string,
+    env: Record<string, string>,
+    stacks: { one: Stack; four: Stack },
+): Promise<{ one: number[]; four: number[] }> {
     const times = { one: [] as number[], four: [] as number[] };
     const rounds = 3;
     for (let round = 0; round < rounds; round++) {
@@ -100,11 +112,18 @@ async function main(): Promise<void> {
         // For reference: the same over SSH, to machines made here beforehand.
         const sshHosts = Array.from({ length: 5 }, (_, i) => lxd.sshHost(`bench-bm${i}`, 2521 + i, `bm${i}`, root));
         const sshStack = async (name: string, picked: typeof sshHosts) => {
-            const stack = await makeStack(project, name, env, { defaults, hosts: picked.map((h) => h.host), secrets: Object.assign({}, ...picked.map((h) => h.secrets)) as Record<string, string> });
+            const stack = await makeStack(project, name, env, {
+                defaults,
+                hosts: picked.map((h) => h.host),
+                secrets: Object.assign({}, ...picked.map((h) => h.secrets)) as Record<string, string>,
+            });
             stacks.push(stack);
             return stack;
         };
-        const overSsh = await convergeSideBySide(project, env, { one: await sshStack("ssh-one", sshHosts.slice(0, 1)), four: await sshStack("ssh-four", sshHosts.slice(1)) });
+        const overSsh = await convergeSideBySide(project, env, {
+            one: await sshStack("ssh-one", sshHosts.slice(0, 1)),
+            four: await sshStack("ssh-four", sshHosts.slice(1)),
+        });
 
         // 1. On the converged 1-host stack: preview and no-op up, interleaved.
         const times: Record<string, number[]> = { preview: [], up: [] };
@@ -130,7 +149,11 @@ async function main(): Promise<void> {
         console.log(`  4 hosts / 1 host over SSH (reference)  ${parallelSsh.toFixed(2)}`);
     } finally {
         for (const stack of stacks) {
-            try { await stack.destroy(); } catch (e) { console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`); }
+            try {
+                await stack.destroy();
+            } catch (e) {
+                console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`);
+            }
         }
         lxd.stop();
         fs.rmSync(root, { recursive: true, force: true });

@@ -46,9 +46,13 @@ export function parseWorkerLog(text: string): WorkerEvent[] {
         } catch {
             continue;
         }
-        const kind = entry.message?.endsWith("garden-server.create.created") ? "created"
-            : entry.message?.endsWith("garden-server.run.spawned") ? "spawned"
-                : entry.message?.endsWith("garden-server.run.exited") ? "exited" : undefined;
+        const kind = entry.message?.endsWith("garden-server.create.created")
+            ? "created"
+            : entry.message?.endsWith("garden-server.run.spawned")
+              ? "spawned"
+              : entry.message?.endsWith("garden-server.run.exited")
+                ? "exited"
+                : undefined;
         const handle = entry.data?.handle ?? entry.data?.request?.Handle;
         if (!kind || !handle || !entry.timestamp) continue;
         events.push({ time: parseTimestamp(String(entry.timestamp)), kind, handle, ...(entry.data?.id ? { process: entry.data.id } : {}) });

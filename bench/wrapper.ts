@@ -40,7 +40,10 @@ const DEFAULT_ITERATIONS = 100;
 
 type Side = "bare" | "bare+mounts" | "wrapper";
 type Call = "create" | "start" | "delete";
-interface Lifecycle { total: number; calls: Record<Call, number> }
+interface Lifecycle {
+    total: number;
+    calls: Record<Call, number>;
+}
 
 function arg(name: string): number | undefined {
     const i = process.argv.indexOf(name);
@@ -98,7 +101,9 @@ function main(): void {
             const t1 = process.hrtime.bigint();
             call(bin, ["start", id]);
             const start = ms(t1);
-            while (!exited(pid)) { /* the container runs /bin/true: a few hundred microseconds */ }
+            while (!exited(pid)) {
+                /* the container runs /bin/true: a few hundred microseconds */
+            }
             const t2 = process.hrtime.bigint();
             call(bin, ["delete", id]);
             const del = ms(t2);
@@ -107,8 +112,12 @@ function main(): void {
             return { total, calls: { create, start, delete: del } };
         };
 
-        console.log(`runc wrapper benchmark: create + start + wait + delete of /bin/true, ${iterationsArg ?? DEFAULT_ITERATIONS} lifecycles per side and folder count, interleaved`);
-        console.log(`bundles on ${shm} (tmpfs); runc ${spawnSync(runc, ["--version"], { encoding: "utf8" }).stdout.split("\n")[0]}; ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}`);
+        console.log(
+            `runc wrapper benchmark: create + start + wait + delete of /bin/true, ${iterationsArg ?? DEFAULT_ITERATIONS} lifecycles per side and folder count, interleaved`,
+        );
+        console.log(
+            `bundles on ${shm} (tmpfs); runc ${spawnSync(runc, ["--version"], { encoding: "utf8" }).stdout.split("\n")[0]}; ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}`,
+        );
         const rows: string[][] = [["folders", "writable", "bare ms", "bare+mounts ms", "wrapper ms", "wrapper/bare", "wrapper/bare+mounts", "target"]];
         const added: string[][] = [["folders", "create +ms", "start +ms", "delete +ms", "lifecycle +ms"]];
         for (const count of FOLDER_COUNTS) {
@@ -117,12 +126,19 @@ function main(): void {
             fs.mkdirSync(root);
             const writable = Math.min(count, WRITABLE);
             for (let i = 0; i < count; i++) fs.mkdirSync(path.join(root, i < writable ? `set-${i}_rw` : `set-${i}`));
-            writeSettings(settingsPath, renderWrapperConfig({
-                plan: { env: { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" }, unsetEnv: ["AMD_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION"], deviceNodes: [] },
-                datasets: { root, writableSuffixes: ["_writable", "_rw"] },
-                realRuntime: runc,
-                logPath: path.join(work, "wrapper.log"),
-            }));
+            writeSettings(
+                settingsPath,
+                renderWrapperConfig({
+                    plan: {
+                        env: { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" },
+                        unsetEnv: ["AMD_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION"],
+                        deviceNodes: [],
+                    },
+                    datasets: { root, writableSuffixes: ["_writable", "_rw"] },
+                    realRuntime: runc,
+                    logPath: path.join(work, "wrapper.log"),
+                }),
+            );
             // The spec exactly as the wrapper leaves it: bare runc then does the same mounts.
             const probe = path.join(shm, "probe");
             fs.mkdirSync(probe);
@@ -131,11 +147,18 @@ function main(): void {
             call(runc, ["delete", "--force", `gwb-probe-${count}`]);
             const editedSpec = fs.readFileSync(path.join(probe, "config.json"));
             fs.rmSync(probe, { recursive: true, force: true });
-            const mounts = (JSON.parse(editedSpec.toString()) as { mounts: { destination: string }[] }).mounts.filter((m) => m.destination.startsWith(root)).length;
-            if (mounts !== 1 + writable) throw new Error(`expected ${1 + writable} dataset mounts in the edited spec (the root and the writable folders), got ${mounts}`);
+            const mounts = (JSON.parse(editedSpec.toString()) as { mounts: { destination: string }[] }).mounts.filter((m) =>
+                m.destination.startsWith(root),
+            ).length;
+            if (mounts !== 1 + writable)
+                throw new Error(`expected ${1 + writable} dataset mounts in the edited spec (the root and the writable folders), got ${mounts}`);
 
-            const times: Record<Side, Lifecycle[]> = { "bare": [], "bare+mounts": [], "wrapper": [] };
-            const sides: [Side, string, Buffer][] = [["bare", runc, plainSpec], ["bare+mounts", runc, editedSpec], ["wrapper", wrapper, plainSpec]];
+            const times: Record<Side, Lifecycle[]> = { bare: [], "bare+mounts": [], wrapper: [] };
+            const sides: [Side, string, Buffer][] = [
+                ["bare", runc, plainSpec],
+                ["bare+mounts", runc, editedSpec],
+                ["wrapper", wrapper, plainSpec],
+            ];
             for (let i = 0; i < 3; i++) for (const [, bin, spec] of sides) lifecycle(bin, spec); // warm up
             for (let i = 0; i < iterations; i++) {
                 // Rotate the order each round so no side always runs first.
@@ -150,15 +173,35 @@ function main(): void {
             const bareMounts = total("bare+mounts");
             const wrapped = total("wrapper");
             const ratio = wrapped / bare;
-            rows.push([String(count), String(writable), bare.toFixed(1), bareMounts.toFixed(1), wrapped.toFixed(1), ratio.toFixed(3), (wrapped / bareMounts).toFixed(3),
-                count === 0 ? "-" : `${ratio <= TARGET ? "PASS" : "MISS"} (<= ${TARGET})`]);
-            added.push([String(count), ...(["create", "start", "delete"] as Call[]).map((c) => (perCall("wrapper", c) - perCall("bare+mounts", c)).toFixed(1)), (wrapped - bareMounts).toFixed(1)]);
+            rows.push([
+                String(count),
+                String(writable),
+                bare.toFixed(1),
+                bareMounts.toFixed(1),
+                wrapped.toFixed(1),
+                ratio.toFixed(3),
+                (wrapped / bareMounts).toFixed(3),
+                count === 0 ? "-" : `${ratio <= TARGET ? "PASS" : "MISS"} (<= ${TARGET})`,
+            ]);
+            added.push([
+                String(count),
+                ...(["create", "start", "delete"] as Call[]).map((c) => (perCall("wrapper", c) - perCall("bare+mounts", c)).toFixed(1)),
+                (wrapped - bareMounts).toFixed(1),
+            ]);
         }
         // The wrapper's own CPU per call: loops in one bash, whose `times` gives its children's CPU.
         const CALLS = 200;
         const childCpuPerCall = (loopBody: string): number => {
-            const out = spawnSync("bash", ["-c", `for i in $(seq ${CALLS}); do ${loopBody}; done >/dev/null 2>&1; times`], { encoding: "utf8", timeout: 600_000 }).stdout.trim().split("\n");
-            const secs = (out[1] ?? "").split(" ").map((t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; });
+            const out = spawnSync("bash", ["-c", `for i in $(seq ${CALLS}); do ${loopBody}; done >/dev/null 2>&1; times`], {
+                encoding: "utf8",
+                timeout: 600_000,
+            })
+                .stdout.trim()
+                .split("\n");
+            const secs = (out[1] ?? "").split(" ").map((t) => {
+                const m = /^(\d+)m([\d.]+)s$/.exec(t);
+                return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+            });
             return ((secs[0] + secs[1]) * 1000) / CALLS;
         };
         const own: string[][] = [["call", "folders", "wrapper's own CPU ms"]];
@@ -168,12 +211,19 @@ function main(): void {
         fs.writeFileSync(plainFile, plainSpec);
         const q = (p: string) => `'${p}'`;
         for (const count of FOLDER_COUNTS) {
-            writeSettings(settingsPath, renderWrapperConfig({
-                plan: { env: { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" }, unsetEnv: ["AMD_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION"], deviceNodes: [] },
-                datasets: { root: path.join(work, `datasets-${count}`), writableSuffixes: ["_writable", "_rw"] },
-                realRuntime: "/bin/true",
-                logPath: path.join(work, "wrapper.log"),
-            }));
+            writeSettings(
+                settingsPath,
+                renderWrapperConfig({
+                    plan: {
+                        env: { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" },
+                        unsetEnv: ["AMD_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION"],
+                        deviceNodes: [],
+                    },
+                    datasets: { root: path.join(work, `datasets-${count}`), writableSuffixes: ["_writable", "_rw"] },
+                    realRuntime: "/bin/true",
+                    logPath: path.join(work, "wrapper.log"),
+                }),
+            );
             const reset = `cp ${q(plainFile)} ${q(path.join(bundle, "config.json"))}`;
             const diffs: number[] = [];
             for (let round = 0; round < 3; round++) {

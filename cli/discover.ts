@@ -47,20 +47,39 @@ export function parseArgs(argv: string[]): DiscoverArgs {
     for (let i = 0; i < argv.length; i++) {
         const arg = argv[i];
         switch (arg) {
-            case "--ssh": ssh = value(i, arg); i++; break;
+            case "--ssh":
+                ssh = value(i, arg);
+                i++;
+                break;
             case "--port": {
-                const v = value(i, arg); i++;
+                const v = value(i, arg);
+                i++;
                 if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 65535) throw new UsageError(`--port must be a port number (1-65535), got "${v}"`);
                 port = Number(v);
                 break;
             }
-            case "--identity": identity = value(i, arg); i++; break;
-            case "--from": from = value(i, arg); i++; break;
-            case "--local": local = true; break;
-            case "--raw": raw = true; break;
-            case "--json": json = true; break;
-            case "-h": case "--help": throw new UsageError("");
-            default: throw new UsageError(`unknown argument "${arg}"`);
+            case "--identity":
+                identity = value(i, arg);
+                i++;
+                break;
+            case "--from":
+                from = value(i, arg);
+                i++;
+                break;
+            case "--local":
+                local = true;
+                break;
+            case "--raw":
+                raw = true;
+                break;
+            case "--json":
+                json = true;
+                break;
+            case "-h":
+            case "--help":
+                throw new UsageError("");
+            default:
+                throw new UsageError(`unknown argument "${arg}"`);
         }
     }
     const modes = [ssh !== undefined, local, from !== undefined].filter(Boolean).length;
@@ -68,7 +87,8 @@ export function parseArgs(argv: string[]): DiscoverArgs {
     if ((port !== undefined || identity !== undefined) && ssh === undefined) throw new UsageError("--port and --identity go with --ssh");
     if (raw && json) throw new UsageError("give only one of --raw and --json");
     if (ssh !== undefined) {
-        if (!/^[A-Za-z0-9._-]+@[A-Za-z0-9._:[\]-]+$/.test(ssh) && !/^[A-Za-z0-9._:[\]-]+$/.test(ssh)) throw new UsageError(`--ssh expects user@host or host, got "${ssh}"`);
+        if (!/^[A-Za-z0-9._-]+@[A-Za-z0-9._:[\]-]+$/.test(ssh) && !/^[A-Za-z0-9._:[\]-]+$/.test(ssh))
+            throw new UsageError(`--ssh expects user@host or host, got "${ssh}"`);
         if (identity !== undefined && !fs.existsSync(identity)) throw new UsageError(`--identity ${identity}: no such file`);
         return { mode: { ssh, port, identity }, raw, json };
     }
@@ -84,7 +104,15 @@ function runScript(mode: DiscoverArgs["mode"]): { text: string; origin: string }
     let origin: string;
     if ("ssh" in mode) {
         command = "ssh";
-        args = ["-o", "BatchMode=yes", ...(mode.port ? ["-p", String(mode.port)] : []), ...(mode.identity ? ["-i", mode.identity] : []), "--", mode.ssh, "bash -s"];
+        args = [
+            "-o",
+            "BatchMode=yes",
+            ...(mode.port ? ["-p", String(mode.port)] : []),
+            ...(mode.identity ? ["-i", mode.identity] : []),
+            "--",
+            mode.ssh,
+            "bash -s",
+        ];
         origin = `ssh ${mode.ssh}${mode.port ? ` port ${mode.port}` : ""}`;
     } else {
         command = "bash";
@@ -95,7 +123,8 @@ function runScript(mode: DiscoverArgs["mode"]): { text: string; origin: string }
     // A command that exits before reading the script (ssh that cannot connect) leaves EPIPE
     // in result.error: its exit status and stderr are the real answer.
     if (result.error && result.status === null) throw new Error(`${origin}: cannot run ${command}: ${result.error.message}`);
-    if (result.status !== 0) throw new Error(`${origin}: the discovery script failed (exit ${result.status})${result.stderr.trim() ? `: ${result.stderr.trim()}` : ""}`);
+    if (result.status !== 0)
+        throw new Error(`${origin}: the discovery script failed (exit ${result.status})${result.stderr.trim() ? `: ${result.stderr.trim()}` : ""}`);
     return { text: result.stdout, origin };
 }
 

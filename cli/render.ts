@@ -36,7 +36,13 @@ export function readStackFile(projectDir: string, stack: string): RawStackConfig
     const doc = (parse(fs.readFileSync(file, "utf8")) ?? {}) as { config?: unknown };
     const config = (doc.config ?? {}) as Record<string, unknown>;
     const keys = namespaceKeysOf(config);
-    return { defaults: config["gpu-workers:defaults"], hosts: config["gpu-workers:hosts"], web: config["gpu-workers:web"], allowNoHosts: config["gpu-workers:allowNoHosts"], keys };
+    return {
+        defaults: config["gpu-workers:defaults"],
+        hosts: config["gpu-workers:hosts"],
+        web: config["gpu-workers:web"],
+        allowNoHosts: config["gpu-workers:allowNoHosts"],
+        keys,
+    };
 }
 
 /**
@@ -57,7 +63,11 @@ export function writeRendered(hosts: RenderedHost[], out: string, artifacts: Art
         const key = `${content.sha256} ${mode}`;
         const first = written.get(key);
         if (first !== undefined) {
-            try { return fs.linkSync(first, target); } catch { /* another file system, or no links there: copy */ }
+            try {
+                return fs.linkSync(first, target);
+            } catch {
+                /* another file system, or no links there: copy */
+            }
         }
         fs.copyFileSync(content.path, target);
         fs.chmodSync(target, mode);
@@ -69,7 +79,10 @@ export function writeRendered(hosts: RenderedHost[], out: string, artifacts: Art
         for (const file of manifest.files) {
             const target = path.join(root, file.path);
             const folder = path.dirname(target);
-            if (!folders.has(folder)) { fs.mkdirSync(folder, { recursive: true }); folders.add(folder); }
+            if (!folders.has(folder)) {
+                fs.mkdirSync(folder, { recursive: true });
+                folders.add(folder);
+            }
             write(target, contents.get(file.path)!, parseInt(file.mode, 8));
         }
         fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
@@ -83,7 +96,10 @@ function main(): void {
         // Paths in the stack (a release uploaded from here) are the project folder's, as for pulumi up.
         hosts = renderStack(readStackFile(projectDir, stack), projectDir);
     } catch (e) {
-        if (e instanceof StackConfigError) { console.error(e.message); process.exit(1); }
+        if (e instanceof StackConfigError) {
+            console.error(e.message);
+            process.exit(1);
+        }
         console.error(`render: ${(e as Error).message}`);
         process.exit(1);
     }
@@ -92,7 +108,8 @@ function main(): void {
     for (const { manifest } of hosts) {
         const root = path.join(out, manifest.host);
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
-        for (const p of manifest.partitions ?? []) console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
+        for (const p of manifest.partitions ?? [])
+            console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
         if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
         for (const warning of manifest.warnings ?? []) console.log(`  WARNING: ${warning}`);
         for (const file of manifest.files.filter((f) => f.sha256 === MISSING_PLACEHOLDER)) {

@@ -20,7 +20,15 @@ export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
 export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
 export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "./chain/shared-gpu-board";
 export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
-export { ConcourseWeb, ConcourseWebArgs, ConcourseWebArgsError, ConcourseWebDatabase, LxdWebTransport, WebForWorkers, WebAdmission } from "./chain/concourse-web";
+export {
+    ConcourseWeb,
+    ConcourseWebArgs,
+    ConcourseWebArgsError,
+    ConcourseWebDatabase,
+    LxdWebTransport,
+    WebForWorkers,
+    WebAdmission,
+} from "./chain/concourse-web";
 export { HostAccessArgs } from "./chain/host-steps-component";
 export type { HostConnection } from "./providers/host/resources";
 export { Transport, onTransport } from "./lib/host/transport";
@@ -39,12 +47,29 @@ export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuIn
 // The components' settings: one schema and its defaults, and how layers of settings merge
 // (the stack config layers its defaults and hosts over WORKER_DEFAULTS by this rule: plain
 // objects merge key by key, the values in WHOLE_VALUES and everything else are replaced).
-export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, mergeSettings, isPlainObject, WHOLE_VALUES, REGISTRATION_TIMEOUT_SECONDS } from "./lib/plan/settings";
+export {
+    settingsSchema,
+    WORKER_DEFAULTS,
+    SettingsLayer,
+    WorkerSettings,
+    mergeSettings,
+    isPlainObject,
+    WHOLE_VALUES,
+    REGISTRATION_TIMEOUT_SECONDS,
+} from "./lib/plan/settings";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
 export { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
 export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
-export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, partitionTable, partitionIdProblem, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
+export {
+    BUILTIN_PARTITION_TABLES,
+    DEFAULT_PARTITION_TABLE,
+    partitionListSchema,
+    partitionTable,
+    partitionIdProblem,
+    FabricPartition,
+    PartitionTable,
+} from "./lib/fabric/partition-table";
 // The value forms those schemas are built from, so that a program's own config (stacks/schema.ts)
 // accepts and refuses values exactly as the components do, with the same messages.
 export { port, version, absolutePath } from "./lib/plan/settings";
@@ -69,6 +94,14 @@ export { PartitionPlanError } from "./lib/fabric/partitions";
 
 // Discovery: what a host has, read from the discovery script's output, and how it compares with the declared inventory.
 export { readDiscoveryDocument, DiscoveryDocumentError } from "./lib/discovery/document";
-export { parseDiscoveryDocument, compareInventory, formatVerification, verifyOptionsSchema, VERIFY_FIELDS, VerifyField, DiscoveryResult } from "./lib/discovery/verify";
+export {
+    parseDiscoveryDocument,
+    compareInventory,
+    formatVerification,
+    verifyOptionsSchema,
+    VERIFY_FIELDS,
+    VerifyField,
+    DiscoveryResult,
+} from "./lib/discovery/verify";
 export { renderInventoryYaml } from "./lib/discovery/yaml-block";
 export { validateCdiSpec } from "./lib/cdi/schema";

@@ -18,7 +18,20 @@ export function collectBoards(hosts: ParsedHost[]): { board: BoardConfig; at: nu
             return w.entry && w.settings && w.board ? [{ ...w.settings, name: w.entry.name, transport: w.entry.transport, board: w.board }] : [];
         });
         if (workers.length !== workersAt.length) return [];
-        return [{ board: { name: h.entry.name, transport: { ssh: h.entry.transport.ssh }, inventory: h.entry.inventory, verify: h.settings.verify, fabric: h.fabric, workers }, at, workersAt }];
+        return [
+            {
+                board: {
+                    name: h.entry.name,
+                    transport: { ssh: h.entry.transport.ssh },
+                    inventory: h.entry.inventory,
+                    verify: h.settings.verify,
+                    fabric: h.fabric,
+                    workers,
+                },
+                at,
+                workersAt,
+            },
+        ];
     });
 }
 
@@ -30,7 +43,10 @@ export function boardProblems(hosts: ParsedHost[]): string[] {
         if (!w.board) return;
         const target = byName.get(w.board.name);
         if (!target) problems.push(`hosts[${i}].board.name: there is no host ${w.board.name}`);
-        else if (target.h.settings && !isBoard(target.h.settings)) problems.push(`hosts[${i}].board.name: ${w.board.name} (hosts[${target.i}]) is not a shared board (its fabricManager.mode is ${target.h.settings.fabricManager.mode}, not service-vm)`);
+        else if (target.h.settings && !isBoard(target.h.settings))
+            problems.push(
+                `hosts[${i}].board.name: ${w.board.name} (hosts[${target.i}]) is not a shared board (its fabricManager.mode is ${target.h.settings.fabricManager.mode}, not service-vm)`,
+            );
     });
     hosts.forEach((h, i) => {
         if (!h.entry || !isBoard(h.settings) || h.boardWorker) return;

@@ -13,5 +13,9 @@ import { BoardConfig } from "./schema";
 export const SECRET_PLACEHOLDER = "[secret]";
 
 export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: StackWeb, artifacts?: ArtifactSource): BoardSpec {
-    return boardSpec(board.name, boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web), artifacts);
+    return boardSpec(
+        board.name,
+        boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web),
+        artifacts,
+    );
 }

@@ -8,11 +8,23 @@ import { SecretLookup, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 
 /** A board's worker as SharedGpuBoard's argument. */
-function boardWorker(board: BoardConfig, { board: ask, ...worker }: BoardConfig["workers"][number], secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoardWorker {
+function boardWorker(
+    board: BoardConfig,
+    { board: ask, ...worker }: BoardConfig["workers"][number],
+    secret: SecretLookup,
+    baseDir: string,
+    web?: StackWeb,
+): SharedGpuBoardWorker {
     // The board's inventory stands in until the planner gives the worker its partition's GPUs.
     const { transport, inventory: _board, ...args } = workerArgs({ ...worker, inventory: board.inventory }, secret, baseDir, web);
     const { type: _vm, ...lxd } = transport.lxd!;
-    return { ...args, name: worker.name, lxd, ...(ask.gpus !== undefined ? { gpus: ask.gpus } : {}), ...(ask.partition !== undefined ? { partition: ask.partition } : {}) };
+    return {
+        ...args,
+        name: worker.name,
+        lxd,
+        ...(ask.gpus !== undefined ? { gpus: ask.gpus } : {}),
+        ...(ask.partition !== undefined ? { partition: ask.partition } : {}),
+    };
 }
 
 /** One board of the stack as SharedGpuBoard's arguments, its secrets taken from the keys it names. */

@@ -21,7 +21,12 @@ function releaseFrom(binary: ConcourseRelease, baseDir: string): ConcourseReleas
 
 function lxdServer(server: LxdTransport["server"], secret: SecretLookup) {
     return server.url
-        ? pulumi.output({ url: server.url, clientCert: secret(server.clientCertSecret!), clientKey: secret(server.clientKeySecret!), serverCert: server.serverCert })
+        ? pulumi.output({
+              url: server.url,
+              clientCert: secret(server.clientCertSecret!),
+              clientKey: secret(server.clientKeySecret!),
+              serverCert: server.serverCert,
+          })
         : { socket: server.socket };
 }
 
@@ -44,7 +49,15 @@ function tsaRoute(host: HostConfig, web: StackWeb): TsaRoute {
     const published = webLxd?.publish.tsa;
     const lxd = host.transport.lxd;
     // A VM reaches no port of its server's loopback (LXD proxies to a VM only through NAT): it names its TSA.
-    if (host.concourse.tsaHost || !webLxd || published === undefined || !lxd || lxd.type === "virtual-machine" || serverKey(lxd.server) !== serverKey(webLxd.server)) return {};
+    if (
+        host.concourse.tsaHost ||
+        !webLxd ||
+        published === undefined ||
+        !lxd ||
+        lxd.type === "virtual-machine" ||
+        serverKey(lxd.server) !== serverKey(webLxd.server)
+    )
+        return {};
     return { tsaHost: "127.0.0.1", tsaPort: published, serverPorts: { tsa: { port: published, server: { address: webLxd.sshAddress, port: published } } } };
 }
 
@@ -64,17 +77,26 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
         inventory,
         transport: onTransport<SshTransport, LxdTransport, GpuWorkerArgs["transport"]>(transport, {
             ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
-            lxd: ({ server, ...lxd }) => ({ lxd: { ...lxd, server: lxdServer(server, secret), ...(route.serverPorts ? { serverPorts: route.serverPorts } : {}) } }),
+            lxd: ({ server, ...lxd }) => ({
+                lxd: { ...lxd, server: lxdServer(server, secret), ...(route.serverPorts ? { serverPorts: route.serverPorts } : {}) },
+            }),
         }),
         concourse: {
             ...concourseSettings,
             ...(binary ? { binary: releaseFrom(binary, baseDir) } : {}),
             ...(route.tsaHost ? { tsaHost: route.tsaHost, tsaPort: route.tsaPort } : {}),
             ...(workerKeySecret ? { workerPrivateKey: secret(workerKeySecret) } : {}),
-            ...(registration ? { registration: {
-                url: registration.url, username: registration.username, password: secret(registration.passwordSecret), timeoutSeconds: registration.timeoutSeconds,
-                ...(registration.caSecret ? { ca: secret(registration.caSecret) } : {}),
-            } } : {}),
+            ...(registration
+                ? {
+                      registration: {
+                          url: registration.url,
+                          username: registration.username,
+                          password: secret(registration.passwordSecret),
+                          timeoutSeconds: registration.timeoutSeconds,
+                          ...(registration.caSecret ? { ca: secret(registration.caSecret) } : {}),
+                      },
+                  }
+                : {}),
             ...(web ? { web: web.forWorkers } : {}),
         },
     };
@@ -85,12 +107,13 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): 
     const { name: _name, renamedFrom: _renamed, transport, binary, version, postgres, tls, ...settings } = web;
     return {
         ...settings,
-        ...(tls ? { tls: { certificate: secret(tls.certificateSecret), key: secret(tls.keySecret), ...(tls.caSecret ? { ca: secret(tls.caSecret) } : {}) } } : {}),
+        ...(tls
+            ? { tls: { certificate: secret(tls.certificateSecret), key: secret(tls.keySecret), ...(tls.caSecret ? { ca: secret(tls.caSecret) } : {}) } }
+            : {}),
         version: version!,
         binary: releaseFrom(binary!, baseDir),
-        postgres: "external" in postgres
-            ? { external: (({ passwordSecret, ...e }) => ({ ...e, password: secret(passwordSecret) }))(postgres.external) }
-            : postgres,
+        postgres:
+            "external" in postgres ? { external: (({ passwordSecret, ...e }) => ({ ...e, password: secret(passwordSecret) }))(postgres.external) } : postgres,
         transport: onTransport<SshTransport, LxdWebTransport, ConcourseWebArgs["transport"]>(transport, {
             ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
             lxd: ({ server, ...lxd }) => ({ lxd: { ...lxd, server: lxdServer(server, secret) } }),

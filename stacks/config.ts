@@ -43,7 +43,8 @@ export interface StackConfig {
 }
 
 /** Why an empty hosts list is refused, and the two ways on. */
-export const NO_HOSTS_PROBLEM = "hosts: the list is empty, so pulumi up would delete every worker this stack made. " +
+export const NO_HOSTS_PROBLEM =
+    "hosts: the list is empty, so pulumi up would delete every worker this stack made. " +
     "To remove them all, run pulumi destroy; to keep a stack with no hosts on purpose, set gpu-workers:allowNoHosts to true";
 
 /** The hosts that are workers on their own (boards and their workers: parseStack). Throws like parseStack. */
@@ -61,7 +62,8 @@ export function parseStack(raw: RawStackConfig): StackConfig {
             defaults = { settings: {}, reported: [""], problems: ["defaults: expected an object of settings shared by all hosts"] };
         } else {
             const unknown = Object.keys(raw.defaults).filter((k) => !(SETTINGS_KEYS as string[]).includes(k));
-            if (unknown.length > 0) problems.push(`defaults: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (defaults take only ${SETTINGS_KEYS.join(", ")})`);
+            if (unknown.length > 0)
+                problems.push(`defaults: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (defaults take only ${SETTINGS_KEYS.join(", ")})`);
             defaults = checkLayer(raw.defaults, "defaults");
         }
         problems.push(...defaults.problems);
@@ -83,12 +85,22 @@ export function parseStack(raw: RawStackConfig): StackConfig {
     const web = raw.web === undefined ? undefined : parseWeb(raw.web, release);
     if (web) problems.push(...web.problems);
     // Shared boards are no workers; their workers take the web's TSA like any other.
-    const whole = hosts.map(({ entry, settings }) => (entry?.inventory && settings && !isBoard(settings) ? { ...settings, ...entry, inventory: entry.inventory } : undefined));
-    if (!web || web.web) problems.push(...webHostProblems(web?.web, hosts.map((h, i) => ({ config: whole[i], reported: (path: string) => covered(path, h.reported) }))));
+    const whole = hosts.map(({ entry, settings }) =>
+        entry?.inventory && settings && !isBoard(settings) ? { ...settings, ...entry, inventory: entry.inventory } : undefined,
+    );
+    if (!web || web.web)
+        problems.push(
+            ...webHostProblems(
+                web?.web,
+                hosts.map((h, i) => ({ config: whole[i], reported: (path: string) => covered(path, h.reported) })),
+            ),
+        );
     if (problems.length > 0) throw new StackConfigError(problems);
     // No problems means every host parsed whole.
     return {
-        hosts: hosts.flatMap(({ entry, settings, boardWorker }) => (entry?.inventory && settings && !boardWorker && !isBoard(settings) ? [{ ...settings, ...entry, inventory: entry.inventory }] : [])),
+        hosts: hosts.flatMap(({ entry, settings, boardWorker }) =>
+            entry?.inventory && settings && !boardWorker && !isBoard(settings) ? [{ ...settings, ...entry, inventory: entry.inventory }] : [],
+        ),
         boards: collectBoards(hosts).map(({ board }) => board),
         ...(web?.web ? { web: web.web } : {}),
     };

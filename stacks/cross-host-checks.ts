@@ -29,7 +29,13 @@ export function crossHostProblems(hosts: ParsedHost[]): string[] {
         // Boards and their workers are planned together (board-checks.ts).
         if (!entry?.inventory || !s || boardWorker || isBoard(s)) return;
         try {
-            planWorkerGpus(entry.inventory, { selection: s.selection, cdi: s.toolkit.cdi, fabricManager: s.fabricManager, extraTags: s.concourse.tags, driverPin: s.driver.version });
+            planWorkerGpus(entry.inventory, {
+                selection: s.selection,
+                cdi: s.toolkit.cdi,
+                fabricManager: s.fabricManager,
+                extraTags: s.concourse.tags,
+                driverPin: s.driver.version,
+            });
         } catch (e) {
             if (!(e instanceof PlanError)) throw e;
             // A dropped bad field stands in for the built-in default here (fabricManager.mode "of" became
@@ -72,7 +78,8 @@ function renameProblems(hosts: ParsedHost[]): string[] {
         if (!old) return;
         const at = names.get(old);
         if (at === i) problems.push(`hosts[${i}].renamedFrom: ${old} is this host's name already (drop renamedFrom once the renamed stack is up)`);
-        else if (at !== undefined) problems.push(`hosts[${i}].renamedFrom: ${old} is the name of hosts[${at}]; a host renamed from it must be gone from the stack`);
+        else if (at !== undefined)
+            problems.push(`hosts[${i}].renamedFrom: ${old} is the name of hosts[${at}]; a host renamed from it must be gone from the stack`);
         const first = claimed.get(old);
         if (first !== undefined) problems.push(`hosts[${i}].renamedFrom: hosts[${first}] was renamed from ${old} too`);
         else claimed.set(old, i);

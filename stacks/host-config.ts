@@ -4,9 +4,31 @@
  * worker). Each problem is collected with its path (`hosts[2].gpus[0].index: ...`).
  */
 import { z } from "zod";
-import { DEFAULT_PARTITION_TABLE, isPlainObject, mergeSettings, normalizeFabricMode, partitionIdProblem, partitionTable, toolkitVersion, toolkitVersionProblems, WHOLE_VALUES, workDirAndDatasetsProblem } from "../components";
+import {
+    DEFAULT_PARTITION_TABLE,
+    isPlainObject,
+    mergeSettings,
+    normalizeFabricMode,
+    partitionIdProblem,
+    partitionTable,
+    toolkitVersion,
+    toolkitVersionProblems,
+    WHOLE_VALUES,
+    workDirAndDatasetsProblem,
+} from "../components";
 import { describe, formatPath, issuesOf } from "./issues";
-import { BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, BUILTIN_DEFAULTS, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
+import {
+    BoardFabric,
+    boardFabricSchema,
+    BoardRef,
+    boardRefSchema,
+    BUILTIN_DEFAULTS,
+    HostConfig,
+    hostEntrySchema,
+    Settings,
+    settingsSchema,
+    transportSchema,
+} from "./schema";
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 export const SETTINGS_KEYS = Object.keys(settingsSchema.shape) as (keyof typeof settingsSchema.shape)[];
@@ -92,7 +114,8 @@ function givenMode(raw: Record<string, unknown>, defaults: Layer): unknown {
 
 export function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost {
     const prefix = `hosts[${i}]`;
-    if (!isPlainObject(raw)) return { reported: [], problems: [`${prefix}: expected an object with name, transport and the GPU inventory`], boardWorker: false };
+    if (!isPlainObject(raw))
+        return { reported: [], problems: [`${prefix}: expected an object with name, transport and the GPU inventory`], boardWorker: false };
     const problems: string[] = [];
     const unknown = Object.keys(raw).filter((k) => !HOST_KEYS.has(k));
     if (unknown.length > 0) problems.push(`${prefix}: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
@@ -100,28 +123,43 @@ export function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost 
 
     let entry: ParsedHost["entry"];
     if (boardWorker) {
-        for (const key of INVENTORY_KEYS.filter((k) => raw[k] !== undefined)) problems.push(`${prefix}.${key}: a board's worker takes its GPUs from its partition; declare the GPUs on the board`);
+        for (const key of INVENTORY_KEYS.filter((k) => raw[k] !== undefined))
+            problems.push(`${prefix}.${key}: a board's worker takes its GPUs from its partition; declare the GPUs on the board`);
         for (const key of ["selection", "fabricManager"].filter((k) => raw[k] !== undefined)) {
-            problems.push(`${prefix}.${key}: ${key === "selection" ? "a board's worker gets every GPU of its partition" : "a board's worker runs no fabricmanager (the board's service VM does)"}`);
+            problems.push(
+                `${prefix}.${key}: ${key === "selection" ? "a board's worker gets every GPU of its partition" : "a board's worker runs no fabricmanager (the board's service VM does)"}`,
+            );
         }
-        if (raw.fabric !== undefined) problems.push(`${prefix}.fabric: a board's worker is no board (fabric is for a host whose fabricManager.mode is service-vm)`);
+        if (raw.fabric !== undefined)
+            problems.push(`${prefix}.fabric: a board's worker is no board (fabric is for a host whose fabricManager.mode is service-vm)`);
         const parsed = boardWorkerEntrySchema.safeParse({ name: raw.name, transport: raw.transport }, { reportInput: true });
         if (parsed.success) entry = parsed.data;
         else problems.push(...issuesOf(parsed.error, prefix));
     } else {
-        const parsed = hostEntrySchema.safeParse({
-            name: raw.name,
-            renamedFrom: raw.renamedFrom,
-            transport: raw.transport,
-            inventory: Object.fromEntries(INVENTORY_KEYS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
-        }, { reportInput: true });
-        if (parsed.success) entry = { name: parsed.data.name, ...(parsed.data.renamedFrom ? { renamedFrom: parsed.data.renamedFrom } : {}), transport: parsed.data.transport, inventory: parsed.data.inventory };
+        const parsed = hostEntrySchema.safeParse(
+            {
+                name: raw.name,
+                renamedFrom: raw.renamedFrom,
+                transport: raw.transport,
+                inventory: Object.fromEntries(INVENTORY_KEYS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
+            },
+            { reportInput: true },
+        );
+        if (parsed.success)
+            entry = {
+                name: parsed.data.name,
+                ...(parsed.data.renamedFrom ? { renamedFrom: parsed.data.renamedFrom } : {}),
+                transport: parsed.data.transport,
+                inventory: parsed.data.inventory,
+            };
         else {
             // Inventory fields sit directly on the host, so drop the internal "inventory" segment.
-            problems.push(...parsed.error.issues.map((issue) => {
-                const path = issue.path[0] === "inventory" ? issue.path.slice(1) : issue.path;
-                return `${formatPath(prefix, path)}: ${describe(issue)}`;
-            }));
+            problems.push(
+                ...parsed.error.issues.map((issue) => {
+                    const path = issue.path[0] === "inventory" ? issue.path.slice(1) : issue.path;
+                    return `${formatPath(prefix, path)}: ${describe(issue)}`;
+                }),
+            );
         }
     }
     let board: BoardRef | undefined;
@@ -140,7 +178,10 @@ export function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost 
         } else {
             // A host that runs fabricmanager itself has a board too: only its partition table.
             const others = Object.keys(raw.fabric).filter((k) => k !== "partitionTable");
-            if (others.length > 0) problems.push(`${prefix}.fabric: ${others.join(", ")}: only for a shared board (fabricManager.mode: service-vm); a host that runs fabricmanager itself takes only partitionTable`);
+            if (others.length > 0)
+                problems.push(
+                    `${prefix}.fabric: ${others.join(", ")}: only for a shared board (fabricManager.mode: service-vm); a host that runs fabricmanager itself takes only partitionTable`,
+                );
             const parsed = boardFabricSchema.shape.partitionTable.safeParse(raw.fabric.partitionTable, { reportInput: true });
             if (parsed.success) table = parsed.data;
             else problems.push(...issuesOf(parsed.error, `${prefix}.fabric.partitionTable`));
@@ -163,14 +204,25 @@ export function parseHost(raw: unknown, i: number, defaults: Layer): ParsedHost 
     if (settings.success) {
         problems.push(...roleProblems(raw, prefix, entry, settings.data, boardWorker));
         const s = settings.data;
-        const workDir = covered("concourse.workDir", reported) || covered("datasets.root", reported) ? undefined : workDirAndDatasetsProblem(s.concourse.workDir, s.datasets.root);
+        const workDir =
+            covered("concourse.workDir", reported) || covered("datasets.root", reported)
+                ? undefined
+                : workDirAndDatasetsProblem(s.concourse.workDir, s.datasets.root);
         if (workDir) problems.push(`${prefix}.concourse.workDir: ${workDir}`);
         // Where fabricmanager runs on the host (elsewhere the GPU plan refuses partitions outright).
-        if (runsFabricManager(entry, s) && !boardWorker && !covered("fabricManager.partitions", reported) && (table !== undefined || raw.fabric === undefined)) {
+        if (
+            runsFabricManager(entry, s) &&
+            !boardWorker &&
+            !covered("fabricManager.partitions", reported) &&
+            (table !== undefined || raw.fabric === undefined)
+        ) {
             const known = partitionTable(table ?? DEFAULT_PARTITION_TABLE, entry?.name ?? prefix);
             s.fabricManager.partitions.forEach((id, j) => {
                 const problem = partitionIdProblem(known, id);
-                if (problem) problems.push(`${prefix}.fabricManager.partitions[${j}]: ${problem}${table === undefined ? " (the default table; another board declares its own as fabric.partitionTable)" : ""}`);
+                if (problem)
+                    problems.push(
+                        `${prefix}.fabricManager.partitions[${j}]: ${problem}${table === undefined ? " (the default table; another board declares its own as fabric.partitionTable)" : ""}`,
+                    );
             });
         }
     }
@@ -202,21 +254,33 @@ function roleProblems(raw: Record<string, unknown>, prefix: string, entry: Parse
         problems.push(`${prefix}.renamedFrom: only for a host that is a worker of its own (or the web); a shared board and its workers keep their names`);
     }
     if (boardWorker) {
-        if (entry && lxd?.type !== "virtual-machine") problems.push(`${prefix}.transport: a board's worker is an LXD virtual machine on the board (lxd: {type: virtual-machine, network, address, ...}): its GPUs are whole PCI devices`);
+        if (entry && lxd?.type !== "virtual-machine")
+            problems.push(
+                `${prefix}.transport: a board's worker is an LXD virtual machine on the board (lxd: {type: virtual-machine, network, address, ...}): its GPUs are whole PCI devices`,
+            );
         return problems;
     }
-    if (lxd?.type === "virtual-machine") problems.push(`${prefix}.transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers`);
+    if (lxd?.type === "virtual-machine")
+        problems.push(
+            `${prefix}.transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers`,
+        );
     if (!isBoard(settings)) {
         const onlyTable = isPlainObject(raw.fabric) && Object.keys(raw.fabric).every((k) => k === "partitionTable");
-        if (onlyTable && !runsFabricManager(entry, settings)) problems.push(`${prefix}.fabric: only for a board: a shared one (fabricManager.mode: service-vm), or one that runs fabricmanager itself (NVSwitches declared, fabricManager.mode host or auto)`);
+        if (onlyTable && !runsFabricManager(entry, settings))
+            problems.push(
+                `${prefix}.fabric: only for a board: a shared one (fabricManager.mode: service-vm), or one that runs fabricmanager itself (NVSwitches declared, fabricManager.mode host or auto)`,
+            );
         return problems;
     }
-    if (entry && !("ssh" in entry.transport)) problems.push(`${prefix}.transport: a shared board is reached over SSH (its libvirt runs the fabricmanager service VM; its workers are LXD VMs)`);
-    if (raw.fabric === undefined) problems.push(`${prefix}.fabric: required for fabricManager.mode service-vm (the partition table, the NVSwitches' PCI addresses and the service VM)`);
+    if (entry && !("ssh" in entry.transport))
+        problems.push(`${prefix}.transport: a shared board is reached over SSH (its libvirt runs the fabricmanager service VM; its workers are LXD VMs)`);
+    if (raw.fabric === undefined)
+        problems.push(`${prefix}.fabric: required for fabricManager.mode service-vm (the partition table, the NVSwitches' PCI addresses and the service VM)`);
     for (const key of SETTINGS_KEYS.filter((k) => raw[k] !== undefined && !BOARD_OWN_SETTINGS.has(k))) {
         problems.push(`${prefix}.${key}: a shared board is no worker itself; give worker settings to its workers (or under defaults)`);
     }
-    if (settings.fabricManager.partitions.length > 0) problems.push(`${prefix}.fabricManager.partitions: a board's partitions come from its workers (board: {name, gpus} or {name, partition} on each)`);
+    if (settings.fabricManager.partitions.length > 0)
+        problems.push(`${prefix}.fabricManager.partitions: a board's partitions come from its workers (board: {name, gpus} or {name, partition} on each)`);
     return problems;
 }
 

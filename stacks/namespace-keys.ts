@@ -33,7 +33,9 @@ export function namespaceKeysOf(config: Record<string, unknown>): NamespaceKey[]
             return false;
         }
     };
-    return Object.entries(config).filter(([k]) => k.startsWith(NAMESPACE)).map(([k, v]) => ({ name: k.slice(NAMESPACE.length), structured: structured(v) }));
+    return Object.entries(config)
+        .filter(([k]) => k.startsWith(NAMESPACE))
+        .map(([k, v]) => ({ name: k.slice(NAMESPACE.length), structured: structured(v) }));
 }
 
 /** The config keys the settings name as holding secrets (privateKeySecret, passwordSecret, ...). */
@@ -67,6 +69,8 @@ export function unknownKeyProblems(keys: NamespaceKey[], settings: unknown): str
         if ((STACK_KEYS as readonly string[]).includes(name) || secrets.has(name)) return [];
         const near = STACK_KEYS.find((k) => editDistance(name.toLowerCase(), k.toLowerCase()) <= 2);
         if (!near && !structured) return [];
-        return [`${NAMESPACE}${name}: unknown key${near ? ` (did you mean ${NAMESPACE}${near}?)` : ", and it holds settings"}; the project reads ${known}, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)`];
+        return [
+            `${NAMESPACE}${name}: unknown key${near ? ` (did you mean ${NAMESPACE}${near}?)` : ", and it holds settings"}; the project reads ${known}, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)`,
+        ];
     });
 }

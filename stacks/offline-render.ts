@@ -5,7 +5,20 @@
  */
 import * as crypto from "crypto";
 import * as fs from "fs";
-import { ArtifactSource, BoardPlan, HostPlan, LOCAL_ARTIFACTS, planBoard, planHost, PlannedFile, planWebHost, planWorkerAdmission, WebPlan, webSpec, workerSpec } from "../components";
+import {
+    ArtifactSource,
+    BoardPlan,
+    HostPlan,
+    LOCAL_ARTIFACTS,
+    planBoard,
+    planHost,
+    PlannedFile,
+    planWebHost,
+    planWorkerAdmission,
+    WebPlan,
+    webSpec,
+    workerSpec,
+} from "../components";
 import type { Artifact, PlannedStep } from "../components";
 import * as pulumi from "@pulumi/pulumi";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
@@ -19,8 +32,14 @@ export const GENERATED_PLACEHOLDER = "[generated during up]";
 export const MISSING_PLACEHOLDER = "[not on this machine yet]";
 
 export interface ManifestFile {
-    path: string; mode: string; sha256: string; component: string; resource: string;
-    secret?: true; generated?: string; uploadedFrom?: string;
+    path: string;
+    mode: string;
+    sha256: string;
+    component: string;
+    resource: string;
+    secret?: true;
+    generated?: string;
+    uploadedFrom?: string;
 }
 export type ManifestStep = PlannedStep;
 export interface HostManifest {
@@ -43,7 +62,10 @@ export interface HostManifest {
  * share one artifact and the text of one host script, so a fleet holds neither per host.
  */
 export type RenderedContent = string | Artifact;
-export interface RenderedHost { manifest: HostManifest; contents: Map<string, RenderedContent> }
+export interface RenderedHost {
+    manifest: HostManifest;
+    contents: Map<string, RenderedContent>;
+}
 
 /** An uploaded file that is not on this machine yet (a release tarball not built yet): its render says so. */
 function missing(artifact: Artifact): boolean {
@@ -59,9 +81,20 @@ function renderedContent(file: PlannedFile): RenderedContent {
 
 function manifestFile(file: PlannedFile, content: RenderedContent): ManifestFile {
     return {
-        path: file.path, mode: file.mode,
-        sha256: file.secret ? SECRET_PLACEHOLDER : file.generated ? GENERATED_PLACEHOLDER : file.artifact ? file.artifact.sha256 : crypto.createHash("sha256").update(content as string).digest("hex"),
-        component: file.component, resource: file.resource,
+        path: file.path,
+        mode: file.mode,
+        sha256: file.secret
+            ? SECRET_PLACEHOLDER
+            : file.generated
+              ? GENERATED_PLACEHOLDER
+              : file.artifact
+                ? file.artifact.sha256
+                : crypto
+                      .createHash("sha256")
+                      .update(content as string)
+                      .digest("hex"),
+        component: file.component,
+        resource: file.resource,
         ...(file.secret ? { secret: true as const } : {}),
         ...(file.generated ? { generated: file.generated } : {}),
         ...(file.artifact ? { uploadedFrom: file.artifact.path } : {}),
@@ -85,7 +118,10 @@ function renderFiles(planned: PlannedFile[]): { files: ManifestFile[]; contents:
  */
 export const RENDER_ARTIFACTS: ArtifactSource = {
     built: () => LOCAL_ARTIFACTS.built(),
-    release: (binary) => ("path" in binary && !("sha256" in binary) && !fs.existsSync(binary.path) ? { path: binary.path, sha256: MISSING_PLACEHOLDER } : LOCAL_ARTIFACTS.release(binary)),
+    release: (binary) =>
+        "path" in binary && !("sha256" in binary) && !fs.existsSync(binary.path)
+            ? { path: binary.path, sha256: MISSING_PLACEHOLDER }
+            : LOCAL_ARTIFACTS.release(binary),
 };
 
 export function renderPlan(plan: HostPlan): RenderedHost {
@@ -107,7 +143,12 @@ export function renderWebPlan(plan: WebPlan): RenderedHost {
     const { files, contents } = renderFiles(plan.files);
     return {
         manifest: {
-            host: plan.name, transport: plan.transport, tags: [], steps: plan.steps, files, web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser },
+            host: plan.name,
+            transport: plan.transport,
+            tags: [],
+            steps: plan.steps,
+            files,
+            web: { externalUrl: plan.settings.externalUrl, username: plan.settings.mainTeamUser },
             ...(plan.warnings.length > 0 ? { warnings: plan.warnings } : {}),
         },
         contents,
@@ -124,7 +165,12 @@ export function renderBoardPlan(plan: BoardPlan): RenderedHost[] {
             tags: [],
             steps: plan.steps,
             files,
-            partitions: plan.partitions.map((p) => ({ worker: p.worker, partition: p.partition.id, modules: p.partition.modules, pci: p.gpus.map((g) => g.pciBusId ?? "") })),
+            partitions: plan.partitions.map((p) => ({
+                worker: p.worker,
+                partition: p.partition.id,
+                modules: p.partition.modules,
+                pci: p.gpus.map((g) => g.pciBusId ?? ""),
+            })),
         },
         contents,
     };
@@ -141,7 +187,11 @@ export interface StackPlans {
  * The plans of a stack, through the same mapping `pulumi up` takes (stacks/component-args.ts);
  * what only `up` knows (secrets, generated keys) stands in as placeholders.
  */
-export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>, baseDir: string, artifacts: ArtifactSource = RENDER_ARTIFACTS): StackPlans {
+export function planStack(
+    stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>,
+    baseDir: string,
+    artifacts: ArtifactSource = RENDER_ARTIFACTS,
+): StackPlans {
     const secret = () => SECRET_PLACEHOLDER;
     let web: StackWeb | undefined;
     let webPlan: WebPlan | undefined;
@@ -150,10 +200,13 @@ export function planStack(stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pi
         web = {
             config: stack.web,
             forWorkers: {
-                tsaHost: webPlan.tsaForWorkers?.host, tsaPort: webPlan.tsaForWorkers?.port,
+                tsaHost: webPlan.tsaForWorkers?.host,
+                tsaPort: webPlan.tsaForWorkers?.port,
                 // An output: the key is the web's, generated during up.
                 tsaPublicKey: pulumi.output(GENERATED_PLACEHOLDER),
-                url: webPlan.settings.externalUrl, username: webPlan.settings.mainTeamUser, password: SECRET_PLACEHOLDER,
+                url: webPlan.settings.externalUrl,
+                username: webPlan.settings.mainTeamUser,
+                password: SECRET_PLACEHOLDER,
             },
         };
     }

@@ -3,13 +3,34 @@
  * `gpu-workers:hosts` (one entry per host, overriding any default). Unknown keys are errors.
  */
 import { z } from "zod";
-import { absolutePath, BUILTIN_PARTITION_TABLES, datasetRoot, DEFAULT_PARTITION_TABLE, hostAddress, httpUrl, inventorySchema, ipAddress, LXD_TRANSPORT_DEFAULTS, partitionListSchema, plainName, port, posixUser, REGISTRATION_TIMEOUT_SECONDS, SERVICE_VM_DEFAULTS, settingsSchema as workerSettingsSchema, SSH_USER_DEFAULT, WORKER_DEFAULTS } from "../components";
+import {
+    absolutePath,
+    BUILTIN_PARTITION_TABLES,
+    datasetRoot,
+    DEFAULT_PARTITION_TABLE,
+    hostAddress,
+    httpUrl,
+    inventorySchema,
+    ipAddress,
+    LXD_TRANSPORT_DEFAULTS,
+    partitionListSchema,
+    plainName,
+    port,
+    posixUser,
+    REGISTRATION_TIMEOUT_SECONDS,
+    SERVICE_VM_DEFAULTS,
+    settingsSchema as workerSettingsSchema,
+    SSH_USER_DEFAULT,
+    WORKER_DEFAULTS,
+} from "../components";
 import type { Transport as TransportOf } from "../components";
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
-export const secretRef = z.string({ error: "expected the name of a secret config key" })
+export const secretRef = z
+    .string({ error: "expected the name of a secret config key" })
     .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, { error: "expected the name of a secret config key, e.g. gpu-a-ssh-key" });
-export const hostName = z.string({ error: "expected a host name" })
+export const hostName = z
+    .string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
 export const sshTransportSchema = z.strictObject({
@@ -19,26 +40,36 @@ export const sshTransportSchema = z.strictObject({
     /** Config key whose secret value is the OpenSSH private key. */
     privateKeySecret: secretRef,
     /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
-    hostKey: z.string().regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: "expected a public host key such as 'ssh-ed25519 AAAA...'" }),
+    hostKey: z
+        .string()
+        .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: "expected a public host key such as 'ssh-ed25519 AAAA...'" }),
 });
 
-export const lxdServerSchema = z.strictObject({
-    /** Local unix socket of the LXD daemon (default /var/lib/lxd/unix.socket). */
-    socket: absolutePath.optional(),
-    /** HTTPS endpoint, e.g. https://10.0.0.5:8443; needs a trusted client certificate. */
-    url: z.url({ error: "expected an https:// URL" }).optional(),
-    clientCertSecret: secretRef.optional(),
-    clientKeySecret: secretRef.optional(),
-    /** PEM of the server certificate to pin (HTTPS only). */
-    serverCert: z.string().optional(),
-}).superRefine((s, ctx) => {
-    if (s.url && s.socket) ctx.addIssue({ code: "custom", path: ["url"], message: "give either socket or url, not both" });
-    if (s.url && (!s.clientCertSecret || !s.clientKeySecret)) ctx.addIssue({ code: "custom", path: ["clientCertSecret"], message: "an https url needs clientCertSecret and clientKeySecret" });
-});
+export const lxdServerSchema = z
+    .strictObject({
+        /** Local unix socket of the LXD daemon (default /var/lib/lxd/unix.socket). */
+        socket: absolutePath.optional(),
+        /** HTTPS endpoint, e.g. https://10.0.0.5:8443; needs a trusted client certificate. */
+        url: z.url({ error: "expected an https:// URL" }).optional(),
+        clientCertSecret: secretRef.optional(),
+        clientKeySecret: secretRef.optional(),
+        /** PEM of the server certificate to pin (HTTPS only). */
+        serverCert: z.string().optional(),
+    })
+    .superRefine((s, ctx) => {
+        if (s.url && s.socket) ctx.addIssue({ code: "custom", path: ["url"], message: "give either socket or url, not both" });
+        if (s.url && (!s.clientCertSecret || !s.clientKeySecret))
+            ctx.addIssue({ code: "custom", path: ["clientCertSecret"], message: "an https url needs clientCertSecret and clientKeySecret" });
+    });
 
-const ipv4 = z.string().regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
+const ipv4 = z
+    .string()
+    .regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
 const pciAddress = z.string().regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI address such as 0000:09:00.0" });
-const positiveInt = z.number({ error: "expected a positive integer" }).int({ error: "expected a positive integer" }).min(1, { error: "expected a positive integer" });
+const positiveInt = z
+    .number({ error: "expected a positive integer" })
+    .int({ error: "expected a positive integer" })
+    .min(1, { error: "expected a positive integer" });
 
 /** The keys of an LXD transport (the web's takes a part of them). */
 export const lxdTransportFields = z.strictObject({
@@ -46,19 +77,29 @@ export const lxdTransportFields = z.strictObject({
     /** LXD instance name (created and owned by this stack). */
     instance: hostName,
     /** Image alias or fingerprint on the LXD server. */
-    image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, { error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit" }),
+    image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, {
+        error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit",
+    }),
     /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
     type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default(LXD_TRANSPORT_DEFAULTS.type),
     profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles),
     /** Extra instance config keys (security.nesting is always set for containers). */
-    config: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string()).default(LXD_TRANSPORT_DEFAULTS.config),
+    config: z
+        .record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string())
+        .default(LXD_TRANSPORT_DEFAULTS.config),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
     datasetSource: datasetRoot.optional(),
     /**
      * The subfolders of datasetSource to attach, each as its own disk (read-write when its name
      * ends with a writable suffix). Absent: all of datasetSource, read-only.
      */
-    datasetFolders: z.array(z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, { error: "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)" })).optional(),
+    datasetFolders: z
+        .array(
+            z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, {
+                error: "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)",
+            }),
+        )
+        .optional(),
     /** Loopback port on the LXD server that forwards to the instance's sshd. */
     sshPort: port,
     /** Address the loopback proxy listens on (default 127.0.0.1). */
@@ -75,40 +116,64 @@ export const lxdTransportFields = z.strictObject({
     address: ipv4.optional(),
 });
 
-export const lxdTransportSchema = lxdTransportFields.superRefine((l, ctx) => {
-    if (l.type === "container") {
-        for (const key of ["network", "address"] as const) if (l[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
-    }
-    if (l.type !== "virtual-machine") return;
-    // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
-    for (const key of ["network", "address"] as const) if (l[key] === undefined) ctx.addIssue({ code: "custom", path: [key], message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network" });
-    if (["0.0.0.0", "::"].includes(l.sshAddress)) ctx.addIssue({ code: "custom", path: ["sshAddress"], message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address" });
-// Also when other fields are wrong, so that every problem is reported at once.
-}, { when: () => true });
+export const lxdTransportSchema = lxdTransportFields.superRefine(
+    (l, ctx) => {
+        if (l.type === "container") {
+            for (const key of ["network", "address"] as const)
+                if (l[key] !== undefined)
+                    ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
+        }
+        if (l.type !== "virtual-machine") return;
+        // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
+        for (const key of ["network", "address"] as const)
+            if (l[key] === undefined)
+                ctx.addIssue({
+                    code: "custom",
+                    path: [key],
+                    message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+                });
+        if (["0.0.0.0", "::"].includes(l.sshAddress))
+            ctx.addIssue({
+                code: "custom",
+                path: ["sshAddress"],
+                message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address",
+            });
+        // Also when other fields are wrong, so that every problem is reported at once.
+    },
+    { when: () => true },
+);
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 
 // Both keys are parsed as optional fields rather than as a union, so that a mistake inside
 // one of them is reported at its own path (transport.lxd.sshPort), not as "neither matched".
-export const transportSchema = z.strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
+export const transportSchema = z
+    .strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
     .transform((t): TransportOf<SshTransport, LxdTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
 /** A worker's settings as the stack gives them: the components' own, and the secret key holding the worker's TSA key. */
 export const settingsSchema = workerSettingsSchema.extend({
     concourse: workerSettingsSchema.shape.concourse.extend({
-        workerKeySecret: secretRef.optional().meta({ description: "secret config key with the worker's key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent" }),
-        registration: z.strictObject({
-            url: httpUrl,
-            username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
-            passwordSecret: secretRef,
-            timeoutSeconds: z.number().int().positive().default(REGISTRATION_TIMEOUT_SECONDS),
-            caSecret: secretRef.optional(),
-        }).optional().meta({
-            defaultText: "the web's",
-            description: `\`{url, username, passwordSecret, timeoutSeconds (${REGISTRATION_TIMEOUT_SECONDS}), caSecret}\`: check the registration at a web outside this stack; ` +
-                "for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
+        workerKeySecret: secretRef.optional().meta({
+            description:
+                "secret config key with the worker's key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent",
         }),
+        registration: z
+            .strictObject({
+                url: httpUrl,
+                username: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]*$/, { error: "expected a Concourse user name of letters, digits and _ . @ -" }),
+                passwordSecret: secretRef,
+                timeoutSeconds: z.number().int().positive().default(REGISTRATION_TIMEOUT_SECONDS),
+                caSecret: secretRef.optional(),
+            })
+            .optional()
+            .meta({
+                defaultText: "the web's",
+                description:
+                    `\`{url, username, passwordSecret, timeoutSeconds (${REGISTRATION_TIMEOUT_SECONDS}), caSecret}\`: check the registration at a web outside this stack; ` +
+                    "for an https web, `caSecret` names the secret config key of its certificate or CA, the only one trusted (default: the system's CAs)",
+            }),
     }),
 });
 
@@ -120,33 +185,63 @@ export const BUILTIN_DEFAULTS = WORKER_DEFAULTS;
  * the PCI functions its service VM gets, and the service VM.
  */
 export const boardFabricSchema = z.strictObject({
-    partitionTable: z.union([
-        z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }),
-        partitionListSchema,
-    ], { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` }).default(DEFAULT_PARTITION_TABLE)
+    partitionTable: z
+        .union(
+            [
+                z.enum(Object.keys(BUILTIN_PARTITION_TABLES) as [string, ...string[]], {
+                    error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}`,
+                }),
+                partitionListSchema,
+            ],
+            { error: `expected a built-in table (${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}) or a list of {id, modules}` },
+        )
+        .default(DEFAULT_PARTITION_TABLE)
         .meta({ description: "the board's partition table: a built-in one by name, or the board's own as a list of `{id, modules}`" }),
     nvswitchPci: z.array(pciAddress).min(1, { error: "name the board's NVSwitches" }).meta({ description: "PCI addresses of the NVSwitches (`lspci -Dnn`)" }),
-    memoryControllerPci: z.array(pciAddress).default([]).meta({ description: "the NVSwitch memory controller (HGX: `Memory controller: PMC-Sierra Inc. Device 4128`)" }),
-    serviceVm: z.strictObject({
-        image: absolutePath.meta({ description: "base disk image on the board with cloud-init, the NVIDIA driver and fabricmanager of the same version" }),
-        name: plainName("a domain name").optional().meta({ defaultText: "`<board>-fabric`", description: "the service VM's libvirt domain" }),
-        vcpus: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.vcpus}\``, description: "its virtual CPUs" }),
-        memoryMiB: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.memoryMiB}\``, description: "its memory in MiB" }),
-        diskGiB: positiveInt.optional().meta({ defaultText: "the image's size", description: "the size of its disk layer in GiB (the image itself is never written)" }),
-        network: plainName("a libvirt network name").optional().meta({ description: "a libvirt network for a NIC (apt access for fabricmanager); none by default" }),
-        libvirtUri: z.string().regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, { error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)" }).optional()
-            .meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.libvirtUri}\``, description: "the libvirt connection on the board" }),
-        readyTimeoutSeconds: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.readyTimeoutSeconds}\``, description: "how long the step waits for the VM to report its partitions active, in seconds" }),
-    }).meta({ description: "the service VM that runs fabricmanager for the board" }),
+    memoryControllerPci: z
+        .array(pciAddress)
+        .default([])
+        .meta({ description: "the NVSwitch memory controller (HGX: `Memory controller: PMC-Sierra Inc. Device 4128`)" }),
+    serviceVm: z
+        .strictObject({
+            image: absolutePath.meta({ description: "base disk image on the board with cloud-init, the NVIDIA driver and fabricmanager of the same version" }),
+            name: plainName("a domain name").optional().meta({ defaultText: "`<board>-fabric`", description: "the service VM's libvirt domain" }),
+            vcpus: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.vcpus}\``, description: "its virtual CPUs" }),
+            memoryMiB: positiveInt.optional().meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.memoryMiB}\``, description: "its memory in MiB" }),
+            diskGiB: positiveInt
+                .optional()
+                .meta({ defaultText: "the image's size", description: "the size of its disk layer in GiB (the image itself is never written)" }),
+            network: plainName("a libvirt network name")
+                .optional()
+                .meta({ description: "a libvirt network for a NIC (apt access for fabricmanager); none by default" }),
+            libvirtUri: z
+                .string()
+                .regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, {
+                    error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)",
+                })
+                .optional()
+                .meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.libvirtUri}\``, description: "the libvirt connection on the board" }),
+            readyTimeoutSeconds: positiveInt.optional().meta({
+                defaultText: `\`${SERVICE_VM_DEFAULTS.readyTimeoutSeconds}\``,
+                description: "how long the step waits for the VM to report its partitions active, in seconds",
+            }),
+        })
+        .meta({ description: "the service VM that runs fabricmanager for the board" }),
 });
 
 /** A worker of a shared board: which board, and how many GPUs (or which partition). */
-export const boardRefSchema = z.strictObject({
-    /** The board's host name. */
-    name: hostName,
-    gpus: positiveInt.optional(),
-    partition: z.number({ error: "expected a partition id" }).int({ error: "expected a partition id" }).min(0, { error: "expected a partition id" }).optional(),
-}).refine((b) => b.gpus !== undefined || b.partition !== undefined, { error: "give gpus (how many) or partition (an id of the board's table)" });
+export const boardRefSchema = z
+    .strictObject({
+        /** The board's host name. */
+        name: hostName,
+        gpus: positiveInt.optional(),
+        partition: z
+            .number({ error: "expected a partition id" })
+            .int({ error: "expected a partition id" })
+            .min(0, { error: "expected a partition id" })
+            .optional(),
+    })
+    .refine((b) => b.gpus !== undefined || b.partition !== undefined, { error: "give gpus (how many) or partition (an id of the board's table)" });
 
 /**
  * The name a host (or the web) had before a rename in the stack: its resources keep their state
@@ -154,12 +249,14 @@ export const boardRefSchema = z.strictObject({
  */
 export const renamedFrom = hostName.optional();
 
-export const hostEntrySchema = z.object({
-    name: hostName,
-    renamedFrom,
-    transport: transportSchema,
-    inventory: inventorySchema,
-}).catchall(z.unknown());
+export const hostEntrySchema = z
+    .object({
+        name: hostName,
+        renamedFrom,
+        transport: transportSchema,
+        inventory: inventorySchema,
+    })
+    .catchall(z.unknown());
 
 export type Settings = z.infer<typeof settingsSchema>;
 export type SshTransport = z.infer<typeof sshTransportSchema>;

@@ -52,21 +52,28 @@ export function webHostProblems(web: WebConfig | undefined, hosts: CheckedHost[]
     hosts.forEach(({ config: host, reported }, i) => {
         if (!host?.concourse.binary) return;
         if (!web) {
-            if (!host.concourse.tsaHost && !reported("concourse.tsaHost")) problems.push(`hosts[${i}].concourse.tsaHost: required to run the worker (the TSA's address as the worker reaches it) — ${SET_IT}`);
-            if (!host.concourse.tsaPublicKey && !reported("concourse.tsaPublicKey")) problems.push(`hosts[${i}].concourse.tsaPublicKey: required to run the worker (the TSA's host key) — ${SET_IT}`);
+            if (!host.concourse.tsaHost && !reported("concourse.tsaHost"))
+                problems.push(`hosts[${i}].concourse.tsaHost: required to run the worker (the TSA's address as the worker reaches it) — ${SET_IT}`);
+            if (!host.concourse.tsaPublicKey && !reported("concourse.tsaPublicKey"))
+                problems.push(`hosts[${i}].concourse.tsaPublicKey: required to run the worker (the TSA's host key) — ${SET_IT}`);
             return;
         }
         if (host.name === web.name) problems.push(`hosts[${i}].name: ${host.name} is the web's name too`);
-        if (web.renamedFrom !== undefined && web.renamedFrom === host.name) problems.push(`web.renamedFrom: ${host.name} is the name of hosts[${i}]; a web renamed from it must be gone from the stack`);
+        if (web.renamedFrom !== undefined && web.renamedFrom === host.name)
+            problems.push(`web.renamedFrom: ${host.name} is the name of hosts[${i}]; a web renamed from it must be gone from the stack`);
         if (host.renamedFrom !== undefined && host.renamedFrom === web.name) problems.push(`hosts[${i}].renamedFrom: ${web.name} is the web's name`);
         const tsa = publishedTsa(web);
         if (host.concourse.tsaHost) return;
         if (web.transport.ssh) return;
         if (!tsa) {
-            problems.push(`hosts[${i}].concourse.tsaHost: required: the web publishes no TSA port (set web.transport.lxd.publish.tsa, or give the TSA's address here)`);
+            problems.push(
+                `hosts[${i}].concourse.tsaHost: required: the web publishes no TSA port (set web.transport.lxd.publish.tsa, or give the TSA's address here)`,
+            );
         } else if ((host.transport.ssh || host.transport.lxd?.type === "virtual-machine") && LOOPBACK.test(tsa.address)) {
             const what = host.transport.ssh ? "this SSH host" : "a virtual machine (reached only through NAT)";
-            problems.push(`hosts[${i}].concourse.tsaHost: required: the web's TSA is published on its LXD server's ${tsa.address}, which ${what} cannot reach; give the address it reaches the TSA on`);
+            problems.push(
+                `hosts[${i}].concourse.tsaHost: required: the web's TSA is published on its LXD server's ${tsa.address}, which ${what} cannot reach; give the address it reaches the TSA on`,
+            );
         }
     });
     if (web?.transport.lxd) {
@@ -80,7 +87,8 @@ export function webHostProblems(web: WebConfig | undefined, hosts: CheckedHost[]
         hosts.forEach(({ config: host }, i) => {
             const other = host?.transport.lxd;
             if (!other || serverOf(other) !== serverOf(lxd) || other.sshAddress !== lxd.sshAddress) return;
-            if (taken.has(other.sshPort)) problems.push(`hosts[${i}].transport.lxd.sshPort: ${other.sshPort} is already used by ${taken.get(other.sshPort)} on the same LXD server`);
+            if (taken.has(other.sshPort))
+                problems.push(`hosts[${i}].transport.lxd.sshPort: ${other.sshPort} is already used by ${taken.get(other.sshPort)} on the same LXD server`);
             if (other.instance === lxd.instance) problems.push(`hosts[${i}].transport.lxd.instance: ${other.instance} is the web's instance too`);
         });
     }

@@ -8,16 +8,19 @@ import { externalDatabaseFields, localDatabaseSchema, port, settingsSchema as wo
 import type { Transport } from "../components";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
-export const lxdWebTransportSchema = lxdTransportFields.omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true }).extend({
-    // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
-    type: z.literal("container", { error: "expected container" }).default("container"),
-    /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
-    publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
-});
+export const lxdWebTransportSchema = lxdTransportFields
+    .omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true })
+    .extend({
+        // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
+        type: z.literal("container", { error: "expected container" }).default("container"),
+        /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
+        publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
+    });
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 
-export const webTransportSchema = z.strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdWebTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
+export const webTransportSchema = z
+    .strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdWebTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
     .transform((t): Transport<SshTransport, LxdWebTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
@@ -31,16 +34,28 @@ export const externalDatabaseSchema = externalDatabaseFields.extend({
 export const webSchema = z.strictObject({
     name: hostName.meta({ description: "DNS label; names every resource of the web" }),
     renamedFrom: renamedFrom.meta({ description: "the web's name before a rename (as for a host)" }),
-    transport: webTransportSchema.meta({ description: "`ssh` or `lxd` as for a host; an LXD instance also takes `publish: {web, tsa}`, ports on its LXD server's `sshAddress` that forward to the web and the TSA" }),
+    transport: webTransportSchema.meta({
+        description:
+            "`ssh` or `lxd` as for a host; an LXD instance also takes `publish: {web, tsa}`, ports on its LXD server's `sshAddress` that forward to the web and the TSA",
+    }),
     version: version.optional().meta({ defaultText: "`defaults.concourse.version`", description: "the Concourse release (the workers' by default)" }),
-    binary: workerSettingsSchema.shape.concourse.shape.binary.meta({ defaultText: "`defaults.concourse.binary`", description: "the release tarball, `{url, sha256}` or `{path}` (the workers' by default)" }),
+    binary: workerSettingsSchema.shape.concourse.shape.binary.meta({
+        defaultText: "`defaults.concourse.binary`",
+        description: "the release tarball, `{url, sha256}` or `{path}` (the workers' by default)",
+    }),
     ...webSettingsSchema.shape,
     tls: z.strictObject({ certificateSecret: secretRef, keySecret: secretRef, caSecret: secretRef.optional() }).optional().meta({
-        description: "HTTPS: `{certificateSecret, keySecret, caSecret}`, the secret config keys of the web's certificate (PEM, with its chain), its key and, optionally, the CA that signed it. The web serves HTTPS on `tlsPort`, the external URL is `https://`, and the registration and task checks trust exactly that certificate (or the CA, when given) and nothing else ([docs/concourse.md](docs/concourse.md#https))",
+        description:
+            "HTTPS: `{certificateSecret, keySecret, caSecret}`, the secret config keys of the web's certificate (PEM, with its chain), its key and, optionally, the CA that signed it. The web serves HTTPS on `tlsPort`, the external URL is `https://`, and the registration and task checks trust exactly that certificate (or the CA, when given) and nothing else ([docs/concourse.md](docs/concourse.md#https))",
     }),
-    postgres: z.union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], { error: "expected {local: {...}} or {external: {...}}" })
-        .default({ local: localDatabaseSchema.parse({}) }).meta({
-            description: "PostgreSQL on the web host (installed from the distribution where missing), or `{external: {host, port, database, user, sslmode, passwordSecret}}`; names are PostgreSQL names of letters, digits, `_` and `-` (an external user may also hold `.` and `@`), the host a DNS name or an IP address; the password goes into an env file, so it may not hold a quote, a backslash, `$`, a line break or a space at either end",
+    postgres: z
+        .union([z.strictObject({ local: localDatabaseSchema }), z.strictObject({ external: externalDatabaseSchema })], {
+            error: "expected {local: {...}} or {external: {...}}",
+        })
+        .default({ local: localDatabaseSchema.parse({}) })
+        .meta({
+            description:
+                "PostgreSQL on the web host (installed from the distribution where missing), or `{external: {host, port, database, user, sslmode, passwordSecret}}`; names are PostgreSQL names of letters, digits, `_` and `-` (an external user may also hold `.` and `@`), the host a DNS name or an IP address; the password goes into an env file, so it may not hold a quote, a backslash, `$`, a line break or a space at either end",
         }),
 });
 

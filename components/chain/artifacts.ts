@@ -42,10 +42,11 @@ let built: BuildArtifacts | undefined;
 
 /** The artifacts of this checkout or installed package: its build output, and releases as the stack names them. */
 export const LOCAL_ARTIFACTS: ArtifactSource = {
-    built: () => (built ??= {
-        wrapper: builtArtifact(WRAPPER_BUILD_OUTPUT, "runc wrapper", "scripts/build-wrapper.sh"),
-        containerdToml: builtArtifact(CONTAINERD_TOML_BUILD_OUTPUT, "containerd-toml", "scripts/build-containerd-toml.sh"),
-    }),
+    built: () =>
+        (built ??= {
+            wrapper: builtArtifact(WRAPPER_BUILD_OUTPUT, "runc wrapper", "scripts/build-wrapper.sh"),
+            containerdToml: builtArtifact(CONTAINERD_TOML_BUILD_OUTPUT, "containerd-toml", "scripts/build-containerd-toml.sh"),
+        }),
     release: (binary) => ("sha256" in binary ? binary : localArtifact(binary.path, "Concourse release")),
 };
 
@@ -54,6 +55,9 @@ export const DIGEST_NOT_TAKEN = "[digest not taken]";
 
 /** The build output and releases by path, no file read: for plans that are checked, never applied or written. */
 export const UNREAD_ARTIFACTS: ArtifactSource = {
-    built: () => ({ wrapper: { path: WRAPPER_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN }, containerdToml: { path: CONTAINERD_TOML_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN } }),
+    built: () => ({
+        wrapper: { path: WRAPPER_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN },
+        containerdToml: { path: CONTAINERD_TOML_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN },
+    }),
     release: (binary) => ("sha256" in binary ? binary : { path: binary.path, sha256: DIGEST_NOT_TAKEN }),
 };

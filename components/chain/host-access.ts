@@ -40,10 +40,24 @@ export interface ReachedHost {
 }
 
 /** Creates what reaching the host takes, as children of `parent` named from `name`, after `before` (e.g. a board's service VM). */
-export function reachHost(parent: pulumi.ComponentResource, name: string, transport: Transport<SshHostTransport, LxdServerArg>, plan: HostAccessPlan, before: pulumi.Input<pulumi.Resource>[] = []): ReachedHost {
+export function reachHost(
+    parent: pulumi.ComponentResource,
+    name: string,
+    transport: Transport<SshHostTransport, LxdServerArg>,
+    plan: HostAccessPlan,
+    before: pulumi.Input<pulumi.Resource>[] = [],
+): ReachedHost {
     return onTransport(transport, {
         ssh: (ssh): ReachedHost => ({
-            connection: pulumi.secret(pulumi.output({ host: ssh.host, port: ssh.port ?? 22, user: plan.user, privateKey: ssh.privateKey, hostKey: ssh.hostKey }) as pulumi.Output<HostConnection>),
+            connection: pulumi.secret(
+                pulumi.output({
+                    host: ssh.host,
+                    port: ssh.port ?? 22,
+                    user: plan.user,
+                    privateKey: ssh.privateKey,
+                    hostKey: ssh.hostKey,
+                }) as pulumi.Output<HostConnection>,
+            ),
             reachable: [],
         }),
         lxd: (lxd): ReachedHost => {
@@ -56,31 +70,42 @@ export function reachHost(parent: pulumi.ComponentResource, name: string, transp
                 "host-key.public": hostKey.publicKeyOpenssh,
             };
             const files = planned.files.map((f) => ({ path: f.path, content: f.generated ? generated[f.generated]! : pulumi.output(f.content), mode: f.mode }));
-            const delivered = planned.delivery === "cloud-init"
-                ? { userData: pulumi.all(files.map((f) => f.content)).apply((contents) => renderAccessUserData(files.map((f, i) => ({ ...f, content: contents[i] })))) }
-                : { files };
-            const instance = new LxdInstance(stepResourceName(name, "instance"), {
-                server: lxd.server,
-                name: planned.instance.instance,
-                image: planned.instance.image,
-                type: planned.instance.type,
-                profiles: planned.instance.profiles,
-                config: planned.instance.config,
-                devices: planned.instance.devices,
-                ...delivered,
-                waitFor: planned.waitFor,
-            }, { parent, dependsOn: before });
+            const delivered =
+                planned.delivery === "cloud-init"
+                    ? {
+                          userData: pulumi
+                              .all(files.map((f) => f.content))
+                              .apply((contents) => renderAccessUserData(files.map((f, i) => ({ ...f, content: contents[i] })))),
+                      }
+                    : { files };
+            const instance = new LxdInstance(
+                stepResourceName(name, "instance"),
+                {
+                    server: lxd.server,
+                    name: planned.instance.instance,
+                    image: planned.instance.image,
+                    type: planned.instance.type,
+                    profiles: planned.instance.profiles,
+                    config: planned.instance.config,
+                    devices: planned.instance.devices,
+                    ...delivered,
+                    waitFor: planned.waitFor,
+                },
+                { parent, dependsOn: before },
+            );
             return {
-                connection: pulumi.secret(pulumi.output({
-                    host: planned.instance.sshAddress,
-                    port: planned.instance.sshPort,
-                    user: plan.user,
-                    privateKey: loginKey.privateKeyOpenssh,
-                    // The key type and body, as known_hosts takes it.
-                    hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
-                    // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
-                    machineId: instance.uuid,
-                })),
+                connection: pulumi.secret(
+                    pulumi.output({
+                        host: planned.instance.sshAddress,
+                        port: planned.instance.sshPort,
+                        user: plan.user,
+                        privateKey: loginKey.privateKeyOpenssh,
+                        // The key type and body, as known_hosts takes it.
+                        hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
+                        // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
+                        machineId: instance.uuid,
+                    }),
+                ),
                 reachable: [instance],
             };
         },

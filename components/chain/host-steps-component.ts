@@ -28,7 +28,12 @@ export interface HostAccessArgs {
 
 /** Makers of program checks by kind: (resource name, the check, the step it follows, options). */
 export type CheckMakers = {
-    [K in Exclude<ProgramCheck["kind"], "cdi-spec">]?: (name: string, check: Extract<ProgramCheck, { kind: K }>, after: HostCommand, opts: pulumi.CustomResourceOptions) => pulumi.Resource;
+    [K in Exclude<ProgramCheck["kind"], "cdi-spec">]?: (
+        name: string,
+        check: Extract<ProgramCheck, { kind: K }>,
+        after: HostCommand,
+        opts: pulumi.CustomResourceOptions,
+    ) => pulumi.Resource;
 };
 
 function dependsOnList(opts: pulumi.ComponentResourceOptions | undefined): pulumi.Input<pulumi.Resource>[] {
@@ -43,7 +48,11 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
     /** The step names this component runs on the host, in order. */
     public steps!: pulumi.Output<string[]>;
 
-    protected constructor(type: string, private readonly componentName: string, private readonly componentOpts: pulumi.ComponentResourceOptions | undefined) {
+    protected constructor(
+        type: string,
+        private readonly componentName: string,
+        private readonly componentOpts: pulumi.ComponentResourceOptions | undefined,
+    ) {
         super(type, componentName, {}, componentOpts);
     }
 
@@ -53,7 +62,11 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
      * `checks`: how this component makes the program checks other than the CDI spec's.
      * `after`: resources of this component that every file and step waits for (an instance it creates).
      */
-    protected placeOnHost(rendered: RenderedComponent, args: HostAccessArgs, extra: { values?: Record<string, pulumi.Input<string>>; checks?: CheckMakers; after?: pulumi.Resource[] } = {}): Map<string, HostCommand> {
+    protected placeOnHost(
+        rendered: RenderedComponent,
+        args: HostAccessArgs,
+        extra: { values?: Record<string, pulumi.Input<string>>; checks?: CheckMakers; after?: pulumi.Resource[] } = {},
+    ): Map<string, HostCommand> {
         const { values, checks, after: first = [] } = extra;
         const steps = createHostResources(rendered, {
             parent: this,

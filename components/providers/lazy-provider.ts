@@ -31,13 +31,19 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
         const fs = require("fs") as typeof import("fs");
         const candidates = [nodePath.resolve(process.cwd(), registryFromProgram), registryPath];
         const found = candidates.find((c: string) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
-        if (!found) throw new Error(`${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`);
+        if (!found)
+            throw new Error(
+                `${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`,
+            );
         if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
             // TypeScript sources without a loader: transpile on require with the project's compiler.
             const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] })) as typeof import("typescript");
             require.extensions[".ts"] = (m, filename) => {
                 const source = fs.readFileSync(filename, "utf8");
-                const out = ts.transpileModule(source, { fileName: filename, compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
+                const out = ts.transpileModule(source, {
+                    fileName: filename,
+                    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+                });
                 (m as NodeJS.Module & { _compile(code: string, filename: string): void })._compile(out.outputText, filename);
             };
         }
@@ -45,14 +51,32 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
     };
     return {
         // Inputs and outputs are typed by Pulumi's ResourceProvider (untyped values from state).
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped inputs, passed through unread
-        async check(olds, news) { const m = load(); return m.check ? m.check(olds, news) : { inputs: news }; },
-        async diff(id, olds, news) { const m = load(); return m.diff ? m.diff(id, olds, news) : {}; },
-        async create(inputs) { return load().create(inputs); },
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped state, passed through unread
-        async read(id, props) { const m = load(); return m.read ? m.read(id, props) : { id, props }; },
-        async update(id, olds, news) { const m = load(); if (!m.update) throw new Error(`${label} provider: ${id} cannot be updated in place`); return m.update(id, olds, news); },
-        async delete(id, props) { const m = load(); if (m.remove) await m.remove(id, props); },
+        async check(olds, news) {
+            const m = load();
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped inputs, passed through unread
+            return m.check ? m.check(olds, news) : { inputs: news };
+        },
+        async diff(id, olds, news) {
+            const m = load();
+            return m.diff ? m.diff(id, olds, news) : {};
+        },
+        async create(inputs) {
+            return load().create(inputs);
+        },
+        async read(id, props) {
+            const m = load();
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped state, passed through unread
+            return m.read ? m.read(id, props) : { id, props };
+        },
+        async update(id, olds, news) {
+            const m = load();
+            if (!m.update) throw new Error(`${label} provider: ${id} cannot be updated in place`);
+            return m.update(id, olds, news);
+        },
+        async delete(id, props) {
+            const m = load();
+            if (m.remove) await m.remove(id, props);
+        },
     };
 }
 

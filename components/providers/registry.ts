@@ -47,7 +47,10 @@ export function writeEarlierPathStubs(compiledRoot: string): string[] {
         const file = path.join(compiledRoot, `${earlier}.js`);
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const target = path.relative(path.dirname(file), registry);
-        fs.writeFileSync(file, `// Written by the build: providers in state made before the layout moved load "${id}" from here.\nmodule.exports = require(${JSON.stringify(target)}).loadProviderModule(${JSON.stringify(id)});\n`);
+        fs.writeFileSync(
+            file,
+            `// Written by the build: providers in state made before the layout moved load "${id}" from here.\nmodule.exports = require(${JSON.stringify(target)}).loadProviderModule(${JSON.stringify(id)});\n`,
+        );
         return file;
     });
 }

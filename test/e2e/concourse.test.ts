@@ -40,11 +40,24 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     let bmSecrets: Record<string, string>;
     let bmHost: Record<string, unknown>;
     let pbmEntry: Record<string, unknown>;
-    const pbmHost = (concourse: Record<string, unknown> = {}) => ({ ...pbmEntry, concourse: { tags: ["e2e", "pbm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, ...concourse } });
+    const pbmHost = (concourse: Record<string, unknown> = {}) => ({
+        ...pbmEntry,
+        concourse: { tags: ["e2e", "pbm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, ...concourse },
+    });
 
     const lxHost = (extra: Record<string, unknown> = {}) => ({
         name: "lx",
-        transport: { lxd: { server: { socket: lxd.socket }, instance: "e2e-lx", image: "gpu-workers/debian-12", sshPort: PORTS.lx, shiftWritable: false, datasetSource: datasets, datasetFolders: ["models", "scratch_rw"] } },
+        transport: {
+            lxd: {
+                server: { socket: lxd.socket },
+                instance: "e2e-lx",
+                image: "gpu-workers/debian-12",
+                sshPort: PORTS.lx,
+                shiftWritable: false,
+                datasetSource: datasets,
+                datasetFolders: ["models", "scratch_rw"],
+            },
+        },
         vendor: "none",
         concourse: { tags: ["e2e", "lx"] },
         ...extra,
@@ -69,8 +82,11 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         const handle = lxd.exec(PBM, "/srv/tools/file-handle name /etc/concourse/worker_key").trim();
         const file = path.join(root, `privileged-${Date.now()}.yml`);
         fs.writeFileSync(file, JSON.stringify(shellTask(privilegedProbeScript(handle))));
-        const r = withCapabilitiesTheWorkerHas((script) => lxd.exec(PBM, script), RUNC_REAL_PATH,
-            () => fly.run(["execute", "-c", file, "--privileged", "--tag", "e2e", "--tag", "pbm"], 240_000));
+        const r = withCapabilitiesTheWorkerHas(
+            (script) => lxd.exec(PBM, script),
+            RUNC_REAL_PATH,
+            () => fly.run(["execute", "-c", file, "--privileged", "--tag", "e2e", "--tag", "pbm"], 240_000),
+        );
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);
         return { seen: probeMeaning(probeLines(r.stdout)), keySha256: lxd.exec(PBM, "sha256sum /etc/concourse/worker_key").split(" ")[0] };
     }
@@ -98,7 +114,17 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         // A new network namespace inherits this machine's ip_forward: start from 0, which the
         // worker's bridge turns on and its removal must put back.
         lxd.exec("e2e-cbm", "echo 0 >/proc/sys/net/ipv4/ip_forward");
-        lxd.lxc("config", "device", "add", "e2e-cbm", "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
+        lxd.lxc(
+            "config",
+            "device",
+            "add",
+            "e2e-cbm",
+            "tsa",
+            "proxy",
+            `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`,
+            `connect=tcp:127.0.0.1:${PORTS.tsa}`,
+            "bind=instance",
+        );
         // It is an unprivileged container itself, which its stack entry has to say.
         bmHost = { ...bm.host, concourse: { tags: ["e2e", "bm"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_BM, userNamespace: true } };
         bmSecrets = bm.secrets;
@@ -108,7 +134,12 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         // LXD also drops a few capabilities (sys_module, sys_rawio, sys_time, mac_*) from it and
         // denies a few syscalls (open_by_handle_at among them); a machine's root keeps them, and
         // runc cannot give a full-privileged step what its worker lacks.
-        const pbm = lxd.sshHost(PBM, PORTS.pbm, "pbm", root, { "security.privileged": "true", "security.nesting": "true", "raw.lxc": "lxc.cap.drop =", "security.syscalls.deny_default": "false" });
+        const pbm = lxd.sshHost(PBM, PORTS.pbm, "pbm", root, {
+            "security.privileged": "true",
+            "security.nesting": "true",
+            "raw.lxc": "lxc.cap.drop =",
+            "security.syscalls.deny_default": "false",
+        });
         lxd.lxc("config", "device", "add", PBM, "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_BM}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
         // A GPU node the machine lets it use (its device cgroup allows it), which its tasks' cgroups do not.
         lxd.lxc("config", "device", "add", PBM, "gpu0", "unix-char", "path=/dev/nvidia0", `major=${FAKE_GPU.major}`, `minor=${FAKE_GPU.minor}`);
@@ -117,7 +148,18 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         pbmEntry = pbm.host;
         config = {
             defaults: { concourse: { version: "8.2.5", binary: { path: release }, networkMtu: 1500 } },
-            web: { name: "ci", transport: { lxd: { server: { socket: lxd.socket }, instance: "e2e-ci", image: "gpu-workers/debian-12", sshPort: PORTS.webSsh, publish: { web: PORTS.web, tsa: PORTS.tsa } } } },
+            web: {
+                name: "ci",
+                transport: {
+                    lxd: {
+                        server: { socket: lxd.socket },
+                        instance: "e2e-ci",
+                        image: "gpu-workers/debian-12",
+                        sshPort: PORTS.webSsh,
+                        publish: { web: PORTS.web, tsa: PORTS.tsa },
+                    },
+                },
+            },
             hosts: [lxHost(), bmHost, pbmHost()],
             secrets: { ...bmSecrets, ...pbm.secrets },
         };
@@ -125,9 +167,17 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     });
 
     after(async () => {
-        try { await stack?.destroy(); } catch { /* the daemon goes next anyway */ }
+        try {
+            await stack?.destroy();
+        } catch {
+            /* the daemon goes next anyway */
+        }
         for (const instance of ["e2e-cbm", PBM]) {
-            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+            try {
+                lxd.lxc("delete", "--force", instance);
+            } catch {
+                /* already gone */
+            }
         }
         lxd.stop();
         fly.cleanup();
@@ -141,7 +191,9 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         assert.strictEqual(web.url, `http://127.0.0.1:${PORTS.web}`);
         assert.strictEqual(web.username, "admin");
         fly.login(web.url, web.username, web.password);
-        const stateFiles = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" }).trim().split("\n");
+        const stateFiles = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" })
+            .trim()
+            .split("\n");
         const state = stateFiles.map((f) => fs.readFileSync(f, "utf8")).join("\n");
         assert.ok(state.length > 1000 && !state.includes(web.password), "the generated password is no plain text in the state");
         assert.doesNotMatch(state, /BEGIN (RSA |OPENSSH )?PRIVATE KEY/, "nor is any key");
@@ -150,7 +202,11 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         const listed = Object.fromEntries(fly.workers().map((w) => [w.name, w]));
         assert.deepStrictEqual({ state: listed.lx?.state, tags: listed.lx?.tags }, { state: "running", tags: ["e2e", "lx"] });
         assert.deepStrictEqual({ state: listed.bm?.state, tags: listed.bm?.tags }, { state: "running", tags: ["e2e", "bm"] });
-        assert.deepStrictEqual({ state: listed.pbm?.state, tags: listed.pbm?.tags }, { state: "running", tags: ["e2e", "pbm"] }, "the default privileged mode adds no tag");
+        assert.deepStrictEqual(
+            { state: listed.pbm?.state, tags: listed.pbm?.tags },
+            { state: "running", tags: ["e2e", "pbm"] },
+            "the default privileged mode adds no tag",
+        );
     });
 
     it("by default a privileged step on a machine whose containers share its user namespace gets nothing more: no CAP_SYS_ADMIN, the dataset stays read-only, no GPU node outside its cgroup, no worker key", () => {
@@ -161,12 +217,18 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     });
 
     it("a task tagged for the LXD worker runs through the wrapper: dataset modes, writes, and no GPU variables even when it asks", () => {
-        const r = execute(shellTask([
-            "test -f /srv/models/weights.txt",
-            "if touch /srv/models/x 2>/dev/null; then echo 'models: writable'; else echo 'models: read-only'; fi",
-            "echo from-the-task > /srv/scratch_rw/proof && echo 'scratch_rw: written'",
-            "env | grep -E '^(NVIDIA|AMD|HSA)_' || echo 'gpu variables: none'",
-        ].join("\n"), { NVIDIA_VISIBLE_DEVICES: "all" }), ["e2e", "lx"]);
+        const r = execute(
+            shellTask(
+                [
+                    "test -f /srv/models/weights.txt",
+                    "if touch /srv/models/x 2>/dev/null; then echo 'models: writable'; else echo 'models: read-only'; fi",
+                    "echo from-the-task > /srv/scratch_rw/proof && echo 'scratch_rw: written'",
+                    "env | grep -E '^(NVIDIA|AMD|HSA)_' || echo 'gpu variables: none'",
+                ].join("\n"),
+                { NVIDIA_VISIBLE_DEVICES: "all" },
+            ),
+            ["e2e", "lx"],
+        );
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);
         assert.match(r.stdout, /models: read-only/);
         assert.match(r.stdout, /scratch_rw: written/);
@@ -196,8 +258,10 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     it("the registration check reports what the web says: an absent worker, other tags, with the worker's log", async () => {
         const base = { ...checkInputs(), timeoutSeconds: 3, task: false };
         await assert.rejects(checkRegistration({ ...base, worker: "nobody", tags: [] }), /the web lists no worker nobody \(it lists: .*bm.*\)/);
-        await assert.rejects(checkRegistration({ ...base, worker: "bm", tags: ["e2e", "gpu"] }),
-            /worker bm: its tags are \[e2e, bm\], expected \[e2e, gpu\] \(after waiting 3s\)\nlast lines of concourse-worker\.service on 127\.0\.0\.1:2394:\n[\s\S]*"source":"worker"/);
+        await assert.rejects(
+            checkRegistration({ ...base, worker: "bm", tags: ["e2e", "gpu"] }),
+            /worker bm: its tags are \[e2e, bm\], expected \[e2e, gpu\] \(after waiting 3s\)\nlast lines of concourse-worker\.service on 127\.0\.0\.1:2394:\n[\s\S]*"source":"worker"/,
+        );
     });
 
     it("the task check runs a task with the worker's tags through the web, and the build shows in fly", async () => {
@@ -212,7 +276,11 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
 
     it("a tag added in the stack reaches fly workers after one up; a containerd runtime setting reaches containerd's config dump", async () => {
         // The same up turns pbm's privileged mode to full (the next test).
-        config.hosts = [lxHost({ concourse: { tags: ["e2e", "lx", "added"] }, containerd: { runtimeName: "gpu-e2e" } }), bmHost, pbmHost({ privilegedMode: "full" })];
+        config.hosts = [
+            lxHost({ concourse: { tags: ["e2e", "lx", "added"] }, containerd: { runtimeName: "gpu-e2e" } }),
+            bmHost,
+            pbmHost({ privilegedMode: "full" }),
+        ];
         await setStackConfig(stack, config);
         await stack.up();
         const lx = fly.workers().find((w) => w.name === "lx");
@@ -238,16 +306,23 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
     });
 
     it("a worker deleted from the stack is retired: the web forgets it, its host keeps no debris", async () => {
-        const debris = () => lxd.exec("e2e-cbm", [
-            "ip link show concourse0 >/dev/null 2>&1 && echo bridge",
-            "iptables-save | grep -qE '^:(CNI|CONCOURSE)-' && echo chains",
-            // The brackets keep pgrep from matching this very shell's command line.
-            "pgrep -f '[c]ontainerd-shim' >/dev/null && echo shims",
-            "grep -q ' /opt/concourse/worker' /proc/self/mounts && echo mounts",
-            "echo ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)",
-            "echo containerd=$(systemctl is-active containerd)",
-            "true",
-        ].join("; ")).trim().split("\n");
+        const debris = () =>
+            lxd
+                .exec(
+                    "e2e-cbm",
+                    [
+                        "ip link show concourse0 >/dev/null 2>&1 && echo bridge",
+                        "iptables-save | grep -qE '^:(CNI|CONCOURSE)-' && echo chains",
+                        // The brackets keep pgrep from matching this very shell's command line.
+                        "pgrep -f '[c]ontainerd-shim' >/dev/null && echo shims",
+                        "grep -q ' /opt/concourse/worker' /proc/self/mounts && echo mounts",
+                        "echo ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)",
+                        "echo containerd=$(systemctl is-active containerd)",
+                        "true",
+                    ].join("; "),
+                )
+                .trim()
+                .split("\n");
         // The bm worker has run a task, so it has the bridge, the chains and the containers' debris.
         const r = execute(shellTask("echo on-bm"), ["e2e", "bm"]);
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);
@@ -255,13 +330,20 @@ describe("a real Concourse: web and workers from one stack, tasks through the wr
         config.hosts = [lxHost({ concourse: { tags: ["e2e", "lx", "added"] }, containerd: { runtimeName: "gpu-e2e" } })];
         await setStackConfig(stack, config);
         await stack.up();
-        assert.deepStrictEqual(fly.workers().map((w) => w.name), ["lx"], "the web keeps no stalled worker");
+        assert.deepStrictEqual(
+            fly.workers().map((w) => w.name),
+            ["lx"],
+            "the web keeps no stalled worker",
+        );
         assert.deepStrictEqual(debris(), ["ip_forward=0", "containerd=active"]);
     });
 
     it("destroy removes the web and the worker instances", async () => {
         await stack.destroy();
-        const left = lxd.lxc("list", "--format", "csv", "-c", "n").split("\n").filter((n) => n.startsWith("e2e-") && n !== "e2e-cbm" && n !== PBM);
+        const left = lxd
+            .lxc("list", "--format", "csv", "-c", "n")
+            .split("\n")
+            .filter((n) => n.startsWith("e2e-") && n !== "e2e-cbm" && n !== PBM);
         assert.deepStrictEqual(left, []);
     });
 });

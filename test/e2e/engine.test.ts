@@ -27,13 +27,17 @@ describe("end to end through the Pulumi engine", function () {
     function lxdHost(name: string, port: number, extra: Record<string, unknown> = {}) {
         return {
             name,
-            transport: { lxd: { server: { socket: lxd.socket }, instance: `e2e-${name}`, image: "gpu-workers/debian-12", sshPort: port, shiftWritable: false } },
+            transport: {
+                lxd: { server: { socket: lxd.socket }, instance: `e2e-${name}`, image: "gpu-workers/debian-12", sshPort: port, shiftWritable: false },
+            },
             vendor: "none",
             ...extra,
         };
     }
 
-    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 } });
+    const defaults = () => ({
+        concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 },
+    });
 
     describe("an LXD host created by the stack", () => {
         let stack: Stack;
@@ -51,12 +55,15 @@ describe("end to end through the Pulumi engine", function () {
             const workers = result.outputs.workers.value as Record<string, { tags: string[]; workerPublicKey: string }>;
             assert.deepStrictEqual(workers.lx.tags, ["e2e"]);
             assert.match(workers.lx.workerPublicKey, /^ssh-rsa /, "an RSA key: the only kind Concourse reads");
-            const onHost = lxd.exec(instance, [
-                "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
-                "test -f /etc/containerd/conf.d/gpu-workers.toml && echo drop-in",
-                "systemctl is-active concourse-worker",
-                "tr '\\0' ' ' < /proc/$(systemctl show -p MainPID --value concourse-worker)/cmdline",
-            ].join("; "));
+            const onHost = lxd.exec(
+                instance,
+                [
+                    "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
+                    "test -f /etc/containerd/conf.d/gpu-workers.toml && echo drop-in",
+                    "systemctl is-active concourse-worker",
+                    "tr '\\0' ' ' < /proc/$(systemctl show -p MainPID --value concourse-worker)/cmdline",
+                ].join("; "),
+            );
             const [distinct, dropIn, active, args] = onHost.trim().split("\n");
             assert.strictEqual(distinct, "1", "runc, Concourse's runc and the wrapper are one binary");
             assert.strictEqual(dropIn, "drop-in");
@@ -68,7 +75,10 @@ describe("end to end through the Pulumi engine", function () {
             const before = lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml");
             const result = await stack.up();
             assert.deepStrictEqual(Object.keys(changes(result)), ["same"]);
-            assert.strictEqual(lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml"), before);
+            assert.strictEqual(
+                lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml"),
+                before,
+            );
         });
 
         it("a changed setting updates only what it touches, and the preview shows the new content", async () => {
@@ -86,7 +96,12 @@ describe("end to end through the Pulumi engine", function () {
                 },
             });
             // The file, the steps that depend on it (their file hashes changed), and the drift check that knows the file's hash.
-            assert.deepStrictEqual(updated.sort(), ["lx-drift", "lx-runc-wrapper-file-etc-gpu-workers-runc-wrapper.json", "lx-runc-wrapper-runc-wrapper", "lx-validate-validate"]);
+            assert.deepStrictEqual(updated.sort(), [
+                "lx-drift",
+                "lx-runc-wrapper-file-etc-gpu-workers-runc-wrapper.json",
+                "lx-runc-wrapper-runc-wrapper",
+                "lx-validate-validate",
+            ]);
             assert.match(lxd.exec(instance, "cat /etc/gpu-workers/runc-wrapper.json"), /_scratch/);
         });
 
@@ -98,7 +113,9 @@ describe("end to end through the Pulumi engine", function () {
         });
 
         it("the state holds no private key and no passphrase in plain text", () => {
-            const files = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" }).trim().split("\n");
+            const files = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" })
+                .trim()
+                .split("\n");
             const state = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             assert.ok(state.length > 1000, "the state was found");
             assert.doesNotMatch(state, /BEGIN (OPENSSH |RSA )?PRIVATE KEY/);
@@ -116,7 +133,8 @@ describe("end to end through the Pulumi engine", function () {
         const port = 2312;
         let stack: Stack;
         let pristine: string;
-        const fingerprint = () => lxd.exec(name, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers 2>&1; true");
+        const fingerprint = () =>
+            lxd.exec(name, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers 2>&1; true");
         const wrapperState = () => lxd.exec(name, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped; true").trim();
 
         before(async () => {
@@ -127,7 +145,11 @@ describe("end to end through the Pulumi engine", function () {
         });
 
         after(() => {
-            try { lxd.lxc("delete", "--force", name); } catch { /* already gone */ }
+            try {
+                lxd.lxc("delete", "--force", name);
+            } catch {
+                /* already gone */
+            }
         });
 
         it("a fault mid-way (runc a symlink when the wrapper step runs) fails the up; the next up converges", async () => {
@@ -169,9 +191,20 @@ describe("end to end through the Pulumi engine", function () {
     it("a bad stack config stops the program with every problem and its path, no stack trace", async () => {
         const stack = await makeStack(suite.project, "bad", suite.env, {
             defaults: defaults(),
-            hosts: [{ name: "bad", transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" } }, vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }], colour: "red" }],
+            hosts: [
+                {
+                    name: "bad",
+                    transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" } },
+                    vendor: "nvidia",
+                    gpus: [{ index: -1, model: "X", memoryMiB: 1 }],
+                    colour: "red",
+                },
+            ],
         });
-        const error = await stack.preview().then(() => undefined, (e: Error) => e);
+        const error = await stack.preview().then(
+            () => undefined,
+            (e: Error) => e,
+        );
         assert.ok(error, "the preview fails");
         assert.match(error.message, /hosts\[0\]\.gpus\[0\]\.index: expected a non-negative integer/);
         assert.match(error.message, /hosts\[0\]: unknown key colour/);
@@ -183,16 +216,26 @@ describe("end to end through the Pulumi engine", function () {
         const hostKey = generateOpensshKeyPair("x").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
         const stack = await makeStack(suite.project, "offline", suite.env, {
             defaults: defaults(),
-            hosts: [{
-                name: "far", transport: { ssh: { host: "127.0.0.1", port: 1, privateKeySecret: "far-key", hostKey } },
-                vendor: "nvidia", nvswitches: 4,
-                gpus: [0, 1].map((index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559 })),
-            }],
+            hosts: [
+                {
+                    name: "far",
+                    transport: { ssh: { host: "127.0.0.1", port: 1, privateKeySecret: "far-key", hostKey } },
+                    vendor: "nvidia",
+                    nvswitches: 4,
+                    gpus: [0, 1].map((index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559 })),
+                },
+            ],
             secrets: { "far-key": generateOpensshKeyPair("far").privateKeyOpenssh },
         });
         const preview = await stack.preview({ diff: true });
         assert.doesNotMatch(preview.stdout, /create\s*: \[unknown\]/, "every command is known before the host is reached");
-        for (const file of ["/etc/gpu-workers/runc-wrapper.json", "/etc/nvidia-container-runtime/config.toml", "/usr/share/nvidia/nvswitch/fabricmanager.cfg", "/etc/systemd/system/concourse-worker.service", "/etc/concourse/worker.env"]) {
+        for (const file of [
+            "/etc/gpu-workers/runc-wrapper.json",
+            "/etc/nvidia-container-runtime/config.toml",
+            "/usr/share/nvidia/nvswitch/fabricmanager.cfg",
+            "/etc/systemd/system/concourse-worker.service",
+            "/etc/concourse/worker.env",
+        ]) {
             assert.ok(preview.stdout.includes(file), `preview names ${file}`);
         }
         for (const tag of ["gpu-type=nvidia", "gpu-count=2", "gpu-devices=0,1", "gpu-model=h100-80gb-hbm3", "e2e"]) {

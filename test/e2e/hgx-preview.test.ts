@@ -20,7 +20,27 @@ function clientCertificate(dir: string): { cert: string; key: string } {
     ensureCommands(["openssl"], ["openssl"]);
     const cert = path.join(dir, "client.crt");
     const key = path.join(dir, "client.key");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=gpu-workers-e2e", "-keyout", key, "-out", cert], { stdio: "ignore" });
+    execFileSync(
+        "openssl",
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=gpu-workers-e2e",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+        ],
+        { stdio: "ignore" },
+    );
     return { cert: fs.readFileSync(cert, "utf8"), key: fs.readFileSync(key, "utf8") };
 }
 
@@ -39,7 +59,19 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         const project = makeProject(path.join(root, "project"));
         const { cert, key } = clientCertificate(root);
         const example = exampleStack();
-        execFileSync("node", [path.join(PACKAGE_ROOT, "dist", "cli", "render.js"), "--project-dir", path.join(PACKAGE_ROOT, "examples", "stacks"), "--stack", "hgx", "--out", path.join(root, "render")], { stdio: "ignore" });
+        execFileSync(
+            "node",
+            [
+                path.join(PACKAGE_ROOT, "dist", "cli", "render.js"),
+                "--project-dir",
+                path.join(PACKAGE_ROOT, "examples", "stacks"),
+                "--stack",
+                "hgx",
+                "--out",
+                path.join(root, "render"),
+            ],
+            { stdio: "ignore" },
+        );
         const stack = await makeStack(project, "hgx", env, {
             defaults: example.defaults,
             hosts: unreachable(example.hosts),
@@ -63,23 +95,44 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         assert.doesNotMatch(out, /create\s*: \[unknown\]/, "every command is known before the host is reached");
         // The service VM's domain: exactly the four NVSwitches and the memory controller, as the render has it.
         const domainFile = "hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-domain.xml";
-        assert.ok(out.includes(domainFile) && out.includes("<domain type=\\\"kvm\\\">"), "the terminal preview shows the domain file");
+        assert.ok(out.includes(domainFile) && out.includes('<domain type=\\"kvm\\">'), "the terminal preview shows the domain file");
         const domain = String(input(domainFile).stdin);
-        assert.strictEqual(domain, fs.readFileSync(path.join(root, "render", "hgx-a", "etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml"), "utf8"), "the domain the offline render writes");
+        assert.strictEqual(
+            domain,
+            fs.readFileSync(path.join(root, "render", "hgx-a", "etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml"), "utf8"),
+            "the domain the offline render writes",
+        );
         assert.strictEqual((domain.match(/<hostdev mode="subsystem" type="pci" managed="no">/g) ?? []).length, 5);
-        for (const bus of ["0x09", "0x0a", "0x0b", "0x0c"]) assert.ok(domain.includes(`<address domain="0x0000" bus="${bus}" slot="0x00" function="0x0"/>`), `NVSwitch ${bus}`);
+        for (const bus of ["0x09", "0x0a", "0x0b", "0x0c"])
+            assert.ok(domain.includes(`<address domain="0x0000" bus="${bus}" slot="0x00" function="0x0"/>`), `NVSwitch ${bus}`);
         assert.ok(domain.includes(`<address domain="0x0000" bus="0x03" slot="0x00" function="0x1"/>`), "the memory controller");
-        assert.match(String(input("hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-seed-user-data").stdin), /^ {6}FABRIC_MODE=1$/m, "the seed runs fabricmanager in shared NVSwitch mode");
+        assert.match(
+            String(input("hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-seed-user-data").stdin),
+            /^ {6}FABRIC_MODE=1$/m,
+            "the seed runs fabricmanager in shared NVSwitch mode",
+        );
         // The vfio step and the service VM step.
-        const vfio = "/usr/local/lib/gpu-workers/nvswitch-vfio.sh ensure --nvswitch 0000:09:00.0 --nvswitch 0000:0a:00.0 --nvswitch 0000:0b:00.0 --nvswitch 0000:0c:00.0 --memory-controller 0000:03:00.1";
+        const vfio =
+            "/usr/local/lib/gpu-workers/nvswitch-vfio.sh ensure --nvswitch 0000:09:00.0 --nvswitch 0000:0a:00.0 --nvswitch 0000:0b:00.0 --nvswitch 0000:0c:00.0 --memory-controller 0000:03:00.1";
         assert.strictEqual(input("hgx-a-fabric-vm-nvswitch-vfio").create, vfio);
-        assert.ok(out.includes("nvswitch-vfio.sh ensure --nvswitch 0000:09:00.0 --nvswitch 0000:0a:00.0"), "the terminal preview shows the vfio step (long values shortened)");
+        assert.ok(
+            out.includes("nvswitch-vfio.sh ensure --nvswitch 0000:09:00.0 --nvswitch 0000:0a:00.0"),
+            "the terminal preview shows the vfio step (long values shortened)",
+        );
         assert.match(out, /fabric-service-vm\.sh ensure --name hgx-a-fabric --uri qemu:\/\/\/system/);
         // The worker VMs, each with its partition's GPUs.
-        for (const [worker, gpus] of [["hgx-a-w1", ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"]], ["hgx-a-w2", ["0000:11:00.0", "0000:12:00.0", "0000:13:00.0", "0000:14:00.0"]]] as const) {
+        for (const [worker, gpus] of [
+            ["hgx-a-w1", ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"]],
+            ["hgx-a-w2", ["0000:11:00.0", "0000:12:00.0", "0000:13:00.0", "0000:14:00.0"]],
+        ] as const) {
             const vm = input(`${worker}-host-instance`);
             assert.strictEqual(vm.type, "virtual-machine");
-            assert.deepStrictEqual(Object.values(vm.devices as Record<string, Record<string, string>>).filter((d) => d.type === "gpu").map((d) => d.pci), gpus);
+            assert.deepStrictEqual(
+                Object.values(vm.devices as Record<string, Record<string, string>>)
+                    .filter((d) => d.type === "gpu")
+                    .map((d) => d.pci),
+                gpus,
+            );
             assert.ok(out.includes(`${worker}-host-instance`));
         }
         assert.match(out, /type\s*: "virtual-machine"/);

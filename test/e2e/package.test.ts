@@ -53,7 +53,12 @@ program.tags.apply((tags) => setTimeout(() => console.log(JSON.stringify({ tags,
 `;
 
 function npm(cwd: string, args: string[]): string {
-    return execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
+    return execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], {
+        cwd,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        timeout: 300_000,
+    });
 }
 
 describe("the npm package, installed by another project", function () {
@@ -70,10 +75,25 @@ describe("the npm package, installed by another project", function () {
         fs.writeFileSync(path.join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }, null, 2));
         npm(consumer, ["install", "--prefer-offline", tarball, `@pulumi/pulumi@${PULUMI_VERSION}`, `@types/node@${TYPES_NODE}`]);
         fs.writeFileSync(path.join(consumer, "index.ts"), PROGRAM);
-        fs.writeFileSync(path.join(consumer, "tsconfig.json"), JSON.stringify({
-            compilerOptions: { strict: true, target: "ES2022", module: "commonjs", outDir: "dist", esModuleInterop: true, skipLibCheck: true, types: ["node"] },
-            files: ["index.ts"],
-        }, null, 2));
+        fs.writeFileSync(
+            path.join(consumer, "tsconfig.json"),
+            JSON.stringify(
+                {
+                    compilerOptions: {
+                        strict: true,
+                        target: "ES2022",
+                        module: "commonjs",
+                        outDir: "dist",
+                        esModuleInterop: true,
+                        skipLibCheck: true,
+                        types: ["node"],
+                    },
+                    files: ["index.ts"],
+                },
+                null,
+                2,
+            ),
+        );
         execFileSync(process.execPath, [path.join(PACKAGE_ROOT, "node_modules/typescript/bin/tsc"), "-p", consumer], { encoding: "utf8" });
     });
 
@@ -81,12 +101,27 @@ describe("the npm package, installed by another project", function () {
 
     it("the tarball holds the compiled JS, the types, the host scripts and the built wrapper, and no tests or tooling", () => {
         const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean);
-        for (const f of ["package/dist/components/index.js", "package/dist/components/index.d.ts", "package/dist/wrapper/runc-wrapper", "package/dist/containerd-toml/containerd-toml", "package/host/install-runc-wrapper.sh", "package/host/discover-gpus.sh", "package/dist/components/providers/registry.js"]) {
+        for (const f of [
+            "package/dist/components/index.js",
+            "package/dist/components/index.d.ts",
+            "package/dist/wrapper/runc-wrapper",
+            "package/dist/containerd-toml/containerd-toml",
+            "package/host/install-runc-wrapper.sh",
+            "package/host/discover-gpus.sh",
+            "package/dist/components/providers/registry.js",
+        ]) {
             assert.ok(list.includes(f), `${f} is packed`);
         }
-        assert.deepStrictEqual(list.filter((f) => /\/(test|stacks|bench|cli|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f)), [], "nothing but the library");
+        assert.deepStrictEqual(
+            list.filter((f) => /\/(test|stacks|bench|cli|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f)),
+            [],
+            "nothing but the library",
+        );
         const installed = path.join(consumer, "node_modules/gpu-workers");
-        assert.ok(!fs.existsSync(path.join(installed, "node_modules/@pulumi/pulumi")), "@pulumi/pulumi is the consumer's (a peer dependency), not a second copy");
+        assert.ok(
+            !fs.existsSync(path.join(installed, "node_modules/@pulumi/pulumi")),
+            "@pulumi/pulumi is the consumer's (a peer dependency), not a second copy",
+        );
     });
 
     it("a GpuWorker for one SSH host builds its whole chain under Pulumi mocks", () => {
@@ -94,14 +129,22 @@ describe("the npm package, installed by another project", function () {
         assert.strictEqual(r.status, 0, r.stderr);
         const { tags, types } = JSON.parse(r.stdout.trim().split("\n").pop()!) as { tags: string[]; types: string[] };
         assert.deepStrictEqual(tags.slice(0, 4), ["gpu", "gpu-type=nvidia", "gpu-count=1", "gpu-devices=0"]);
-        for (const t of ["gpu-workers:worker:GpuWorker::gpu-a", "gpu-workers:driver:GpuDriver::gpu-a-driver", "gpu-workers:concourse:ConcourseWorker::gpu-a-concourse", "pulumi-nodejs:dynamic/gpu-workers:HostCommand::gpu-a-runc-wrapper-runc-wrapper"]) {
+        for (const t of [
+            "gpu-workers:worker:GpuWorker::gpu-a",
+            "gpu-workers:driver:GpuDriver::gpu-a-driver",
+            "gpu-workers:concourse:ConcourseWorker::gpu-a-concourse",
+            "pulumi-nodejs:dynamic/gpu-workers:HostCommand::gpu-a-runc-wrapper-runc-wrapper",
+        ]) {
             assert.ok(types.includes(t), `${t} in ${types.join(", ")}`);
         }
     });
 
     it("pulumi preview through the real engine, with the host unreachable, shows the chain and the tags", async () => {
         const env = ensureEngine(path.join(root, "state"));
-        fs.writeFileSync(path.join(consumer, "Pulumi.yaml"), "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: dist/index.js\n");
+        fs.writeFileSync(
+            path.join(consumer, "Pulumi.yaml"),
+            "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: dist/index.js\n",
+        );
         const stack = await LocalWorkspace.createOrSelectStack({ stackName: "preview", workDir: consumer }, { envVars: env });
         await stack.setConfig("consumer:sshKey", { value: generateOpensshKeyPair("consumer").privateKeyOpenssh, secret: true });
         await stack.setConfig("consumer:hostKey", { value: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConsumerHostKey" });

@@ -19,19 +19,27 @@ describe("renames in the stack, through the Pulumi engine", function () {
     const suite = engineSuite("gw-rn-");
     const { root, lxd, stacks } = suite;
 
-    const defaults = () => ({ concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 } });
+    const defaults = () => ({
+        concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 },
+    });
 
     /** Runs an up, keeping what it printed (the providers' lines among it). */
     async function upShowing(stack: Stack): Promise<string> {
         let output = "";
-        await stack.up({ onOutput: (out) => { output += out; } });
+        await stack.up({
+            onOutput: (out) => {
+                output += out;
+            },
+        });
         return output;
     }
 
     /** Who applied which step on a machine: the resource of every owner record. */
-    const owners = (instance: string) => lxd.exec(instance, `cat ${OWNERS}/*/* 2>/dev/null | sed -n 's/^resource=//p' | sort -u; true`).trim().split("\n").filter(Boolean);
+    const owners = (instance: string) =>
+        lxd.exec(instance, `cat ${OWNERS}/*/* 2>/dev/null | sed -n 's/^resource=//p' | sort -u; true`).trim().split("\n").filter(Boolean);
     /** Who placed which file on a machine: the component of every file's user record. */
-    const fileUsers = (instance: string) => lxd.exec(instance, `find ${PLACED} -path '*/users/*' -type f -printf '%f\\n' 2>/dev/null | sort -u; true`).trim().split("\n").filter(Boolean);
+    const fileUsers = (instance: string) =>
+        lxd.exec(instance, `find ${PLACED} -path '*/users/*' -type f -printf '%f\\n' 2>/dev/null | sort -u; true`).trim().split("\n").filter(Boolean);
 
     describe("a machine reached over SSH, renamed", () => {
         const instance = "e2e-rn";
@@ -39,15 +47,26 @@ describe("renames in the stack, through the Pulumi engine", function () {
         let config: StackConfig;
         let host: Record<string, unknown>;
         let pristine: string;
-        const fingerprint = () => lxd.exec(instance, "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers /var/lib/gpu-workers 2>&1; true");
-        const onHost = () => lxd.exec(instance, [
-            "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapper=in-place || echo wrapper=gone",
-            "echo unit=$(systemctl is-active concourse-worker)",
-            "sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env",
-            "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
-            "test -f /etc/containerd/conf.d/gpu-workers.toml && echo runtime=configured || echo runtime=gone",
-            "true",
-        ].join("; ")).trim().split("\n");
+        const fingerprint = () =>
+            lxd.exec(
+                instance,
+                "sha256sum /usr/sbin/runc /etc/containerd/config.toml; ls /etc/containerd /usr/local/lib/gpu-workers /var/lib/gpu-workers 2>&1; true",
+            );
+        const onHost = () =>
+            lxd
+                .exec(
+                    instance,
+                    [
+                        "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapper=in-place || echo wrapper=gone",
+                        "echo unit=$(systemctl is-active concourse-worker)",
+                        "sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env",
+                        "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
+                        "test -f /etc/containerd/conf.d/gpu-workers.toml && echo runtime=configured || echo runtime=gone",
+                        "true",
+                    ].join("; "),
+                )
+                .trim()
+                .split("\n");
 
         before(async () => {
             const made = lxd.sshHost(instance, 2331, "rn-a", root);
@@ -59,7 +78,11 @@ describe("renames in the stack, through the Pulumi engine", function () {
         });
 
         after(() => {
-            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+            try {
+                lxd.lxc("delete", "--force", instance);
+            } catch {
+                /* already gone */
+            }
         });
 
         it("up under the first name records each undoable step as its resource's, and each file as its component's", async () => {
@@ -80,13 +103,18 @@ describe("renames in the stack, through the Pulumi engine", function () {
             assert.ok(steps.length >= 5 && steps.every((r) => r.startsWith("rn-b-")), `only the new name's step records are left:\n${steps.join("\n")}`);
             const files = fileUsers(instance);
             assert.ok(files.length >= 3 && files.every((r) => r.startsWith("rn-b-")), `only the new name's file records are left:\n${files.join("\n")}`);
-            assert.match(output, /gpu-workers: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\) on 127\.0\.0\.1:2331: left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
-                "the up says what it left to whom");
+            assert.match(
+                output,
+                /gpu-workers: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\) on 127\.0\.0\.1:2331: left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
+                "the up says what it left to whom",
+            );
         });
 
         it("a second up changes nothing; destroy still removes everything, leaving the machine as it was", async () => {
             const again = await stack.up();
-            const changed = Object.entries(again.summary.resourceChanges ?? {}).filter(([, n]) => (n ?? 0) > 0).map(([k]) => k);
+            const changed = Object.entries(again.summary.resourceChanges ?? {})
+                .filter(([, n]) => (n ?? 0) > 0)
+                .map(([k]) => k);
             assert.deepStrictEqual(changed, ["same"]);
             await stack.destroy();
             assert.strictEqual(fingerprint(), pristine);
@@ -103,12 +131,19 @@ describe("renames in the stack, through the Pulumi engine", function () {
         let stack: Stack;
         let config: StackConfig;
         let web: Record<string, unknown>;
-        const database = () => lxd.exec(instance, [
-            "runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>/dev/null || echo database=gone",
-            "echo web=$(systemctl is-active concourse-web)",
-            "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
-            "true",
-        ].join("; ")).trim().split("\n");
+        const database = () =>
+            lxd
+                .exec(
+                    instance,
+                    [
+                        "runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>/dev/null || echo database=gone",
+                        "echo web=$(systemctl is-active concourse-web)",
+                        "test -x /usr/local/concourse/bin/concourse && echo release=installed || echo release=gone",
+                        "true",
+                    ].join("; "),
+                )
+                .trim()
+                .split("\n");
 
         before(async () => {
             const made = lxd.sshHost(instance, 2332, "rw", root);
@@ -122,7 +157,11 @@ describe("renames in the stack, through the Pulumi engine", function () {
         });
 
         after(() => {
-            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+            try {
+                lxd.lxc("delete", "--force", instance);
+            } catch {
+                /* already gone */
+            }
         });
 
         it("up makes the web and its database, which then holds a build's data", async () => {
@@ -162,7 +201,11 @@ describe("renames in the stack, through the Pulumi engine", function () {
             ...extra,
         });
         const uuid = () => lxd.lxc("config", "get", instance, "volatile.uuid").trim();
-        const worker = () => lxd.exec(instance, "echo unit=$(systemctl is-active concourse-worker); sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env").trim().split("\n");
+        const worker = () =>
+            lxd
+                .exec(instance, "echo unit=$(systemctl is-active concourse-worker); sed -n 's/^CONCOURSE_NAME=/name=/p' /etc/concourse/worker.env")
+                .trim()
+                .split("\n");
         let made: string;
 
         before(async () => {

@@ -38,12 +38,27 @@ describe("a web over SSH with a certificate (real Concourse, real engine)", func
         lxd.lxc("config", "device", "add", "e2e-tw", "https", "proxy", `listen=tcp:127.0.0.1:${PORTS.https}`, "connect=tcp:127.0.0.1:443", "bind=host");
         lxd.lxc("config", "device", "add", "e2e-tw", "tsa", "proxy", `listen=tcp:127.0.0.1:${PORTS.tsa}`, "connect=tcp:127.0.0.1:2222", "bind=host");
         const workerHost = lxd.sshHost("e2e-tb", PORTS.workerSsh, "tb", root, { "security.nesting": "true" });
-        lxd.lxc("config", "device", "add", "e2e-tb", "tsa", "proxy", `listen=tcp:127.0.0.1:${TSA_INSIDE_WORKER}`, `connect=tcp:127.0.0.1:${PORTS.tsa}`, "bind=instance");
+        lxd.lxc(
+            "config",
+            "device",
+            "add",
+            "e2e-tb",
+            "tsa",
+            "proxy",
+            `listen=tcp:127.0.0.1:${TSA_INSIDE_WORKER}`,
+            `connect=tcp:127.0.0.1:${PORTS.tsa}`,
+            "bind=instance",
+        );
         web = { name: "tw", transport: webHost.host.transport, externalUrl: `https://127.0.0.1:${PORTS.https}` };
         config = {
             defaults: { concourse: { version: "8.2.5", binary: { path: concourseRelease() }, networkMtu: 1500 } },
             // The registration check runs; the task check is the same client, and takes minutes here.
-            hosts: [{ ...workerHost.host, concourse: { tags: ["e2e", "tls"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_WORKER, userNamespace: true, taskCheck: false } }],
+            hosts: [
+                {
+                    ...workerHost.host,
+                    concourse: { tags: ["e2e", "tls"], tsaHost: "127.0.0.1", tsaPort: TSA_INSIDE_WORKER, userNamespace: true, taskCheck: false },
+                },
+            ],
             web: { ...web, externalUrl: "http://127.0.0.1:8080" },
             secrets: { ...webHost.secrets, ...workerHost.secrets, "tw-cert": cert.cert, "tw-key": cert.key },
         };
@@ -51,9 +66,17 @@ describe("a web over SSH with a certificate (real Concourse, real engine)", func
     });
 
     after(async () => {
-        try { await stack?.destroy(); } catch { /* the daemon goes next anyway */ }
+        try {
+            await stack?.destroy();
+        } catch {
+            /* the daemon goes next anyway */
+        }
         for (const instance of ["e2e-tw", "e2e-tb"]) {
-            try { lxd.lxc("delete", "--force", instance); } catch { /* already gone */ }
+            try {
+                lxd.lxc("delete", "--force", instance);
+            } catch {
+                /* already gone */
+            }
         }
         lxd.stop();
         if (pki) fs.rmSync(pki.dir, { recursive: true, force: true });
@@ -69,13 +92,24 @@ describe("a web over SSH with a certificate (real Concourse, real engine)", func
         config.web = { ...web, tls: { certificateSecret: "tw-cert", keySecret: "tw-key" } };
         await setStackConfig(stack, config);
         let output = "";
-        const result = await stack.up({ onOutput: (out) => { output += out; } });
+        const result = await stack.up({
+            onOutput: (out) => {
+                output += out;
+            },
+        });
         assert.doesNotMatch(output, /plain HTTP/);
         const outputs = result.outputs.web.value as { url: string; username: string; password: string };
         assert.strictEqual(outputs.url, `https://127.0.0.1:${PORTS.https}`);
         assert.match(output, /tb-concourse-registration\s+created/, "the registration check passed over https");
         const env = lxd.exec("e2e-tw", "cat /etc/concourse/web.env; stat -c '%a %n' /etc/concourse/web-tls.crt /etc/concourse/web-tls.key");
-        for (const line of ["CONCOURSE_TLS_BIND_PORT=443", "CONCOURSE_TLS_CERT=/etc/concourse/web-tls.crt", "CONCOURSE_TLS_KEY=/etc/concourse/web-tls.key", `CONCOURSE_EXTERNAL_URL=https://127.0.0.1:${PORTS.https}`, "644 /etc/concourse/web-tls.crt", "600 /etc/concourse/web-tls.key"]) {
+        for (const line of [
+            "CONCOURSE_TLS_BIND_PORT=443",
+            "CONCOURSE_TLS_CERT=/etc/concourse/web-tls.crt",
+            "CONCOURSE_TLS_KEY=/etc/concourse/web-tls.key",
+            `CONCOURSE_EXTERNAL_URL=https://127.0.0.1:${PORTS.https}`,
+            "644 /etc/concourse/web-tls.crt",
+            "600 /etc/concourse/web-tls.key",
+        ]) {
             assert.ok(env.includes(line), `${line} in:\n${env}`);
         }
         assert.match(await token({ ...outputs, ca: cert.cert }), /\S{20,}/, "a client given the certificate logs in");
@@ -87,7 +121,10 @@ describe("a web over SSH with a certificate (real Concourse, real engine)", func
         const stranger = new TestPki("stranger");
         try {
             await assert.rejects(token({ ...outputs, ca: stranger.read("ca.crt") }), /unable to verify|certificate/i);
-            await assert.rejects(token({ ...outputs, ca: stranger.server("web").cert }), /unable to get local issuer certificate|other than the one it was given/);
+            await assert.rejects(
+                token({ ...outputs, ca: stranger.server("web").cert }),
+                /unable to get local issuer certificate|other than the one it was given/,
+            );
         } finally {
             fs.rmSync(stranger.dir, { recursive: true, force: true });
         }

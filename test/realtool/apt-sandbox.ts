@@ -11,10 +11,17 @@ import { AptPaths } from "../../components/lib/render/apt-sources";
 import { ensureCommands } from "../support/tools";
 import { sh } from "./wrapper-support";
 
-export interface TestKey { fingerprint: string; armored: string }
+export interface TestKey {
+    fingerprint: string;
+    armored: string;
+}
 
 /** What a test package declares beyond its name and version: files by absolute path, the conffiles among them. */
-export interface DebOptions { depends?: string; files?: Record<string, string>; conffiles?: string[] }
+export interface DebOptions {
+    depends?: string;
+    files?: Record<string, string>;
+    conffiles?: string[];
+}
 
 export class LocalAptRepository {
     readonly dir: string;
@@ -37,7 +44,10 @@ export class LocalAptRepository {
 
     makeKey(name: string): TestKey {
         this.gpg(["--passphrase", "", "--quick-gen-key", `${name} <${name}@gpu-workers.test>`, "ed25519", "sign", "never"]);
-        const fpr = this.gpg(["--with-colons", "--list-keys", `${name}@gpu-workers.test`]).split("\n").find((l) => l.startsWith("fpr:"))!.split(":")[9];
+        const fpr = this.gpg(["--with-colons", "--list-keys", `${name}@gpu-workers.test`])
+            .split("\n")
+            .find((l) => l.startsWith("fpr:"))!
+            .split(":")[9];
         return { fingerprint: fpr, armored: this.gpg(["--armor", "--export", fpr]) };
     }
 
@@ -52,10 +62,18 @@ export class LocalAptRepository {
             fs.writeFileSync(path.join(build, file), content, { mode: 0o644 });
         }
         if (opts.conffiles) fs.writeFileSync(path.join(build, "DEBIAN", "conffiles"), opts.conffiles.map((f) => `${f}\n`).join(""));
-        fs.writeFileSync(path.join(build, "DEBIAN", "control"), [
-            `Package: ${name}`, `Version: ${version}`, "Architecture: all", "Maintainer: gpu-workers tests <t@gpu-workers.test>",
-            ...(opts.depends ? [`Depends: ${opts.depends}`] : []), `Description: test stand-in for ${name}`, "",
-        ].join("\n"));
+        fs.writeFileSync(
+            path.join(build, "DEBIAN", "control"),
+            [
+                `Package: ${name}`,
+                `Version: ${version}`,
+                "Architecture: all",
+                "Maintainer: gpu-workers tests <t@gpu-workers.test>",
+                ...(opts.depends ? [`Depends: ${opts.depends}`] : []),
+                `Description: test stand-in for ${name}`,
+                "",
+            ].join("\n"),
+        );
         const out = path.join(this.dir, `${name}_${version}_all.deb`);
         sh("dpkg-deb", ["--root-owner-group", "--build", build, out]);
         return out;
@@ -66,7 +84,14 @@ export class LocalAptRepository {
         const packages = sh("dpkg-scanpackages", ["--multiversion", "."], { cwd: this.dir });
         fs.writeFileSync(path.join(this.dir, "Packages"), packages);
         const sha = crypto.createHash("sha256").update(packages).digest("hex");
-        const release = ["Origin: gpu-workers-test", "Label: gpu-workers-test", `Date: ${new Date().toUTCString()}`, "SHA256:", ` ${sha} ${Buffer.byteLength(packages)} Packages`, ""].join("\n");
+        const release = [
+            "Origin: gpu-workers-test",
+            "Label: gpu-workers-test",
+            `Date: ${new Date().toUTCString()}`,
+            "SHA256:",
+            ` ${sha} ${Buffer.byteLength(packages)} Packages`,
+            "",
+        ].join("\n");
         fs.writeFileSync(path.join(this.dir, "Release"), release);
         fs.rmSync(path.join(this.dir, "InRelease"), { force: true });
         this.gpg(["--local-user", signer, "--clearsign", "--output", path.join(this.dir, "InRelease"), path.join(this.dir, "Release")]);
@@ -93,17 +118,26 @@ export class AptSandbox {
         for (const d of ["state/lists/partial", "cache/archives/partial", "log"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
         this.paths = { keyringDir: path.join(dir, "keyrings"), sourcesDir: path.join(etc, "sources.list.d"), preferencesDir: path.join(etc, "preferences.d") };
         this.conf = path.join(dir, "apt.conf");
-        fs.writeFileSync(this.conf, [
-            `Dir::Etc "${etc}/";`,
-            `Dir::State "${dir}/state/";`,
-            `Dir::State::status "${this.admin}/status";`,
-            `Dir::Cache "${dir}/cache/";`,
-            `Dir::Log "${dir}/log/";`,
-            'APT::Sandbox::User "root";',
-            `DPkg::Options { "--root=${this.root}"; "--log=${dir}/log/dpkg.log"; };`,
-            "",
-        ].join("\n"));
-        this.env = { ...process.env, APT_CONFIG: this.conf, DPKG_ADMINDIR: this.admin, GPU_WORKERS_STATE_DIR: path.join(dir, "gw-state"), DEBIAN_FRONTEND: "noninteractive" };
+        fs.writeFileSync(
+            this.conf,
+            [
+                `Dir::Etc "${etc}/";`,
+                `Dir::State "${dir}/state/";`,
+                `Dir::State::status "${this.admin}/status";`,
+                `Dir::Cache "${dir}/cache/";`,
+                `Dir::Log "${dir}/log/";`,
+                'APT::Sandbox::User "root";',
+                `DPkg::Options { "--root=${this.root}"; "--log=${dir}/log/dpkg.log"; };`,
+                "",
+            ].join("\n"),
+        );
+        this.env = {
+            ...process.env,
+            APT_CONFIG: this.conf,
+            DPKG_ADMINDIR: this.admin,
+            GPU_WORKERS_STATE_DIR: path.join(dir, "gw-state"),
+            DEBIAN_FRONTEND: "noninteractive",
+        };
     }
 
     run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; out: string } {

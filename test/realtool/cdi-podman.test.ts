@@ -33,7 +33,11 @@ function isStaticElf(file: string): boolean {
     return true;
 }
 
-interface PodmanRun { status: number | null; stdout: string; stderr: string }
+interface PodmanRun {
+    status: number | null;
+    stdout: string;
+    stderr: string;
+}
 
 describe("CDI specs in a real consumer (podman)", function () {
     this.timeout(300_000);
@@ -52,8 +56,23 @@ describe("CDI specs in a real consumer (podman)", function () {
 
     /** Runs the test image with CDI devices and a shell script; the flags podman needs on this host. */
     function runWith(devices: string[], script: string): PodmanRun {
-        return podman(["run", "--rm", "--runtime", "runc", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--network", "none",
-            ...devices.flatMap((d) => ["--device", d]), IMAGE, "sh", "-c", script]);
+        return podman([
+            "run",
+            "--rm",
+            "--runtime",
+            "runc",
+            "--ulimit",
+            "nofile=1024:1024",
+            "--ulimit",
+            "nproc=4096:4096",
+            "--network",
+            "none",
+            ...devices.flatMap((d) => ["--device", d]),
+            IMAGE,
+            "sh",
+            "-c",
+            script,
+        ]);
     }
 
     function writeSpec(name: string, text: string): string {
@@ -71,10 +90,23 @@ describe("CDI specs in a real consumer (podman)", function () {
         ensureCommands(["podman", "runc"], ["podman", "runc"]);
         if (process.getuid?.() !== 0) throw new Error("the podman CDI test needs root: it writes spec files to /var/run/cdi");
         if (!fs.existsSync(BUSYBOX)) ensureCommands(["busybox"], ["busybox-static"]);
-        if (!isStaticElf(BUSYBOX)) throw new Error(`${BUSYBOX} is dynamically linked (Debian package busybox): install busybox-static instead, the test image has no libc`);
+        if (!isStaticElf(BUSYBOX))
+            throw new Error(`${BUSYBOX} is dynamically linked (Debian package busybox): install busybox-static instead, the test image has no libc`);
         work = fs.mkdtempSync(path.join(os.tmpdir(), "cdi-podman-"));
-        storage = ["--root", path.join(work, "root"), "--runroot", path.join(work, "run"), "--tmpdir", path.join(work, "tmp"),
-            "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file"];
+        storage = [
+            "--root",
+            path.join(work, "root"),
+            "--runroot",
+            path.join(work, "run"),
+            "--tmpdir",
+            path.join(work, "tmp"),
+            "--storage-driver",
+            "vfs",
+            "--cgroup-manager",
+            "cgroupfs",
+            "--events-backend",
+            "file",
+        ];
         // A local image without network: a static busybox in an otherwise empty root.
         const rootfs = path.join(work, "rootfs");
         for (const d of ["bin", "dev", "proc", "sys", "etc", "tmp", "opt"]) fs.mkdirSync(path.join(rootfs, d), { recursive: true });
@@ -99,7 +131,11 @@ describe("CDI specs in a real consumer (podman)", function () {
         if (!work) return;
         spawnSync("podman", [...storage, "rm", "-af"], { stdio: "ignore" });
         // Nothing may stay mounted under the temporary storage before it is deleted.
-        const mounts = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4]).filter((m) => m && m.startsWith(work));
+        const mounts = fs
+            .readFileSync("/proc/self/mountinfo", "utf8")
+            .split("\n")
+            .map((l) => l.split(" ")[4])
+            .filter((m) => m && m.startsWith(work));
         for (const m of mounts.reverse()) spawnSync("umount", ["-l", m], { stdio: "ignore" });
         fs.rmSync(work, { recursive: true, force: true });
     });
@@ -112,14 +148,20 @@ describe("CDI specs in a real consumer (podman)", function () {
         const spec = renderCdiSpec({
             kind,
             devices: [
-                { name: "gpu0", deviceNodes: [{ path: "/dev/fakegpu0", hostPath: "/dev/null" }], env: { FAKE_GPU_INDEX: "0" }, mounts: [{ hostPath: share, containerPath: "/opt/fake-driver", options: ["ro", "rbind"] }] },
+                {
+                    name: "gpu0",
+                    deviceNodes: [{ path: "/dev/fakegpu0", hostPath: "/dev/null" }],
+                    env: { FAKE_GPU_INDEX: "0" },
+                    mounts: [{ hostPath: share, containerPath: "/opt/fake-driver", options: ["ro", "rbind"] }],
+                },
                 { name: "gpu1", deviceNodes: [{ path: "/dev/fakegpu1", hostPath: "/dev/zero" }], env: { FAKE_GPU_INDEX: "1" } },
                 { name: "0:1", deviceNodes: [{ path: "/dev/fakemig01", hostPath: "/dev/zero" }] },
             ],
             containerEdits: { env: { FAKE_GPU_DRIVER: "1.0" } },
         });
         writeSpec("good.yaml", spec);
-        const report = 'stat -c "%F %t:%T" /dev/fakegpu0 /dev/fakegpu1 /dev/fakemig01 2>&1; echo "index=$FAKE_GPU_INDEX driver=$FAKE_GPU_DRIVER"; cat /opt/fake-driver/marker 2>&1; touch /opt/fake-driver/x 2>/dev/null && echo writable || echo read-only';
+        const report =
+            'stat -c "%F %t:%T" /dev/fakegpu0 /dev/fakegpu1 /dev/fakemig01 2>&1; echo "index=$FAKE_GPU_INDEX driver=$FAKE_GPU_DRIVER"; cat /opt/fake-driver/marker 2>&1; touch /opt/fake-driver/x 2>/dev/null && echo writable || echo read-only';
 
         const one = runWith([`${kind}=gpu0`], report);
         assert.strictEqual(one.status, 0, one.stderr);
@@ -163,17 +205,46 @@ describe("CDI specs in a real consumer (podman)", function () {
     /** Specs the validator rejects, and what podman 4.3 was measured to do with them. */
     const BAD_SPECS: { name: string; yaml: string; podman: "refused" | "fails at start" | "accepted"; version?: string }[] = [
         { name: "env entry without =", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [NOEQUALS, SEEN=1]\n" },
-        { name: "env entry starting with =", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [\"=x\", SEEN=1]\n" },
-        { name: "duplicate device names", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n  - name: gpu0\n    containerEdits:\n      env: [SEEN=2]\n" },
-        { name: "relative hook path", podman: "fails at start", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      hooks:\n        - hookName: createContainer\n          path: \"true\"\n" },
-        { name: "unknown hook name", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      hooks:\n        - hookName: prestop\n          path: /bin/true\n" },
-        { name: "device type x", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: /dev/fakegpu0\n          hostPath: /dev/null\n          type: x\n" },
-        { name: "permissions rwx", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: /dev/fakegpu0\n          hostPath: /dev/null\n          permissions: rwx\n" },
+        { name: "env entry starting with =", podman: "refused", yaml: '  - name: gpu0\n    containerEdits:\n      env: ["=x", SEEN=1]\n' },
+        {
+            name: "duplicate device names",
+            podman: "refused",
+            yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n  - name: gpu0\n    containerEdits:\n      env: [SEEN=2]\n",
+        },
+        {
+            name: "relative hook path",
+            podman: "fails at start",
+            yaml: '  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      hooks:\n        - hookName: createContainer\n          path: "true"\n',
+        },
+        {
+            name: "unknown hook name",
+            podman: "refused",
+            yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      hooks:\n        - hookName: prestop\n          path: /bin/true\n",
+        },
+        {
+            name: "device type x",
+            podman: "refused",
+            yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: /dev/fakegpu0\n          hostPath: /dev/null\n          type: x\n",
+        },
+        {
+            name: "permissions rwx",
+            podman: "refused",
+            yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: /dev/fakegpu0\n          hostPath: /dev/null\n          permissions: rwx\n",
+        },
         { name: "unknown key", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n    extra: 1\n" },
         { name: "device without edits", podman: "refused", yaml: "  - name: gpu0\n    containerEdits: {}\n" },
         // Looser than the spec in podman 4.3's CDI library: the validator follows SPEC.md.
-        { name: "device name starting with a digit in a 0.4.0 spec", podman: "accepted", version: "0.4.0", yaml: "  - name: \"0\"\n    containerEdits:\n      env: [SEEN=1]\n" },
-        { name: "relative device path", podman: "accepted", yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: dev/fakegpu0\n          hostPath: /dev/null\n" },
+        {
+            name: "device name starting with a digit in a 0.4.0 spec",
+            podman: "accepted",
+            version: "0.4.0",
+            yaml: '  - name: "0"\n    containerEdits:\n      env: [SEEN=1]\n',
+        },
+        {
+            name: "relative device path",
+            podman: "accepted",
+            yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: dev/fakegpu0\n          hostPath: /dev/null\n",
+        },
     ];
 
     it("a spec the validator rejects is refused by podman, fails at start, or (where podman 4.3 is looser than SPEC.md) is recorded as accepted", () => {
@@ -216,6 +287,8 @@ describe("CDI specs in a real consumer (podman)", function () {
     });
 
     function podmanVersion(): string {
-        return execFileSync("podman", ["--version"], { encoding: "utf8" }).trim().replace(/^podman version /, "");
+        return execFileSync("podman", ["--version"], { encoding: "utf8" })
+            .trim()
+            .replace(/^podman version /, "");
     }
 });

@@ -48,7 +48,11 @@ describe("cloud-init user-data against cloud-init's schema", function () {
         const access = planHostAccess(worker.hostComponent, "GpuHost", worker.hostTransport);
         const login = generateOpensshKeyPair("login");
         const host = generateOpensshKeyPair("host");
-        const generated: Record<string, string> = { "login-key.public": login.publicKeyOpenssh, "host-key.private": host.privateKeyOpenssh, "host-key.public": host.publicKeyOpenssh };
+        const generated: Record<string, string> = {
+            "login-key.public": login.publicKeyOpenssh,
+            "host-key.private": host.privateKeyOpenssh,
+            "host-key.public": host.publicKeyOpenssh,
+        };
         const r = schema(renderAccessUserData(access.lxd!.files.map((f) => ({ ...f, content: f.generated ? generated[f.generated] : f.content }))));
         assert.strictEqual(r.status, 0, r.out);
         assert.match(r.out, /Valid cloud-config/);

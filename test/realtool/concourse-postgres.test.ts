@@ -22,7 +22,14 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
         daemon = TestDaemon.start();
         daemon.importImage("debian-12");
         daemon.lxc("launch", "gpu-workers/debian-12", INSTANCE);
-        daemon.lxc("exec", INSTANCE, "--", "sh", "-c", "for i in $(seq 60); do systemctl is-system-running --quiet --wait 2>/dev/null && exit 0; [ \"$(systemctl is-system-running 2>/dev/null)\" = degraded ] && exit 0; sleep 1; done; exit 0");
+        daemon.lxc(
+            "exec",
+            INSTANCE,
+            "--",
+            "sh",
+            "-c",
+            'for i in $(seq 60); do systemctl is-system-running --quiet --wait 2>/dev/null && exit 0; [ "$(systemctl is-system-running 2>/dev/null)" = degraded ] && exit 0; sleep 1; done; exit 0',
+        );
         daemon.lxc("file", "push", "-q", "--create-dirs", "--mode", "0755", path.join(REPO, "host", "concourse-postgres.sh"), `${INSTANCE}${SCRIPT}`);
     });
 
@@ -62,18 +69,20 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
         secrets(password);
         // Another session holds a lock on the roles' catalog that ALTER ROLE waits for, so the step's
         // processes stay alive, its psql holding the password, while the listing is taken.
-        const r = sh([
-            "runuser -u postgres -- psql -X -q -d postgres -c 'BEGIN; LOCK TABLE pg_catalog.pg_authid IN SHARE MODE; SELECT pg_sleep(4); COMMIT;' >/dev/null 2>&1 &",
-            "blocker=$!",
-            "sleep 1",
-            `${SCRIPT} ensure ${args} --secrets-env /etc/concourse/web-secrets.env >/tmp/step.out 2>&1 &`,
-            "step=$!",
-            // Until the step's ALTER ROLE waits for the lock (its backend shows it), then the listing.
-            "for i in $(seq 40); do runuser -u postgres -- psql -X -tAq -d postgres -c \"select count(*) from pg_stat_activity where wait_event_type = 'Lock'\" | grep -qx 1 && break; sleep 0.1; done",
-            "ps -eo pid,args > /tmp/ps.txt",
-            "wait $step; echo step=$?; wait $blocker",
-            "cat /tmp/ps.txt",
-        ].join("\n"));
+        const r = sh(
+            [
+                "runuser -u postgres -- psql -X -q -d postgres -c 'BEGIN; LOCK TABLE pg_catalog.pg_authid IN SHARE MODE; SELECT pg_sleep(4); COMMIT;' >/dev/null 2>&1 &",
+                "blocker=$!",
+                "sleep 1",
+                `${SCRIPT} ensure ${args} --secrets-env /etc/concourse/web-secrets.env >/tmp/step.out 2>&1 &`,
+                "step=$!",
+                // Until the step's ALTER ROLE waits for the lock (its backend shows it), then the listing.
+                "for i in $(seq 40); do runuser -u postgres -- psql -X -tAq -d postgres -c \"select count(*) from pg_stat_activity where wait_event_type = 'Lock'\" | grep -qx 1 && break; sleep 0.1; done",
+                "ps -eo pid,args > /tmp/ps.txt",
+                "wait $step; echo step=$?; wait $blocker",
+                "cat /tmp/ps.txt",
+            ].join("\n"),
+        );
         assert.match(r.stdout, /^step=0$/m, r.stdout + r.stderr + sh("cat /tmp/step.out").stdout);
         const listing = r.stdout.slice(r.stdout.indexOf("step=0"));
         assert.match(listing, /concourse-postgres\.sh ensure/, "the listing was taken while the step ran");
@@ -96,7 +105,9 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
         assert.strictEqual(login("second").stdout.trim(), "atc db", "kept");
         const r = sh(`${SCRIPT} remove ${args}`);
         assert.strictEqual(r.status, 0, r.stderr);
-        const left = sh("runuser -u postgres -- psql -tAc \"select count(*) from pg_database where datname = 'atc db'\" -c \"select count(*) from pg_roles where rolname = 'ci-user'\"");
+        const left = sh(
+            "runuser -u postgres -- psql -tAc \"select count(*) from pg_database where datname = 'atc db'\" -c \"select count(*) from pg_roles where rolname = 'ci-user'\"",
+        );
         assert.deepStrictEqual(left.stdout.trim().split("\n"), ["0", "0"]);
         assert.strictEqual(sh(`${SCRIPT} remove ${args}`).status, 0, "removing twice is fine");
     });

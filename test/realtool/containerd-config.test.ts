@@ -64,23 +64,62 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
     function host(name: string, main: string | null) {
         const d = path.join(dir, name);
         fs.mkdirSync(d);
-        const paths = { main: path.join(d, "config.toml"), dropIn: path.join(d, "conf.d", "gpu-workers.toml"), ours: path.join(d, "ours.toml"), glob: path.join(d, "conf.d", "*.toml") };
+        const paths = {
+            main: path.join(d, "config.toml"),
+            dropIn: path.join(d, "conf.d", "gpu-workers.toml"),
+            ours: path.join(d, "ours.toml"),
+            glob: path.join(d, "conf.d", "*.toml"),
+        };
         if (main !== null) fs.writeFileSync(paths.main, main);
         return paths;
     }
 
     function apply(p: ReturnType<typeof host>, ours: string) {
         fs.writeFileSync(p.ours, ours);
-        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "apply", "--ours", p.ours, "--toml", CONTAINERD_TOML_BUILD_OUTPUT, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync(
+            "bash",
+            [
+                path.join(HOST_DIR, "apply-containerd-config.sh"),
+                "apply",
+                "--ours",
+                p.ours,
+                "--toml",
+                CONTAINERD_TOML_BUILD_OUTPUT,
+                "--main",
+                p.main,
+                "--drop-in",
+                p.dropIn,
+            ],
+            { encoding: "utf8", env, timeout: 120_000 },
+        );
     }
 
     /** The step's drift check, as a refresh runs it. */
     function check(p: ReturnType<typeof host>) {
-        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "check", "--ours", p.ours, "--toml", CONTAINERD_TOML_BUILD_OUTPUT, "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync(
+            "bash",
+            [
+                path.join(HOST_DIR, "apply-containerd-config.sh"),
+                "check",
+                "--ours",
+                p.ours,
+                "--toml",
+                CONTAINERD_TOML_BUILD_OUTPUT,
+                "--main",
+                p.main,
+                "--drop-in",
+                p.dropIn,
+            ],
+            { encoding: "utf8", env, timeout: 120_000 },
+        );
     }
 
     function remove(p: ReturnType<typeof host>) {
-        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "remove", "--main", p.main, "--drop-in", p.dropIn], { encoding: "utf8", env, timeout: 120_000 });
+        return spawnSync("bash", [path.join(HOST_DIR, "apply-containerd-config.sh"), "remove", "--main", p.main, "--drop-in", p.dropIn], {
+            encoding: "utf8",
+            env,
+            timeout: 120_000,
+        });
     }
 
     const dump = (main: string) => sh("containerd", ["--config", main, "config", "dump"]);
@@ -94,10 +133,17 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         assert.strictEqual(r.status, 0, r.stderr);
         assert.strictEqual(fs.readFileSync(p.main, "utf8"), ensureImports(DEBIAN_MAIN, p.glob), "the script and ensureImports agree");
         const d = dump(p.main);
-        assert.match(d, /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.gpu\.options\]\s+BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/);
+        assert.match(
+            d,
+            /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.gpu\.options\]\s+BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/,
+        );
         assert.match(d, /default_runtime_name = "gpu"/);
         assert.match(d, /bin_dir = "\/usr\/lib\/cni"/);
-        assert.match(d, /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.runc\]\n(?:(?!\s*\[).*\n)*\s*runtime_type = "io\.containerd\.runc\.v2"/, "containerd's default runc runtime is still there");
+        assert.match(
+            d,
+            /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.runc\]\n(?:(?!\s*\[).*\n)*\s*runtime_type = "io\.containerd\.runc\.v2"/,
+            "containerd's default runc runtime is still there",
+        );
         assert.strictEqual(restartCount(), before + 1);
 
         const stamp = fs.statSync(p.dropIn).mtimeMs;
@@ -126,7 +172,14 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         const r = apply(p, ours(false));
         assert.strictEqual(r.status, 0, r.stderr);
         const d = dump(p.main);
-        for (const kept of [/SystemdCgroup = true/, /sandbox_image = "registry\.example\/pause:3\.9"/, /snapshotter = "native"/, /max_concurrent_downloads = 7/, /default_runtime_name = "runc"/, /BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/]) {
+        for (const kept of [
+            /SystemdCgroup = true/,
+            /sandbox_image = "registry\.example\/pause:3\.9"/,
+            /snapshotter = "native"/,
+            /max_concurrent_downloads = 7/,
+            /default_runtime_name = "runc"/,
+            /BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/,
+        ]) {
             assert.match(d, kept);
         }
     });
@@ -162,7 +215,14 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         const r = apply(p, ours(true));
         assert.strictEqual(r.status, 0, r.stderr);
         const d = dump(p.main);
-        for (const kept of [/sandbox_image = "registry\.example\/pause:1"/, /bin_dir = "\/opt\/cni\/bin"/, /config_path = "\/etc\/containerd\/certs\.d"/, /pod_annotations = \["a\.example\/x", "b\.example\/y"\]/, /default_runtime_name = "gpu"/, /BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/]) {
+        for (const kept of [
+            /sandbox_image = "registry\.example\/pause:1"/,
+            /bin_dir = "\/opt\/cni\/bin"/,
+            /config_path = "\/etc\/containerd\/certs\.d"/,
+            /pod_annotations = \["a\.example\/x", "b\.example\/y"\]/,
+            /default_runtime_name = "gpu"/,
+            /BinaryName = "\/usr\/local\/lib\/gpu-workers\/runc-wrapper"/,
+        ]) {
             assert.match(d, kept);
         }
         assert.strictEqual(fs.readFileSync(p.main, "utf8"), ensureImports(odd, p.glob), "the main config keeps its own text");

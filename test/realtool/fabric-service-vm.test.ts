@@ -19,7 +19,13 @@ import { promisify } from "util";
 import { parseStack } from "../../stacks/config";
 import { boardSpecOf } from "../../stacks/board-config";
 import { planBoard } from "../../components/lib/plan/board-plan";
-import { FabricServiceVmSettings, renderServiceVmDomain, renderServiceVmMetaData, renderServiceVmUserData, servicePlanId } from "../../components/lib/render/fabric-service-vm";
+import {
+    FabricServiceVmSettings,
+    renderServiceVmDomain,
+    renderServiceVmMetaData,
+    renderServiceVmUserData,
+    servicePlanId,
+} from "../../components/lib/render/fabric-service-vm";
 import { exampleStack } from "../fixtures/stacks/boards";
 import { FakeSysfs } from "../support/fake-sysfs";
 import { ensureCommands } from "../support/tools";
@@ -49,8 +55,18 @@ describe("fabricmanager service VM with libvirt's tools", function () {
 
     const variants: [string, () => FabricServiceVmSettings][] = [
         ["the example HGX stack's", exampleSettings],
-        ["one with a NIC, a disk size and addresses in nvidia-smi's form", () => ({ ...exampleSettings(), network: "default", diskGiB: 40, nvswitchPci: exampleSettings().nvswitchPci.map((a) => `0000${a.toUpperCase()}`) })],
-        ["one with six NVSwitches and no memory controller (an A100 board)", () => ({ ...exampleSettings(), nvswitchPci: ["0000:07:00.0", "0000:08:00.0", "0000:09:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0"], memoryControllerPci: [] })],
+        [
+            "one with a NIC, a disk size and addresses in nvidia-smi's form",
+            () => ({ ...exampleSettings(), network: "default", diskGiB: 40, nvswitchPci: exampleSettings().nvswitchPci.map((a) => `0000${a.toUpperCase()}`) }),
+        ],
+        [
+            "one with six NVSwitches and no memory controller (an A100 board)",
+            () => ({
+                ...exampleSettings(),
+                nvswitchPci: ["0000:07:00.0", "0000:08:00.0", "0000:09:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0"],
+                memoryControllerPci: [],
+            }),
+        ],
     ];
     for (const [what, settings] of variants) {
         it(`virt-xml-validate accepts ${what} domain`, () => {
@@ -72,7 +88,15 @@ describe("fabricmanager service VM with libvirt's tools", function () {
     it("virsh (test:///default) defines, starts, lists and destroys it", () => {
         const file = path.join(dir, "domain.xml");
         fs.writeFileSync(file, renderServiceVmDomain(exampleSettings()));
-        const out = execFileSync("virsh", ["-c", "test:///default", `define ${file}; start hgx-a-fabric; list --all; domstate hgx-a-fabric; dumpxml hgx-a-fabric; destroy hgx-a-fabric; domstate hgx-a-fabric; undefine hgx-a-fabric; list --all --name`], { encoding: "utf8" });
+        const out = execFileSync(
+            "virsh",
+            [
+                "-c",
+                "test:///default",
+                `define ${file}; start hgx-a-fabric; list --all; domstate hgx-a-fabric; dumpxml hgx-a-fabric; destroy hgx-a-fabric; domstate hgx-a-fabric; undefine hgx-a-fabric; list --all --name`,
+            ],
+            { encoding: "utf8" },
+        );
         assert.match(out, /Domain 'hgx-a-fabric' defined from/);
         assert.match(out, /Domain 'hgx-a-fabric' started/);
         assert.match(out, /^\s*\d+\s+hgx-a-fabric\s+running$/m);
@@ -92,20 +116,45 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
     let sysfs: FakeSysfs;
     const settings = exampleSettings();
     const name = settings.name;
-    const paths = () => ({ state: path.join(dir, "state"), console: path.join(dir, "log", "console.log"), domain: path.join(dir, "etc", "domain.xml"), seed: path.join(dir, "etc", "seed"), image: path.join(dir, "base.qcow2") });
+    const paths = () => ({
+        state: path.join(dir, "state"),
+        console: path.join(dir, "log", "console.log"),
+        domain: path.join(dir, "etc", "domain.xml"),
+        seed: path.join(dir, "etc", "seed"),
+        image: path.join(dir, "base.qcow2"),
+    });
 
     const virsh = (...args: string[]) => spawnSync("virsh", ["-q", "-c", uri, ...args], { encoding: "utf8" });
 
     before(async function () {
         this.timeout(600_000);
-        ensureCommands(["virsh", "libvirtd", "qemu-img", "genisoimage", "isoinfo", "runuser"], ["libvirt-clients", "libvirt-daemon", "qemu-utils", "genisoimage", "util-linux"]);
+        ensureCommands(
+            ["virsh", "libvirtd", "qemu-img", "genisoimage", "isoinfo", "runuser"],
+            ["libvirt-clients", "libvirt-daemon", "qemu-utils", "genisoimage", "util-linux"],
+        );
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-fvm-"));
         fs.chmodSync(dir, 0o755);
         // libvirtd as nobody (session mode): its own socket and state, nothing of this machine's.
         const home = path.join(dir, "libvirt");
         fs.mkdirSync(path.join(home, "run"), { recursive: true });
         execFileSync("chown", ["-R", "nobody", home]);
-        daemon = spawn("runuser", ["-u", "nobody", "--", "env", `HOME=${home}`, `XDG_RUNTIME_DIR=${home}/run`, `XDG_CONFIG_HOME=${home}/config`, `XDG_CACHE_HOME=${home}/cache`, "libvirtd", "--timeout", "600"], { stdio: ["ignore", "ignore", fs.openSync(path.join(dir, "libvirtd.log"), "w")] });
+        daemon = spawn(
+            "runuser",
+            [
+                "-u",
+                "nobody",
+                "--",
+                "env",
+                `HOME=${home}`,
+                `XDG_RUNTIME_DIR=${home}/run`,
+                `XDG_CONFIG_HOME=${home}/config`,
+                `XDG_CACHE_HOME=${home}/cache`,
+                "libvirtd",
+                "--timeout",
+                "600",
+            ],
+            { stdio: ["ignore", "ignore", fs.openSync(path.join(dir, "libvirtd.log"), "w")] },
+        );
         const socket = path.join(home, "run", "libvirt", "libvirt-sock");
         uri = `test+unix:///default?socket=${socket}`;
         for (let i = 0; i < 100 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 100));
@@ -116,11 +165,30 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
 
         // The functions on vfio-pci, the way the vfio step leaves them.
         const functions = [...settings.nvswitchPci, ...settings.memoryControllerPci];
-        sysfs = new FakeSysfs(path.join(dir, "sys"), functions.map((bdf, i) => ({
-            bdf, vendor: i < 4 ? "0x10de" : "0x11f8", device: i < 4 ? "0x22a3" : "0x4128", class: i < 4 ? "0x068000" : "0x058000", driver: i < 4 ? "nvidia" : undefined, native: i < 4 ? "nvidia" : undefined, group: 20 + i,
-        })), ["vfio-pci"], true);
+        sysfs = new FakeSysfs(
+            path.join(dir, "sys"),
+            functions.map((bdf, i) => ({
+                bdf,
+                vendor: i < 4 ? "0x10de" : "0x11f8",
+                device: i < 4 ? "0x22a3" : "0x4128",
+                class: i < 4 ? "0x068000" : "0x058000",
+                driver: i < 4 ? "nvidia" : undefined,
+                native: i < 4 ? "nvidia" : undefined,
+                group: 20 + i,
+            })),
+            ["vfio-pci"],
+            true,
+        );
         sysfs.start();
-        await run("bash", [VFIO_SCRIPT, "ensure", "--sysfs", sysfs.root, "--state", path.join(dir, "vfio-state"), ...functions.flatMap((f, i) => [i < 4 ? "--nvswitch" : "--memory-controller", f])]);
+        await run("bash", [
+            VFIO_SCRIPT,
+            "ensure",
+            "--sysfs",
+            sysfs.root,
+            "--state",
+            path.join(dir, "vfio-state"),
+            ...functions.flatMap((f, i) => [i < 4 ? "--nvswitch" : "--memory-controller", f]),
+        ]);
 
         const p = paths();
         fs.mkdirSync(p.seed, { recursive: true });
@@ -153,7 +221,21 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
     function script(action: "ensure" | "check" | "remove", plan: string, extra: string[] = []): Promise<{ code: number; out: string }> {
         const p = paths();
         const args = [VM_SCRIPT, action, "--name", name, "--uri", uri, "--state", p.state, "--console", p.console];
-        if (action === "ensure") args.push("--domain", p.domain, "--seed", p.seed, "--image", p.image, "--plan", plan, "--timeout", "60", ...[...settings.nvswitchPci, ...settings.memoryControllerPci].flatMap((f) => ["--vfio", f]), ...extra);
+        if (action === "ensure")
+            args.push(
+                "--domain",
+                p.domain,
+                "--seed",
+                p.seed,
+                "--image",
+                p.image,
+                "--plan",
+                plan,
+                "--timeout",
+                "60",
+                ...[...settings.nvswitchPci, ...settings.memoryControllerPci].flatMap((f) => ["--vfio", f]),
+                ...extra,
+            );
         if (action === "check") args.push("--plan", plan);
         return run("bash", args, { encoding: "utf8", env: { ...process.env, GPU_WORKERS_SYSFS: sysfs.root } })
             .then(({ stdout, stderr }) => ({ code: 0, out: stdout + stderr }))
@@ -180,9 +262,15 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         assert.match(result.out, new RegExp(`hgx-a-fabric runs fabricmanager: ready plan=${plan} partitions=1,2`));
         const p = paths();
         assert.match(execFileSync("isoinfo", ["-d", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }), /^Volume id: cidata$/m);
-        const listing = execFileSync("isoinfo", ["-R", "-f", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }).split("\n").filter(Boolean).sort();
+        const listing = execFileSync("isoinfo", ["-R", "-f", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" })
+            .split("\n")
+            .filter(Boolean)
+            .sort();
         assert.deepStrictEqual(listing, ["/meta-data", "/user-data"]);
-        assert.strictEqual(execFileSync("isoinfo", ["-R", "-x", "/user-data", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }), renderServiceVmUserData(settings));
+        assert.strictEqual(
+            execFileSync("isoinfo", ["-R", "-x", "/user-data", "-i", path.join(p.state, "seed.iso")], { encoding: "utf8" }),
+            renderServiceVmUserData(settings),
+        );
         const disk = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", path.join(p.state, "disk.qcow2")], { encoding: "utf8" }));
         assert.strictEqual(disk["backing-filename"], p.image);
         assert.strictEqual(virsh("domstate", name).stdout.trim(), "running");
@@ -217,7 +305,10 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         const [result] = await Promise.all([script("ensure", plan), vmReports(`gpu-workers-fabric: ready plan=${plan} partitions=1`, id)]);
         assert.strictEqual(result.code, 0, result.out);
         assert.notStrictEqual(virsh("domid", name).stdout.trim(), id, "restarted");
-        assert.match(execFileSync("isoinfo", ["-R", "-x", "/meta-data", "-i", path.join(paths().state, "seed.iso")], { encoding: "utf8" }), new RegExp(`instance-id: gpu-workers-fabric-${plan}`));
+        assert.match(
+            execFileSync("isoinfo", ["-R", "-x", "/meta-data", "-i", path.join(paths().state, "seed.iso")], { encoding: "utf8" }),
+            new RegExp(`instance-id: gpu-workers-fabric-${plan}`),
+        );
     });
 
     it("the VM's failure report fails the step with the VM's words", async () => {
@@ -225,10 +316,18 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         const plan = writePlan({ ...settings, partitions: [7, 8] });
         const [result] = await Promise.all([
             script("ensure", plan),
-            vmReports(`fabric-manager: no nvidia-fabricmanager package matches the loaded driver 550.127.05 exactly\r\ngpu-workers-fabric: failed plan=${plan}: no nvidia-fabricmanager package matches the loaded driver 550.127.05 exactly; fabricmanager must match the driver version`, id),
+            vmReports(
+                `fabric-manager: no nvidia-fabricmanager package matches the loaded driver 550.127.05 exactly\r\ngpu-workers-fabric: failed plan=${plan}: no nvidia-fabricmanager package matches the loaded driver 550.127.05 exactly; fabricmanager must match the driver version`,
+                id,
+            ),
         ]);
         assert.strictEqual(result.code, 1);
-        assert.match(result.out, new RegExp(`fabric-service-vm: the service VM hgx-a-fabric reports: failed plan=${plan}: no nvidia-fabricmanager package matches the loaded driver 550\\.127\\.05 exactly; fabricmanager must match the driver version \\(console log: `));
+        assert.match(
+            result.out,
+            new RegExp(
+                `fabric-service-vm: the service VM hgx-a-fabric reports: failed plan=${plan}: no nvidia-fabricmanager package matches the loaded driver 550\\.127\\.05 exactly; fabricmanager must match the driver version \\(console log: `,
+            ),
+        );
     });
 
     it("refuses to start while a function is not on vfio-pci, naming it", async () => {

@@ -28,17 +28,26 @@ function homeless(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 const CACHES = path.join(REPO, "scripts", "go-caches.sh");
 /** What go_private_caches makes of an environment: the variables it exports, or its refusal. */
 function privateCaches(root: string, env: NodeJS.ProcessEnv) {
-    return spawnSync("bash", ["-c", `. "$1" && go_private_caches "$2" && echo "GOCACHE=\${GOCACHE:-}" && echo "GOPATH=\${GOPATH:-}"`, "bash", CACHES, root], { encoding: "utf8", env });
+    return spawnSync("bash", ["-c", `. "$1" && go_private_caches "$2" && echo "GOCACHE=\${GOCACHE:-}" && echo "GOPATH=\${GOPATH:-}"`, "bash", CACHES, root], {
+        encoding: "utf8",
+        env,
+    });
 }
 
-for (const [folder, module] of [["wrapper", "gpu-workers/wrapper"], ["containerd-toml", "gpu-workers/containerd-toml"]]) {
+for (const [folder, module] of [
+    ["wrapper", "gpu-workers/wrapper"],
+    ["containerd-toml", "gpu-workers/containerd-toml"],
+]) {
     describe(`Go unit tests (go test ./... in ${folder}/)`, function () {
         this.timeout(300_000);
 
         it("pass", () => {
             // The same caches the build takes (scripts/go-caches.sh) where the environment has no HOME.
             const r = spawnSync("bash", ["-c", `. "$1" && go_private_caches "$2" && exec "$3" test ./...`, "bash", CACHES, REPO, goBinary()], {
-                cwd: path.join(REPO, folder), encoding: "utf8", env: { ...process.env, CGO_ENABLED: "0", GOFLAGS: "-count=1 -mod=readonly" }, timeout: 280_000,
+                cwd: path.join(REPO, folder),
+                encoding: "utf8",
+                env: { ...process.env, CGO_ENABLED: "0", GOFLAGS: "-count=1 -mod=readonly" },
+                timeout: 280_000,
             });
             assert.strictEqual(r.status, 0, `go test failed:\n${r.stdout}\n${r.stderr}`);
             assert.match(r.stdout, new RegExp(`^ok\\s+${module}`, "m"));
@@ -59,8 +68,18 @@ describe("go's caches without HOME (scripts/go-caches.sh)", function () {
         const dir = path.join(root, ".dev", `go-${process.getuid!()}`);
         assert.deepStrictEqual(r.stdout.trim().split("\n"), [`GOCACHE=${dir}/build`, `GOPATH=${dir}/path`]);
         assert.strictEqual(fs.statSync(dir).mode & 0o777, 0o700);
-        assert.deepStrictEqual(privateCaches(root, homeless({ HOME: "/home/someone" })).stdout.trim().split("\n"), ["GOCACHE=", "GOPATH="]);
-        assert.deepStrictEqual(privateCaches(root, homeless({ GOCACHE: "/c" })).stdout.trim().split("\n"), ["GOCACHE=/c", `GOPATH=${dir}/path`]);
+        assert.deepStrictEqual(
+            privateCaches(root, homeless({ HOME: "/home/someone" }))
+                .stdout.trim()
+                .split("\n"),
+            ["GOCACHE=", "GOPATH="],
+        );
+        assert.deepStrictEqual(
+            privateCaches(root, homeless({ GOCACHE: "/c" }))
+                .stdout.trim()
+                .split("\n"),
+            ["GOCACHE=/c", `GOPATH=${dir}/path`],
+        );
     });
 
     it("refuse a cache folder that another user made, or a link", () => {
@@ -81,10 +100,18 @@ describe("go's caches without HOME (scripts/go-caches.sh)", function () {
         for (const f of fixed) fs.rmSync(f, { recursive: true, force: true });
         const output = path.join(scratch, "runc-wrapper");
         // A variant always builds (the plain output is skipped when up to date).
-        const wrapper = spawnSync("bash", [path.join(REPO, "scripts", "build-wrapper.sh"), "--output", output, "--config-path", path.join(scratch, "wrapper.json")], { encoding: "utf8", env: homeless(), timeout: 280_000 });
+        const wrapper = spawnSync(
+            "bash",
+            [path.join(REPO, "scripts", "build-wrapper.sh"), "--output", output, "--config-path", path.join(scratch, "wrapper.json")],
+            { encoding: "utf8", env: homeless(), timeout: 280_000 },
+        );
         assert.strictEqual(wrapper.status, 0, wrapper.stderr);
         assert.ok(fs.existsSync(output));
-        const toml = spawnSync("bash", [path.join(REPO, "scripts", "build-containerd-toml.sh"), "--output", path.join(scratch, "containerd-toml")], { encoding: "utf8", env: { ...homeless(), GOFLAGS: "-mod=mod" }, timeout: 280_000 });
+        const toml = spawnSync("bash", [path.join(REPO, "scripts", "build-containerd-toml.sh"), "--output", path.join(scratch, "containerd-toml")], {
+            encoding: "utf8",
+            env: { ...homeless(), GOFLAGS: "-mod=mod" },
+            timeout: 280_000,
+        });
         assert.strictEqual(toml.status, 0, toml.stderr);
         for (const f of fixed) assert.ok(!fs.existsSync(f), `${f} is not used`);
         assert.ok(fs.existsSync(path.join(REPO, ".dev", `go-${process.getuid!()}`, "build")), "the checkout's private cache is");

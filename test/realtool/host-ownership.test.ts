@@ -46,12 +46,22 @@ describe("destroy removes only what it installed: packages (real apt and dpkg)",
     let key: TestKey;
     let n = 0;
 
-    const repository = (): VendorRepository => ({ id: "test-vendor", uris: `file:${repo.dir}`, suites: "/", components: "", key: key.armored, fingerprint: key.fingerprint });
+    const repository = (): VendorRepository => ({
+        id: "test-vendor",
+        uris: `file:${repo.dir}`,
+        suites: "/",
+        components: "",
+        key: key.armored,
+        fingerprint: key.fingerprint,
+    });
 
     /** A host of its own: apt's and dpkg's folders, the vendor's source and the toolkit pin for `version`. */
     function host(version: string): AptSandbox {
         const apt = new AptSandbox(path.join(dir, `host-${n++}`));
-        for (const file of [...renderToolkitAptFiles({ vendor: "nvidia", version, repository: repository() }, apt.paths), renderAptPinFile(driverPin("nvidia", "550.54.15"), apt.paths)]) {
+        for (const file of [
+            ...renderToolkitAptFiles({ vendor: "nvidia", version, repository: repository() }, apt.paths),
+            renderAptPinFile(driverPin("nvidia", "550.54.15"), apt.paths),
+        ]) {
             fs.mkdirSync(path.dirname(file.path), { recursive: true });
             fs.writeFileSync(file.path, file.content, { mode: 0o644 });
         }
@@ -62,7 +72,11 @@ describe("destroy removes only what it installed: packages (real apt and dpkg)",
     const preinstall = (apt: AptSandbox, pkgs: string[], version: string) => apt.dpkgInstall(pkgs.map((p) => path.join(repo.dir, `${p}_${version}_all.deb`)));
 
     const toolkit = (apt: AptSandbox, action: "ensure" | "remove", version: string) =>
-        apt.run("bash", [TOOLKIT, action, ...toolkitScriptArgs({ vendor: "nvidia", version, repository: repository() }, apt.paths).filter((a) => a !== "--dev-char-links")]);
+        apt.run("bash", [
+            TOOLKIT,
+            action,
+            ...toolkitScriptArgs({ vendor: "nvidia", version, repository: repository() }, apt.paths).filter((a) => a !== "--dev-char-links"),
+        ]);
 
     const sourceArgs = (apt: AptSandbox) => {
         const [keyring, source] = renderVendorRepository(repository(), apt.paths).map((f) => f.path);
@@ -74,7 +88,10 @@ describe("destroy removes only what it installed: packages (real apt and dpkg)",
         const root = path.join(apt.dir, "proc-root");
         fs.mkdirSync(path.join(root, "proc/driver/nvidia"), { recursive: true });
         fs.writeFileSync(path.join(root, "proc/driver/nvidia/version"), NVRM_535);
-        return apt.run("bash", [DRIVER, action, "--vendor", "nvidia", "--version", version, ...sourceArgs(apt)], { GPU_WORKERS_ROOT: root, ...(aptConf ? { APT_CONFIG: aptConf } : {}) });
+        return apt.run("bash", [DRIVER, action, "--vendor", "nvidia", "--version", version, ...sourceArgs(apt)], {
+            GPU_WORKERS_ROOT: root,
+            ...(aptConf ? { APT_CONFIG: aptConf } : {}),
+        });
     }
 
     before(() => {
@@ -90,7 +107,9 @@ describe("destroy removes only what it installed: packages (real apt and dpkg)",
         // A pinned version apt cannot install: a dependency no source has.
         repo.deb("libnvidia-container1", "1.17.6-1");
         repo.deb("nvidia-container-toolkit-base", "1.17.6-1");
-        repo.deb("nvidia-container-toolkit", "1.17.6-1", { depends: "nvidia-container-toolkit-base (= 1.17.6-1), libnvidia-container1 (= 1.17.6-1), nvidia-missing-firmware" });
+        repo.deb("nvidia-container-toolkit", "1.17.6-1", {
+            depends: "nvidia-container-toolkit-base (= 1.17.6-1), libnvidia-container1 (= 1.17.6-1), nvidia-missing-firmware",
+        });
         // The host's own program, which comes to depend on the toolkit's base package.
         repo.deb("host-monitor", "1.0-1", { depends: "nvidia-container-toolkit-base" });
         for (const v of ["550.54.14-1", "550.54.15-1"]) repo.deb("nvidia-driver-550-server", v);
@@ -179,8 +198,11 @@ describe("destroy removes only what it installed: packages (real apt and dpkg)",
         fs.writeFileSync(slow, `${fs.readFileSync(apt.conf, "utf8")}DPkg::Post-Invoke { "touch ${mark}; sleep 120"; };\n`);
         const root = path.join(apt.dir, "proc-root");
         fs.mkdirSync(root);
-        const run = spawn("bash", [DRIVER, "ensure", "--vendor", "nvidia", "--version", "550.54.15", ...sourceArgs(apt)],
-            { env: { ...apt.env, APT_CONFIG: slow, GPU_WORKERS_ROOT: root }, detached: true, stdio: "ignore" });
+        const run = spawn("bash", [DRIVER, "ensure", "--vendor", "nvidia", "--version", "550.54.15", ...sourceArgs(apt)], {
+            env: { ...apt.env, APT_CONFIG: slow, GPU_WORKERS_ROOT: root },
+            detached: true,
+            stdio: "ignore",
+        });
         const exited = new Promise((resolve) => run.on("exit", resolve));
         for (let waited = 0; !fs.existsSync(mark); waited += 100) {
             if (waited > 120_000) throw new Error("dpkg did not finish within 120 s");
@@ -202,7 +224,8 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     const FAKE_ROOT = "/opt/gw-fake-root";
     /** What the package ships: its own config, and a unit that records the config it started with. */
     const PACKAGE_CONFIG = "# nvidia-fabricmanager-550's own config\nFABRIC_MODE=0\nLOG_LEVEL=4\n";
-    const FM_UNIT = "[Unit]\nDescription=test fabricmanager\n[Service]\nExecStart=/bin/sh -c 'cp /usr/share/nvidia/nvswitch/fabricmanager.cfg /run/fm-read.cfg; exec sleep infinity'\n[Install]\nWantedBy=multi-user.target\n";
+    const FM_UNIT =
+        "[Unit]\nDescription=test fabricmanager\n[Service]\nExecStart=/bin/sh -c 'cp /usr/share/nvidia/nvswitch/fabricmanager.cfg /run/fm-read.cfg; exec sleep infinity'\n[Install]\nWantedBy=multi-user.target\n";
     let daemon: TestDaemon;
     let dir: string;
     let fmDeb: string;
@@ -252,29 +275,37 @@ describe("destroy puts back what the host had: services, placed files, the Conco
         // A stand-in for Concourse's release: its web answers the info endpoint, its worker runs.
         const bin = path.join(dir, "release", "concourse", "bin");
         fs.mkdirSync(bin, { recursive: true });
-        fs.writeFileSync(path.join(bin, "concourse"), [
-            "#!/bin/bash",
-            'case "$1" in',
-            "  web) exec perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(LocalAddr => \"127.0.0.1:$ENV{CONCOURSE_BIND_PORT}\", Listen => 5, ReuseAddr => 1) or die $!; while (my $c = $s->accept) { <$c>; print $c \"HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{}\"; close $c }' ;;",
-            "  worker) exec sleep infinity ;;",
-            "  retire-worker) exit 0 ;;",
-            '  *) echo "concourse (test) $*" ;;',
-            "esac",
-            "",
-        ].join("\n"), { mode: 0o755 });
+        fs.writeFileSync(
+            path.join(bin, "concourse"),
+            [
+                "#!/bin/bash",
+                'case "$1" in',
+                '  web) exec perl -MIO::Socket::INET -e \'my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:$ENV{CONCOURSE_BIND_PORT}", Listen => 5, ReuseAddr => 1) or die $!; while (my $c = $s->accept) { <$c>; print $c "HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{}"; close $c }\' ;;',
+                "  worker) exec sleep infinity ;;",
+                "  retire-worker) exit 0 ;;",
+                '  *) echo "concourse (test) $*" ;;',
+                "esac",
+                "",
+            ].join("\n"),
+            { mode: 0o755 },
+        );
         release = path.join(dir, "concourse.tgz");
         execFileSync("tar", ["-czf", release, "-C", path.join(dir, "release"), "concourse"]);
 
         daemon = TestDaemon.start();
         daemon.importImage("debian-12");
         daemon.lxc("launch", "gpu-workers/debian-12", INSTANCE);
-        sh("for i in $(seq 60); do systemctl is-system-running --quiet --wait 2>/dev/null && exit 0; [ \"$(systemctl is-system-running 2>/dev/null)\" = degraded ] && exit 0; sleep 1; done; exit 0");
+        sh(
+            'for i in $(seq 60); do systemctl is-system-running --quiet --wait 2>/dev/null && exit 0; [ "$(systemctl is-system-running 2>/dev/null)" = degraded ] && exit 0; sleep 1; done; exit 0',
+        );
         daemon.lxc("file", "push", "-q", "-r", "--create-dirs", repo.dir, `${INSTANCE}/srv/`);
         // The instance has no network: its apt reads the test repository only.
         ok("rm -f /etc/apt/sources.list.d/* && echo 'deb [trusted=yes] file:/srv/repo ./' > /etc/apt/sources.list && apt-get update -qq");
         // An NVSwitch host with driver 550.54.15 loaded, as fabric-manager.sh reads it.
-        ok(`mkdir -p ${FAKE_ROOT}/proc/driver/nvidia ${FAKE_ROOT}/proc/driver/nvidia-nvswitch/devices/0000:05:00.0 ${FAKE_ROOT}/proc/driver/nvidia-nvswitch/devices/0000:06:00.0`
-            + ` && echo 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024' > ${FAKE_ROOT}/proc/driver/nvidia/version`);
+        ok(
+            `mkdir -p ${FAKE_ROOT}/proc/driver/nvidia ${FAKE_ROOT}/proc/driver/nvidia-nvswitch/devices/0000:05:00.0 ${FAKE_ROOT}/proc/driver/nvidia-nvswitch/devices/0000:06:00.0` +
+                ` && echo 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024' > ${FAKE_ROOT}/proc/driver/nvidia/version`,
+        );
     });
 
     after(() => {
@@ -286,7 +317,11 @@ describe("destroy puts back what the host had: services, placed files, the Conco
         const fabric = renderFabricManager({ partitions: [] });
         const env = `GPU_WORKERS_ROOT=${FAKE_ROOT} `;
         const ours = renderFabricManagerConfig({ partitions: [] });
-        const state = () => ok("systemctl is-enabled nvidia-fabricmanager 2>/dev/null; systemctl is-active nvidia-fabricmanager 2>/dev/null; true").trim().split("\n").join(" ");
+        const state = () =>
+            ok("systemctl is-enabled nvidia-fabricmanager 2>/dev/null; systemctl is-active nvidia-fabricmanager 2>/dev/null; true")
+                .trim()
+                .split("\n")
+                .join(" ");
 
         it("a host without fabricmanager: installed, then purged with its unit and config", () => {
             up("fm", fabric, env);
@@ -327,37 +362,88 @@ describe("destroy puts back what the host had: services, placed files, the Conco
         const releaseArgs = () => concourseReleaseArgs("7.0.0", releaseArtifact(), archive);
         const web = (): RenderedComponent => ({
             files: [
-                { path: "/etc/systemd/system/concourse-web.service", mode: "0644", content: "[Service]\nEnvironmentFile=/etc/concourse/web.env\nExecStart=/usr/local/concourse/bin/concourse web\n[Install]\nWantedBy=multi-user.target\n" },
+                {
+                    path: "/etc/systemd/system/concourse-web.service",
+                    mode: "0644",
+                    content:
+                        "[Service]\nEnvironmentFile=/etc/concourse/web.env\nExecStart=/usr/local/concourse/bin/concourse web\n[Install]\nWantedBy=multi-user.target\n",
+                },
                 { path: "/etc/concourse/web.env", mode: "0644", content: "CONCOURSE_BIND_PORT=8080\n" },
-                ...concourseReleaseFiles(releaseArtifact(), archive), webScript,
+                ...concourseReleaseFiles(releaseArtifact(), archive),
+                webScript,
             ],
-            steps: [{
-                name: "concourse-web",
-                create: shellCommand([webScript.path, "ensure", ...releaseArgs(), "--unit", "concourse-web.service", "--port", "8080",
-                    "--keys-dir", "/etc/concourse/worker-keys", "--keys", "/etc/concourse/authorized_worker_keys", "--watch", "/etc/systemd/system/concourse-web.service"]),
-                remove: shellCommand([webScript.path, "remove", "--unit", "concourse-web.service", "--keys", "/etc/concourse/authorized_worker_keys"]),
-                dependsOn: [],
-            }],
+            steps: [
+                {
+                    name: "concourse-web",
+                    create: shellCommand([
+                        webScript.path,
+                        "ensure",
+                        ...releaseArgs(),
+                        "--unit",
+                        "concourse-web.service",
+                        "--port",
+                        "8080",
+                        "--keys-dir",
+                        "/etc/concourse/worker-keys",
+                        "--keys",
+                        "/etc/concourse/authorized_worker_keys",
+                        "--watch",
+                        "/etc/systemd/system/concourse-web.service",
+                    ]),
+                    remove: shellCommand([webScript.path, "remove", "--unit", "concourse-web.service", "--keys", "/etc/concourse/authorized_worker_keys"]),
+                    dependsOn: [],
+                },
+            ],
         });
         const worker = (): RenderedComponent => ({
             files: [
-                { path: "/etc/systemd/system/concourse-worker.service", mode: "0644", content: "[Service]\nEnvironmentFile=/etc/concourse/worker.env\nExecStart=/usr/local/concourse/bin/concourse worker\n[Install]\nWantedBy=multi-user.target\n" },
                 {
-                    path: "/etc/concourse/worker.env", mode: "0644",
-                    content: "CONCOURSE_NAME=gw-test-worker\nCONCOURSE_TSA_HOST=127.0.0.1:2222\nCONCOURSE_TSA_PUBLIC_KEY=/etc/concourse/tsa_host_key.pub\nCONCOURSE_TSA_WORKER_PRIVATE_KEY=/etc/concourse/worker_key\nCONCOURSE_WORK_DIR=/opt/concourse/worker\n",
+                    path: "/etc/systemd/system/concourse-worker.service",
+                    mode: "0644",
+                    content:
+                        "[Service]\nEnvironmentFile=/etc/concourse/worker.env\nExecStart=/usr/local/concourse/bin/concourse worker\n[Install]\nWantedBy=multi-user.target\n",
                 },
-                ...concourseReleaseFiles(releaseArtifact(), archive), workerScript,
+                {
+                    path: "/etc/concourse/worker.env",
+                    mode: "0644",
+                    content:
+                        "CONCOURSE_NAME=gw-test-worker\nCONCOURSE_TSA_HOST=127.0.0.1:2222\nCONCOURSE_TSA_PUBLIC_KEY=/etc/concourse/tsa_host_key.pub\nCONCOURSE_TSA_WORKER_PRIVATE_KEY=/etc/concourse/worker_key\nCONCOURSE_WORK_DIR=/opt/concourse/worker\n",
+                },
+                ...concourseReleaseFiles(releaseArtifact(), archive),
+                workerScript,
             ],
-            steps: [{
-                name: "concourse-worker",
-                create: shellCommand([workerScript.path, "ensure", ...releaseArgs(), "--unit", "concourse-worker.service", "--env", "/etc/concourse/worker.env", "--watch", "/etc/systemd/system/concourse-worker.service"]),
-                remove: shellCommand([workerScript.path, "remove", "--unit", "concourse-worker.service", "--env", "/etc/concourse/worker.env", "--retire-timeout", "1"]),
-                dependsOn: [],
-            }],
+            steps: [
+                {
+                    name: "concourse-worker",
+                    create: shellCommand([
+                        workerScript.path,
+                        "ensure",
+                        ...releaseArgs(),
+                        "--unit",
+                        "concourse-worker.service",
+                        "--env",
+                        "/etc/concourse/worker.env",
+                        "--watch",
+                        "/etc/systemd/system/concourse-worker.service",
+                    ]),
+                    remove: shellCommand([
+                        workerScript.path,
+                        "remove",
+                        "--unit",
+                        "concourse-worker.service",
+                        "--env",
+                        "/etc/concourse/worker.env",
+                        "--retire-timeout",
+                        "1",
+                    ]),
+                    dependsOn: [],
+                },
+            ],
         });
         const answers = () => sh("exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /api/v1/info HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3").out;
         const active = (unit: string) => sh(`systemctl is-active ${unit}`).out.trim();
-        const containerd = () => ok("systemctl is-enabled containerd 2>/dev/null; systemctl is-active containerd 2>/dev/null; true").trim().split("\n").join(" ");
+        const containerd = () =>
+            ok("systemctl is-enabled containerd 2>/dev/null; systemctl is-active containerd 2>/dev/null; true").trim().split("\n").join(" ");
         let containerdBefore = "";
 
         before(() => {

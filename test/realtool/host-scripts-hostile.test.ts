@@ -21,17 +21,48 @@ import { SHARED_FOLDERS, SHARED_TREES, SYSTEM_FOLDERS, SYSTEM_TREES, USER_TREES 
 const REPO = path.resolve(__dirname, "../../..");
 const HOST_DIR = path.join(REPO, "host");
 const FAKES = path.join(REPO, "test/fixtures/host-scripts/bin");
-const REAL_TOOLS = ["bash", "sh", "env", "sed", "awk", "grep", "head", "tail", "cat", "cut", "tr", "sort", "mkdir", "mv", "cp", "chmod", "touch",
-    "dirname", "basename", "mktemp", "stat", "realpath", "timeout", "sha256sum"];
+const REAL_TOOLS = [
+    "bash",
+    "sh",
+    "env",
+    "sed",
+    "awk",
+    "grep",
+    "head",
+    "tail",
+    "cat",
+    "cut",
+    "tr",
+    "sort",
+    "mkdir",
+    "mv",
+    "cp",
+    "chmod",
+    "touch",
+    "dirname",
+    "basename",
+    "mktemp",
+    "stat",
+    "realpath",
+    "timeout",
+    "sha256sum",
+];
 const UNIT = "concourse-worker.service";
 
 function which(command: string): string {
-    const found = spawnSync("sh", ["-c", `command -v "$1" || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || { [ -x "/sbin/$1" ] && echo "/sbin/$1"; }`, "sh", command], { encoding: "utf8" }).stdout.trim();
+    const found = spawnSync(
+        "sh",
+        ["-c", `command -v "$1" || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || { [ -x "/sbin/$1" ] && echo "/sbin/$1"; }`, "sh", command],
+        { encoding: "utf8" },
+    ).stdout.trim();
     if (!found.startsWith("/")) throw new Error(`${command} is not installed`);
     return found;
 }
 
-interface Result { status: number | null; out: string }
+interface Result {
+    status: number | null;
+    out: string;
+}
 
 /** One throwaway host: a state dir, a Concourse prefix with a fake concourse binary, fake systemctl, the guarded rm. */
 class Sandbox {
@@ -45,29 +76,50 @@ class Sandbox {
         this.bin = path.join(this.dir, "bin");
         this.argsLog = path.join(this.dir, "retire-args.log");
         this.rmLog = path.join(this.dir, "rm-outside.log");
-        for (const d of [this.bin, path.join(this.dir, "fake"), path.join(this.dir, "state"), path.join(this.dir, "prefix/concourse/bin"), path.join(this.dir, "tmp")]) fs.mkdirSync(d, { recursive: true });
+        for (const d of [
+            this.bin,
+            path.join(this.dir, "fake"),
+            path.join(this.dir, "state"),
+            path.join(this.dir, "prefix/concourse/bin"),
+            path.join(this.dir, "tmp"),
+        ])
+            fs.mkdirSync(d, { recursive: true });
         for (const tool of [...REAL_TOOLS, ...extraTools]) fs.symlinkSync(which(tool), path.join(this.bin, tool));
         fs.copyFileSync(path.join(FAKES, "systemctl"), path.join(this.bin, "systemctl"));
         fs.chmodSync(path.join(this.bin, "systemctl"), 0o755);
-        fs.writeFileSync(path.join(this.bin, "rm"), [
-            "#!/bin/sh",
-            "# The real rm, for paths inside this sandbox only; any other call is logged and does nothing.",
-            "for a in \"$@\"; do",
-            "  case \"$a\" in -*) continue ;; esac",
-            `  case "$a" in ${JSON.stringify(this.dir)}/*) ;; *) printf '%s\\n' "rm $*" >> ${JSON.stringify(this.rmLog)}; exit 0 ;; esac`,
-            "done",
-            `exec ${which("rm")} "$@"`,
-            "",
-        ].join("\n"), { mode: 0o755 });
+        fs.writeFileSync(
+            path.join(this.bin, "rm"),
+            [
+                "#!/bin/sh",
+                "# The real rm, for paths inside this sandbox only; any other call is logged and does nothing.",
+                'for a in "$@"; do',
+                '  case "$a" in -*) continue ;; esac',
+                `  case "$a" in ${JSON.stringify(this.dir)}/*) ;; *) printf '%s\\n' "rm $*" >> ${JSON.stringify(this.rmLog)}; exit 0 ;; esac`,
+                "done",
+                `exec ${which("rm")} "$@"`,
+                "",
+            ].join("\n"),
+            { mode: 0o755 },
+        );
         // Concourse's binary: retire-worker records its arguments, one per line.
-        fs.writeFileSync(path.join(this.dir, "prefix/concourse/bin/concourse"), `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > ${JSON.stringify(this.argsLog)}\n`, { mode: 0o755 });
+        fs.writeFileSync(
+            path.join(this.dir, "prefix/concourse/bin/concourse"),
+            `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > ${JSON.stringify(this.argsLog)}\n`,
+            { mode: 0o755 },
+        );
     }
 
     env(): NodeJS.ProcessEnv {
         return {
-            PATH: this.bin, LANG: "C", LC_ALL: "C", HOME: this.dir, TMPDIR: path.join(this.dir, "tmp"),
-            FAKE_DIR: path.join(this.dir, "fake"), FAKE_LOG: path.join(this.dir, "calls.log"),
-            GPU_WORKERS_STATE_DIR: path.join(this.dir, "state"), GPU_WORKERS_CONCOURSE_PREFIX: path.join(this.dir, "prefix"),
+            PATH: this.bin,
+            LANG: "C",
+            LC_ALL: "C",
+            HOME: this.dir,
+            TMPDIR: path.join(this.dir, "tmp"),
+            FAKE_DIR: path.join(this.dir, "fake"),
+            FAKE_LOG: path.join(this.dir, "calls.log"),
+            GPU_WORKERS_STATE_DIR: path.join(this.dir, "state"),
+            GPU_WORKERS_CONCOURSE_PREFIX: path.join(this.dir, "prefix"),
             GPU_WORKERS_CONCOURSE_RUNC_STATE: path.join(this.dir, "runc-state"),
         };
     }
@@ -87,9 +139,10 @@ class Sandbox {
     /** `concourse-worker.sh remove`, optionally inside a network namespace. */
     remove(envFile: string, netns?: string): Result {
         const args = [path.join(HOST_DIR, "concourse-worker.sh"), "remove", "--unit", UNIT, "--env", envFile, "--retire-timeout", "0"];
-        const r = netns === undefined
-            ? spawnSync(which("bash"), args, { encoding: "utf8", env: this.env(), timeout: 60_000 })
-            : spawnSync(which("ip"), ["netns", "exec", netns, which("bash"), ...args], { encoding: "utf8", env: this.env(), timeout: 60_000 });
+        const r =
+            netns === undefined
+                ? spawnSync(which("bash"), args, { encoding: "utf8", env: this.env(), timeout: 60_000 })
+                : spawnSync(which("ip"), ["netns", "exec", netns, which("bash"), ...args], { encoding: "utf8", env: this.env(), timeout: 60_000 });
         return { status: r.status, out: `${r.stdout}${r.stderr}` };
     }
 
@@ -134,10 +187,20 @@ describe("host scripts against hostile values (real bash)", function () {
             const r = s.remove(env);
             assert.strictEqual(r.status, 0, r.out);
             assert.ok(!fs.existsSync(pwned), `a command in worker.env ran:\n${r.out}`);
-            assert.deepStrictEqual(fs.readFileSync(s.argsLog, "utf8").split("\n").filter((l) => l !== ""), [
-                "retire-worker", `--name=w\`touch ${pwned}\``, "--tsa-host=ci.example.test:2222", "--tsa-public-key=/etc/concourse/tsa_host_key.pub",
-                "--tsa-worker-private-key=/etc/concourse/worker_key", "--team=-oTeam",
-            ]);
+            assert.deepStrictEqual(
+                fs
+                    .readFileSync(s.argsLog, "utf8")
+                    .split("\n")
+                    .filter((l) => l !== ""),
+                [
+                    "retire-worker",
+                    `--name=w\`touch ${pwned}\``,
+                    "--tsa-host=ci.example.test:2222",
+                    "--tsa-public-key=/etc/concourse/tsa_host_key.pub",
+                    "--tsa-worker-private-key=/etc/concourse/worker_key",
+                    "--team=-oTeam",
+                ],
+            );
             assert.strictEqual(s.rmOutside(), "");
         });
 
@@ -160,7 +223,10 @@ describe("host scripts against hostile values (real bash)", function () {
             const s = new Sandbox(top, "root");
             const r = s.remove(s.writeEnv(["CONCOURSE_WORK_DIR=/"]));
             assert.notStrictEqual(r.status, 0, r.out);
-            assert.match(r.out, /refusing to remove the worker: .*worker\.env names the work dir '\/', which is the whole file system; remove would delete it with rm -rf/);
+            assert.match(
+                r.out,
+                /refusing to remove the worker: .*worker\.env names the work dir '\/', which is the whole file system; remove would delete it with rm -rf/,
+            );
             assert.strictEqual(s.rmOutside(), "");
         });
 
@@ -185,7 +251,9 @@ describe("host scripts against hostile values (real bash)", function () {
 
         it("every folder the stack refuses as a work dir, the script refuses too (the two lists agree)", () => {
             const s = new Sandbox(top, "lists");
-            const refused = [...SYSTEM_TREES, ...USER_TREES, ...SHARED_TREES].flatMap((t) => [t, `${t}/gw-hostile-absent`]).concat(SYSTEM_FOLDERS, SHARED_FOLDERS);
+            const refused = [...SYSTEM_TREES, ...USER_TREES, ...SHARED_TREES]
+                .flatMap((t) => [t, `${t}/gw-hostile-absent`])
+                .concat(SYSTEM_FOLDERS, SHARED_FOLDERS);
             for (const dir of refused) {
                 const r = s.remove(s.writeEnv([`CONCOURSE_WORK_DIR=${dir}`]));
                 assert.notStrictEqual(r.status, 0, `${dir}: ${r.out}`);
@@ -227,12 +295,36 @@ describe("host scripts against hostile values (real bash)", function () {
             ipt("filter", "-A", "FORWARD", "-m", "comment", "--comment", "CNI firewall plugin rules", "-j", "CNI-FORWARD");
             ipt("filter", "-A", "CNI-FORWARD", "-m", "comment", "--comment", "CNI firewall plugin admin overrides", "-j", "CNI-ADMIN");
             ipt("filter", "-A", "FORWARD", "-i", "eth0", "-j", "ACCEPT");
-            ipt("filter", "-A", "FORWARD", "-o", "concourse0", "-m", "comment", "--comment", `a "quoted" 'word' $(touch ${pwned}) \`touch ${pwned}\``, "-j", "ACCEPT");
+            ipt(
+                "filter",
+                "-A",
+                "FORWARD",
+                "-o",
+                "concourse0",
+                "-m",
+                "comment",
+                "--comment",
+                `a "quoted" 'word' $(touch ${pwned}) \`touch ${pwned}\``,
+                "-j",
+                "ACCEPT",
+            );
             ipt("filter", "-A", "FORWARD", "-i", "concourse0", "-j", "ACCEPT");
             ipt("filter", "-A", "FORWARD", "-m", "comment", "--comment", "keep me", "-j", "KEEP-ME");
             ipt("filter", "-A", "INPUT", "-i", "concourse0", "-j", "ACCEPT");
             for (const chain of ["CNI-abc123", "CONCOURSE-NAT"]) ipt("nat", "-N", chain);
-            ipt("nat", "-A", "POSTROUTING", "-s", "10.80.0.0/16", "-m", "comment", "--comment", `name: "concourse" id: "$(touch ${pwned})"`, "-j", "CNI-abc123");
+            ipt(
+                "nat",
+                "-A",
+                "POSTROUTING",
+                "-s",
+                "10.80.0.0/16",
+                "-m",
+                "comment",
+                "--comment",
+                `name: "concourse" id: "$(touch ${pwned})"`,
+                "-j",
+                "CNI-abc123",
+            );
             ipt("nat", "-A", "CNI-abc123", "-d", "10.80.0.0/16", "-j", "ACCEPT");
             ipt("nat", "-A", "CNI-abc123", "-j", "CONCOURSE-NAT");
             ipt("nat", "-A", "POSTROUTING", "-o", "eth0", "-j", "MASQUERADE");
@@ -241,12 +333,18 @@ describe("host scripts against hostile values (real bash)", function () {
             assert.strictEqual(r.status, 0, r.out);
             assert.ok(!fs.existsSync(pwned), `a rule's comment ran as a command:\n${r.out}`);
             assert.deepStrictEqual(ipt("filter", "-S").trim().split("\n"), [
-                "-P INPUT ACCEPT", "-P FORWARD ACCEPT", "-P OUTPUT ACCEPT", "-N KEEP-ME",
+                "-P INPUT ACCEPT",
+                "-P FORWARD ACCEPT",
+                "-P OUTPUT ACCEPT",
+                "-N KEEP-ME",
                 "-A FORWARD -i eth0 -j ACCEPT",
-                "-A FORWARD -m comment --comment \"keep me\" -j KEEP-ME",
+                '-A FORWARD -m comment --comment "keep me" -j KEEP-ME',
             ]);
             assert.deepStrictEqual(ipt("nat", "-S").trim().split("\n"), [
-                "-P PREROUTING ACCEPT", "-P INPUT ACCEPT", "-P OUTPUT ACCEPT", "-P POSTROUTING ACCEPT",
+                "-P PREROUTING ACCEPT",
+                "-P INPUT ACCEPT",
+                "-P OUTPUT ACCEPT",
+                "-P POSTROUTING ACCEPT",
                 "-A POSTROUTING -o eth0 -j MASQUERADE",
             ]);
             assert.doesNotMatch(inNs("ip", "-o", "link"), /concourse0/);
@@ -255,8 +353,22 @@ describe("host scripts against hostile values (real bash)", function () {
 
     describe("validate-worker.sh: a dataset root others may write to", () => {
         const validate = (s: Sandbox, root: string) => {
-            const r = spawnSync(which("bash"), [path.join(HOST_DIR, "validate-worker.sh"), "ensure", "--vendor", "none", "--wrapper", path.join(s.dir, "no-wrapper"), "--socket", path.join(s.dir, "no.sock"), "--datasets-root", root],
-                { encoding: "utf8", env: s.env(), timeout: 60_000 });
+            const r = spawnSync(
+                which("bash"),
+                [
+                    path.join(HOST_DIR, "validate-worker.sh"),
+                    "ensure",
+                    "--vendor",
+                    "none",
+                    "--wrapper",
+                    path.join(s.dir, "no-wrapper"),
+                    "--socket",
+                    path.join(s.dir, "no.sock"),
+                    "--datasets-root",
+                    root,
+                ],
+                { encoding: "utf8", env: s.env(), timeout: 60_000 },
+            );
             return `${r.stdout}${r.stderr}`;
         };
 
@@ -264,7 +376,12 @@ describe("host scripts against hostile values (real bash)", function () {
             const s = new Sandbox(top, "modes");
             const open = s.folder("open");
             fs.chmodSync(open, 0o777);
-            assert.match(validate(s, open), new RegExp(`FAILED datasets: the dataset root ${open} is writable by group or others \\(mode 777\\), so they could put there a folder that every task then gets; make it writable by its owner only \\(chmod go-w ${open}\\)`));
+            assert.match(
+                validate(s, open),
+                new RegExp(
+                    `FAILED datasets: the dataset root ${open} is writable by group or others \\(mode 777\\), so they could put there a folder that every task then gets; make it writable by its owner only \\(chmod go-w ${open}\\)`,
+                ),
+            );
             const group = s.folder("group");
             fs.chmodSync(group, 0o775);
             assert.match(validate(s, group), /FAILED datasets: the dataset root .*group is writable by group or others \(mode 775\)/);
@@ -272,7 +389,10 @@ describe("host scripts against hostile values (real bash)", function () {
             const below = s.folder("parent/sets");
             fs.chmodSync(parent, 0o777);
             fs.chmodSync(below, 0o755);
-            assert.match(validate(s, below), new RegExp(`FAILED datasets: ${parent}, above the dataset root ${below}, is writable by group or others without the sticky bit \\(mode 777\\)`));
+            assert.match(
+                validate(s, below),
+                new RegExp(`FAILED datasets: ${parent}, above the dataset root ${below}, is writable by group or others without the sticky bit \\(mode 777\\)`),
+            );
             fs.chmodSync(parent, 0o1777);
             assert.doesNotMatch(validate(s, below), /FAILED datasets/);
             const fine = s.folder("fine");

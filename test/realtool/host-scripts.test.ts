@@ -21,23 +21,58 @@ const FAKES = path.join(REPO, "test/fixtures/host-scripts/bin");
 const FAKE_TOOLS = ["apt-get", "apt-cache", "dpkg-query", "dpkg", "systemctl", "fmpm", "curl"];
 const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh"];
 /** The real programs the scripts and the fakes may run; nothing else is on their PATH. */
-const REAL_TOOLS = ["bash", "sh", "env", "sed", "awk", "grep", "head", "cat", "cut", "tr", "wc", "find", "sort", "ls",
-    "sha256sum", "mkdir", "rm", "mv", "cp", "chmod", "touch", "dirname", "mktemp", "tar", "gzip", "flock", "rmdir", "basename"];
+const REAL_TOOLS = [
+    "bash",
+    "sh",
+    "env",
+    "sed",
+    "awk",
+    "grep",
+    "head",
+    "cat",
+    "cut",
+    "tr",
+    "wc",
+    "find",
+    "sort",
+    "ls",
+    "sha256sum",
+    "mkdir",
+    "rm",
+    "mv",
+    "cp",
+    "chmod",
+    "touch",
+    "dirname",
+    "mktemp",
+    "tar",
+    "gzip",
+    "flock",
+    "rmdir",
+    "basename",
+];
 
-const NVRM_550 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
-    + "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
-const NVRM_535 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
-    + "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+const NVRM_550 =
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n" +
+    "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+const NVRM_535 =
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n" +
+    "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
 /** The open kernel modules (the default since R560) name the architecture after "for". */
-const NVRM_OPEN_560 = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 21:42:42 UTC 2024\n"
-    + "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+const NVRM_OPEN_560 =
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 21:42:42 UTC 2024\n" +
+    "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
 
 let top = "";
 let sysBin = "";
 let bash = "";
 
 function which(command: string): string {
-    const found = spawnSync("sh", ["-c", `command -v "$1" || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || { [ -x "/sbin/$1" ] && echo "/sbin/$1"; }`, "sh", command], { encoding: "utf8" }).stdout.trim();
+    const found = spawnSync(
+        "sh",
+        ["-c", `command -v "$1" || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || { [ -x "/sbin/$1" ] && echo "/sbin/$1"; }`, "sh", command],
+        { encoding: "utf8" },
+    ).stdout.trim();
     if (!found.startsWith("/")) throw new Error(`${command} is not installed`);
     return found;
 }
@@ -46,7 +81,12 @@ function sha256(file: string): string {
     return crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 }
 
-interface Result { status: number | null; stdout: string; stderr: string; out: string }
+interface Result {
+    status: number | null;
+    stdout: string;
+    stderr: string;
+    out: string;
+}
 
 /** One throwaway host: a root for /proc, /sys, /dev, /opt, a state dir, a Concourse prefix, fake tools. */
 class FakeHost {
@@ -78,9 +118,16 @@ class FakeHost {
 
     env(): NodeJS.ProcessEnv {
         return {
-            PATH: `${this.bin}:${sysBin}`, LANG: "C", LC_ALL: "C", HOME: this.dir, TMPDIR: this.tmp,
-            FAKE_DIR: this.fake, FAKE_LOG: this.log,
-            GPU_WORKERS_ROOT: this.root, GPU_WORKERS_STATE_DIR: this.state, GPU_WORKERS_CONCOURSE_PREFIX: this.prefix,
+            PATH: `${this.bin}:${sysBin}`,
+            LANG: "C",
+            LC_ALL: "C",
+            HOME: this.dir,
+            TMPDIR: this.tmp,
+            FAKE_DIR: this.fake,
+            FAKE_LOG: this.log,
+            GPU_WORKERS_ROOT: this.root,
+            GPU_WORKERS_STATE_DIR: this.state,
+            GPU_WORKERS_CONCOURSE_PREFIX: this.prefix,
         };
     }
 
@@ -107,7 +154,10 @@ class FakeHost {
 
     /** The fake tools' calls, oldest first, optionally only those of `tool` (+ a subcommand). */
     calls(prefix?: string): string[] {
-        const lines = fs.readFileSync(this.log, "utf8").split("\n").filter((l) => l !== "");
+        const lines = fs
+            .readFileSync(this.log, "utf8")
+            .split("\n")
+            .filter((l) => l !== "");
         return prefix === undefined ? lines : lines.filter((l) => l === prefix || l.startsWith(`${prefix} `));
     }
 
@@ -129,8 +179,10 @@ class FakeHost {
     /** What `apt-cache madison PKG` prints, newest first as apt does. */
     madison(pkg: string, versions: string[]): void {
         fs.mkdirSync(path.join(this.fake, "madison"), { recursive: true });
-        fs.writeFileSync(path.join(this.fake, "madison", pkg),
-            versions.map((v) => ` ${pkg} | ${v} | http://mirror.example/ubuntu jammy/main amd64 Packages\n`).join(""));
+        fs.writeFileSync(
+            path.join(this.fake, "madison", pkg),
+            versions.map((v) => ` ${pkg} | ${v} | http://mirror.example/ubuntu jammy/main amd64 Packages\n`).join(""),
+        );
     }
 
     /** A package dpkg knows: status as dpkg's db:Status-Status (installed, config-files). */
@@ -191,7 +243,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.deepStrictEqual(h.calls(), []);
         });
 
-        it("reads the version of the open kernel modules too (\"Kernel Module for x86_64  560.35.03\")", () => {
+        it('reads the version of the open kernel modules too ("Kernel Module for x86_64  560.35.03")', () => {
             const h = new FakeHost("drv-open");
             h.put("proc/driver/nvidia/version", NVRM_OPEN_560);
             assert.match(h.ok("gpu-driver.sh", pinned("preinstalled")).stdout, /nvidia driver 560\.35\.03 is present/);
@@ -201,7 +253,11 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
 
         it("preinstalled nvidia but no driver loaded: fails naming /proc/driver/nvidia/version", () => {
             const h = new FakeHost("drv-none");
-            h.fails("gpu-driver.sh", pinned("preinstalled"), /expected a preinstalled nvidia driver, but none is loaded \(\/proc\/driver\/nvidia\/version is missing\)/);
+            h.fails(
+                "gpu-driver.sh",
+                pinned("preinstalled"),
+                /expected a preinstalled nvidia driver, but none is loaded \(\/proc\/driver\/nvidia\/version is missing\)/,
+            );
             assert.deepStrictEqual(h.calls(), []);
         });
 
@@ -219,8 +275,11 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const h = new FakeHost("drv-install");
             h.put("proc/driver/nvidia/version", NVRM_535);
             h.madison("nvidia-driver-550", ["550.54.15-0ubuntu0.22.04.1", "550.54.14-0ubuntu0.22.04.1"]);
-            h.fails("gpu-driver.sh", pinned("550.54.15"),
-                /installed nvidia-driver-550=550\.54\.15-0ubuntu0\.22\.04\.1, but 535\.104\.05 is loaded: reboot the host, then run pulumi up again/);
+            h.fails(
+                "gpu-driver.sh",
+                pinned("550.54.15"),
+                /installed nvidia-driver-550=550\.54\.15-0ubuntu0\.22\.04\.1, but 535\.104\.05 is loaded: reboot the host, then run pulumi up again/,
+            );
             assert.deepStrictEqual(h.calls("apt-cache"), ["apt-cache madison nvidia-driver-550-server", "apt-cache madison nvidia-driver-550"]);
             assert.deepStrictEqual(h.calls("apt-get"), ["apt-get install -y -q nvidia-driver-550=550.54.15-0ubuntu0.22.04.1"]);
             assert.strictEqual(h.stateFile("driver-package"), "nvidia-driver-550 not-installed\n", "installed, and not there before");
@@ -235,7 +294,13 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const h = new FakeHost("drv-nocand");
             h.madison("nvidia-driver-550", ["550.54.15-0ubuntu1", "550.54.14-0ubuntu1"]);
             for (const pin of ["550.54.16", "550.54.1"]) {
-                h.fails("gpu-driver.sh", pinned(pin), new RegExp(`driver ${pin.replace(/\./g, "\\.")} is pinned but no driver is loaded, and no apt package offers ${pin.replace(/\./g, "\\.")}; add the vendor's repository or preinstall the driver`));
+                h.fails(
+                    "gpu-driver.sh",
+                    pinned(pin),
+                    new RegExp(
+                        `driver ${pin.replace(/\./g, "\\.")} is pinned but no driver is loaded, and no apt package offers ${pin.replace(/\./g, "\\.")}; add the vendor's repository or preinstall the driver`,
+                    ),
+                );
             }
             assert.deepStrictEqual(h.calls("apt-get"), []);
             assert.strictEqual(h.stateFile("driver-package"), undefined);
@@ -311,8 +376,11 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         it("no apt source offers the pin: a clear message, nothing installed", () => {
             const h = new FakeHost("ctk-nocand");
             h.madison("nvidia-container-toolkit", ["1.17.7-1", "1.16.2-1"]);
-            h.fails("container-toolkit.sh", ensure,
-                /nvidia-container-toolkit 1\.17\.8 is pinned but no apt source offers it \(installed: none\); add the vendor's repository/);
+            h.fails(
+                "container-toolkit.sh",
+                ensure,
+                /nvidia-container-toolkit 1\.17\.8 is pinned but no apt source offers it \(installed: none\); add the vendor's repository/,
+            );
             assert.deepStrictEqual(h.calls("apt-get"), []);
             assert.strictEqual(h.stateFile("toolkit-package"), undefined);
         });
@@ -394,8 +462,11 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const { h, config } = nvswitchHost("fm-nomatch", 2);
             h.madison("nvidia-fabricmanager-550", ["550.54.14-1"]);
             h.dpkg("nvidia-fabricmanager-550", "installed", "550.54.14-1");
-            h.fails("fabric-manager.sh", ["ensure", "--config", config],
-                /no nvidia-fabricmanager package matches the loaded driver 550\.54\.15 exactly; fabricmanager must match the driver version/);
+            h.fails(
+                "fabric-manager.sh",
+                ["ensure", "--config", config],
+                /no nvidia-fabricmanager package matches the loaded driver 550\.54\.15 exactly; fabricmanager must match the driver version/,
+            );
             h.drop("proc/driver/nvidia/version");
             h.fails("fabric-manager.sh", ["ensure", "--config", config], /the NVIDIA driver is not loaded \(\/proc\/driver\/nvidia\/version is missing\)/);
             h.fails("fabric-manager.sh", ["ensure", "--config", path.join(h.dir, "nope.cfg")], /config .*nope\.cfg is missing/);
@@ -425,15 +496,25 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             h.ok("fabric-manager.sh", ["ensure", "--config", config, "--partition", "1", "--partition", "2", "--report", console, "--plan", "p1"]);
             assert.strictEqual(fs.readFileSync(console, "utf8"), "gpu-workers-fabric: ready plan=p1 partitions=1,2\n");
             h.drop("proc/driver/nvidia/version");
-            h.fails("fabric-manager.sh", ["ensure", "--config", config, "--partition", "1", "--report", console, "--plan", "p2"], /the NVIDIA driver is not loaded/);
-            assert.strictEqual(fs.readFileSync(console, "utf8"), "gpu-workers-fabric: failed plan=p2: the NVIDIA driver is not loaded (/proc/driver/nvidia/version is missing)\n");
+            h.fails(
+                "fabric-manager.sh",
+                ["ensure", "--config", config, "--partition", "1", "--report", console, "--plan", "p2"],
+                /the NVIDIA driver is not loaded/,
+            );
+            assert.strictEqual(
+                fs.readFileSync(console, "utf8"),
+                "gpu-workers-fabric: failed plan=p2: the NVIDIA driver is not loaded (/proc/driver/nvidia/version is missing)\n",
+            );
         });
 
         it("partitions without fmpm, or one fmpm cannot activate: names what is wrong", () => {
             const a = nvswitchHost("fm-nofmpm", 2, { without: ["fmpm"] });
             a.h.dpkg("nvidia-fabricmanager-550", "installed", "550.54.15-1");
-            a.h.fails("fabric-manager.sh", ["ensure", "--config", a.config, "--partition", "1"],
-                /partition 1 requested but fmpm \(the fabric manager partition tool\) is not installed/);
+            a.h.fails(
+                "fabric-manager.sh",
+                ["ensure", "--config", a.config, "--partition", "1"],
+                /partition 1 requested but fmpm \(the fabric manager partition tool\) is not installed/,
+            );
             const b = nvswitchHost("fm-badpart", 2);
             b.h.dpkg("nvidia-fabricmanager-550", "installed", "550.54.15-1");
             partitions(b.h, { 0: false });
@@ -508,17 +589,21 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         function installerShim(h: FakeHost): { shim: string; restored: string } {
             const shim = path.join(h.dir, "install-runc-wrapper.sh");
             const restored = path.join(h.dir, "restored.sha256");
-            fs.writeFileSync(shim, [
-                "#!/bin/sh",
-                "set -eu",
-                `bash ${JSON.stringify(path.join(HOST_DIR, "install-runc-wrapper.sh"))} "$@"`,
-                'if [ "$1" = remove ]; then',
-                '  runc=""; prev=""',
-                '  for a in "$@"; do if [ "$prev" = --runc ]; then runc=$a; fi; prev=$a; done',
-                `  sha256sum "$runc" | cut -d' ' -f1 >> ${JSON.stringify(restored)}`,
-                "fi",
-                "",
-            ].join("\n"), { mode: 0o755 });
+            fs.writeFileSync(
+                shim,
+                [
+                    "#!/bin/sh",
+                    "set -eu",
+                    `bash ${JSON.stringify(path.join(HOST_DIR, "install-runc-wrapper.sh"))} "$@"`,
+                    'if [ "$1" = remove ]; then',
+                    '  runc=""; prev=""',
+                    '  for a in "$@"; do if [ "$prev" = --runc ]; then runc=$a; fi; prev=$a; done',
+                    `  sha256sum "$runc" | cut -d' ' -f1 >> ${JSON.stringify(restored)}`,
+                    "fi",
+                    "",
+                ].join("\n"),
+                { mode: 0o755 },
+            );
             return { shim, restored };
         }
 
@@ -598,12 +683,19 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
 
             h.resetLog();
             const wrong = sha256(v1);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.flags],
-                new RegExp(`file://${v2} does not match sha256 ${wrong}`));
+            h.fails(
+                "concourse-worker.sh",
+                ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.flags],
+                new RegExp(`file://${v2} does not match sha256 ${wrong}`),
+            );
             assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/, "the installed release stays");
             assert.deepStrictEqual(h.calls("systemctl"), []);
             assert.deepStrictEqual(fs.readdirSync(h.tmp), [], "the download is cleaned up");
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--unit", UNIT, "--env", files.env], /--url needs --sha256/);
+            h.fails(
+                "concourse-worker.sh",
+                ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--unit", UNIT, "--env", files.env],
+                /--url needs --sha256/,
+            );
         });
 
         it("--wrap-runc puts the wrapper in Concourse's runc and keeps the real one aside; remove restores it byte for byte", () => {
@@ -611,8 +703,22 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const files = workerFiles(h);
             const { shim, restored } = installerShim(h);
             const aside = path.join(h.state, "concourse-runc.real");
-            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags,
-                "--wrap-runc", shim, "--wrapper", wrapper, "--wrapper-sha256", wrapperSha];
+            const args = [
+                "ensure",
+                "--version",
+                "7.11.2",
+                "--archive",
+                v1,
+                "--unit",
+                UNIT,
+                ...files.flags,
+                "--wrap-runc",
+                shim,
+                "--wrapper",
+                wrapper,
+                "--wrapper-sha256",
+                wrapperSha,
+            ];
             assert.match(h.ok("concourse-worker.sh", args).stdout, /installed the wrapper at .*concourse\/bin\/runc/);
             assert.strictEqual(sha256(runc(h)), wrapperSha);
             assert.strictEqual(sha256(aside), runcSha);
@@ -645,13 +751,34 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const files = workerFiles(h);
             const { shim } = installerShim(h);
             const bad = "0".repeat(64);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags,
-                "--wrap-runc", shim, "--wrapper", wrapper, "--wrapper-sha256", bad], new RegExp(`has sha256 ${wrapperSha}, expected ${bad}`));
+            h.fails(
+                "concourse-worker.sh",
+                [
+                    "ensure",
+                    "--version",
+                    "7.11.2",
+                    "--archive",
+                    v1,
+                    "--unit",
+                    UNIT,
+                    ...files.flags,
+                    "--wrap-runc",
+                    shim,
+                    "--wrapper",
+                    wrapper,
+                    "--wrapper-sha256",
+                    bad,
+                ],
+                new RegExp(`has sha256 ${wrapperSha}, expected ${bad}`),
+            );
             assert.strictEqual(sha256(runc(h)), runcSha);
             assert.ok(!fs.existsSync(path.join(h.state, "concourse-runc.real")));
             assert.deepStrictEqual(h.restarts(), []);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, "--env", files.env, "--wrap-runc", shim],
-                /--wrap-runc needs --wrapper and --wrapper-sha256/);
+            h.fails(
+                "concourse-worker.sh",
+                ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, "--env", files.env, "--wrap-runc", shim],
+                /--wrap-runc needs --wrapper and --wrapper-sha256/,
+            );
         });
 
         it("bad input: no --unit, a missing archive, a file that is no release", () => {
@@ -660,10 +787,18 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, ...env], /--unit is required/);
             h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT], /--env is required/);
             h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--unit", UNIT, ...env], /give --url URL --sha256 HEX or --archive PATH/);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT, ...env], /archive .*nope\.tgz is missing/);
+            h.fails(
+                "concourse-worker.sh",
+                ["ensure", "--version", "7.11.2", "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT, ...env],
+                /archive .*nope\.tgz is missing/,
+            );
             const notTar = path.join(h.dir, "concourse.tgz");
             fs.writeFileSync(notTar, "<html>not found</html>\n");
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", notTar, "--unit", UNIT, ...env], /concourse\.tgz is not a gzip tarball/);
+            h.fails(
+                "concourse-worker.sh",
+                ["ensure", "--version", "7.11.2", "--archive", notTar, "--unit", UNIT, ...env],
+                /concourse\.tgz is not a gzip tarball/,
+            );
             assert.deepStrictEqual(fs.readdirSync(h.prefix), []);
             assert.deepStrictEqual(h.calls("systemctl"), []);
         });

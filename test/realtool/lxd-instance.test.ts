@@ -118,7 +118,12 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
     it("disk with shift: works where idmapped mounts do, else LXD's refusal reaches the user", async () => {
         const shifted = path.join(hostData, "shifted");
         fs.mkdirSync(shifted, { recursive: true });
-        const s: LxdInstanceSpec = { server: { socket: d.socket }, name: "t-shift", image: IMAGE, devices: { "dataset-rw": { type: "disk", source: shifted, path: "/srv/rw", readonly: "false", shift: "true" } } };
+        const s: LxdInstanceSpec = {
+            server: { socket: d.socket },
+            name: "t-shift",
+            image: IMAGE,
+            devices: { "dataset-rw": { type: "disk", source: shifted, path: "/srv/rw", readonly: "false", shift: "true" } },
+        };
         try {
             await provider.create(s);
         } catch (e) {
@@ -209,24 +214,34 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
         const hasGpu = fs.existsSync("/dev/dri/card0") || fs.existsSync("/dev/nvidia0");
         const gpu = hasGpu ? { type: "gpu", gputype: "physical", pci: "0000:ff:1f.7" } : { type: "gpu", gputype: "physical", id: "0" };
         await assert.rejects(provider.create({ server: { socket: d.socket }, name: "t-gpu", image: IMAGE, devices: { gpu0: gpu } }), (e: Error) => {
-            assert.match(e.message, /^lxd: instance t-gpu: start failed: Failed to start device "gpu0": (Failed to detect requested GPU device|Invalid PCI address)/);
+            assert.match(
+                e.message,
+                /^lxd: instance t-gpu: start failed: Failed to start device "gpu0": (Failed to detect requested GPU device|Invalid PCI address)/,
+            );
             return true;
         });
         assert.ok(!d.instanceExists("t-gpu"), "the instance that could not start is removed again");
     });
 
     it("a missing image: LXD's message, naming the instance and the image", async () => {
-        await assert.rejects(provider.create({ server: { socket: d.socket }, name: "t-noimg", image: "gpu-workers/missing" }),
-            { message: "lxd: instance t-noimg: create failed: Image alias not found (image gpu-workers/missing)" });
+        await assert.rejects(provider.create({ server: { socket: d.socket }, name: "t-noimg", image: "gpu-workers/missing" }), {
+            message: "lxd: instance t-noimg: create failed: Image alias not found (image gpu-workers/missing)",
+        });
         assert.ok(!d.instanceExists("t-noimg"));
     });
 
     it("bad input is refused before any call to LXD", async () => {
-        const refusing: ops.LxdApiFactory = () => { throw new Error("LXD must not be called"); };
+        const refusing: ops.LxdApiFactory = () => {
+            throw new Error("LXD must not be called");
+        };
         const base = { server: { socket: d.socket }, name: "t-bad", image: IMAGE };
-        await assert.rejects(ops.create({ ...base, devices: { g: { type: "gpu-card" } } }, refusing), (e: Error) => e instanceof LxdValidationError && /device g: unknown device type "gpu-card"/.test(e.message));
-        await assert.rejects(ops.create({ ...base, devices: { gpu0: { type: "gpu", id: "nvidia.com/gpu" } } }, refusing),
-            { message: 'lxd instance t-bad: device gpu0: id "nvidia.com/gpu" is not a CDI id (expected vendor.com/class=name)' });
+        await assert.rejects(
+            ops.create({ ...base, devices: { g: { type: "gpu-card" } } }, refusing),
+            (e: Error) => e instanceof LxdValidationError && /device g: unknown device type "gpu-card"/.test(e.message),
+        );
+        await assert.rejects(ops.create({ ...base, devices: { gpu0: { type: "gpu", id: "nvidia.com/gpu" } } }, refusing), {
+            message: 'lxd instance t-bad: device gpu0: id "nvidia.com/gpu" is not a CDI id (expected vendor.com/class=name)',
+        });
         // And the provider as Pulumi runs it refuses the same, with nothing made on the server.
         await assert.rejects(provider.create({ ...base, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }), /device gpu0: id "gpu=0" is not a CDI id/);
         assert.ok(!d.instanceExists("t-bad"));
@@ -245,8 +260,27 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
             url = `https://127.0.0.1:${port}`;
             const certDir = path.join(d.dir, "client");
             fs.mkdirSync(certDir, { mode: 0o700 });
-            execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1", "-nodes", "-days", "2",
-                "-subj", "/CN=gpu-workers-test", "-keyout", path.join(certDir, "client.key"), "-out", path.join(certDir, "client.crt")], { stdio: "ignore" });
+            execFileSync(
+                "openssl",
+                [
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:secp384r1",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=gpu-workers-test",
+                    "-keyout",
+                    path.join(certDir, "client.key"),
+                    "-out",
+                    path.join(certDir, "client.crt"),
+                ],
+                { stdio: "ignore" },
+            );
             d.lxc("config", "trust", "add", path.join(certDir, "client.crt"));
             clientCert = fs.readFileSync(path.join(certDir, "client.crt"), "utf8");
             clientKey = fs.readFileSync(path.join(certDir, "client.key"), "utf8");
@@ -270,17 +304,45 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
             const wrongPin = new LxdClient({ url, clientCert, clientKey, serverCert: clientCert });
             await assert.rejects(wrongPin.serverInfo(), /presented certificate .*, not the pinned/);
             const unpinned = new LxdClient({ url, clientCert, clientKey });
-            await assert.rejects(unpinned.serverInfo(), /cannot verify server 127\.0\.0\.1:\d+: self-signed certificate \(pin its certificate with serverCert\)/);
+            await assert.rejects(
+                unpinned.serverInfo(),
+                /cannot verify server 127\.0\.0\.1:\d+: self-signed certificate \(pin its certificate with serverCert\)/,
+            );
         });
 
         it("an untrusted client certificate gets LXD's refusal", async () => {
             const certDir = path.join(d.dir, "stranger");
             fs.mkdirSync(certDir, { mode: 0o700 });
-            execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1", "-nodes", "-days", "2",
-                "-subj", "/CN=stranger", "-keyout", path.join(certDir, "k"), "-out", path.join(certDir, "c")], { stdio: "ignore" });
-            const stranger = { url, clientCert: fs.readFileSync(path.join(certDir, "c"), "utf8"), clientKey: fs.readFileSync(path.join(certDir, "k"), "utf8"), serverCert };
-            await assert.rejects(provider.create({ server: stranger, name: "t-stranger", image: IMAGE }),
-                (e: Error) => /^lxd: instance t-stranger: create failed: .*(not authorized|forbidden|untrusted)/i.test(e.message));
+            execFileSync(
+                "openssl",
+                [
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:secp384r1",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=stranger",
+                    "-keyout",
+                    path.join(certDir, "k"),
+                    "-out",
+                    path.join(certDir, "c"),
+                ],
+                { stdio: "ignore" },
+            );
+            const stranger = {
+                url,
+                clientCert: fs.readFileSync(path.join(certDir, "c"), "utf8"),
+                clientKey: fs.readFileSync(path.join(certDir, "k"), "utf8"),
+                serverCert,
+            };
+            await assert.rejects(provider.create({ server: stranger, name: "t-stranger", image: IMAGE }), (e: Error) =>
+                /^lxd: instance t-stranger: create failed: .*(not authorized|forbidden|untrusted)/i.test(e.message),
+            );
             assert.ok(!d.instanceExists("t-stranger"));
         });
     });

@@ -78,11 +78,29 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
     });
 
     it("a key login works and lands in the instance (hostname from the image template)", () => {
-        const r = spawnSync("ssh", [
-            "-i", keyFile, "-p", String(port),
-            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
-            "--", "root@127.0.0.1", "cat /etc/hostname; id -u; systemctl is-system-running || true",
-        ], { encoding: "utf8", timeout: 60_000 });
+        const r = spawnSync(
+            "ssh",
+            [
+                "-i",
+                keyFile,
+                "-p",
+                String(port),
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-o",
+                "ConnectTimeout=10",
+                "--",
+                "root@127.0.0.1",
+                "cat /etc/hostname; id -u; systemctl is-system-running || true",
+            ],
+            { encoding: "utf8", timeout: 60_000 },
+        );
         assert.strictEqual(r.status, 0, r.stderr);
         const [hostname, uid, systemState] = r.stdout.trim().split("\n");
         assert.strictEqual(hostname, NAME);

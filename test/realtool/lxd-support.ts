@@ -24,7 +24,10 @@ const SCRIPTS_DIR = path.join(REPO, "scripts");
 
 /** Installs what every LXD real-tool test needs (Debian 12 package names). */
 export function ensureLxdTools(extra: { commands: string[]; packages: string[] } = { commands: [], packages: [] }): void {
-    ensureCommands(["lxd", "lxc", "busybox", "debootstrap", "openssl", ...extra.commands], ["lxd", "lxd-client", "busybox-static", "debootstrap", "openssl", ...extra.packages]);
+    ensureCommands(
+        ["lxd", "lxc", "busybox", "debootstrap", "openssl", ...extra.commands],
+        ["lxd", "lxd-client", "busybox-static", "debootstrap", "openssl", ...extra.packages],
+    );
 }
 
 export class TestDaemon {
@@ -38,7 +41,11 @@ export class TestDaemon {
         const dir = fs.mkdtempSync("/tmp/gw-lxd-");
         const daemon = new TestDaemon(dir);
         try {
-            execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+            execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "start", dir], {
+                encoding: "utf8",
+                stdio: ["ignore", "pipe", "pipe"],
+                timeout: 120_000,
+            });
         } catch (e) {
             daemon.stop();
             throw new Error(`could not start a test LXD daemon in ${dir}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
@@ -74,14 +81,22 @@ export class TestDaemon {
 
     /** Imports an image built (or cached) by scripts/lxd-build-image.sh; returns its fingerprint. */
     importImage(kind: "busybox" | "debian-12", timeoutMs = 900_000): string {
-        const out = execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-build-image.sh"), "import", kind], { env: this.env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: timeoutMs });
+        const out = execFileSync("bash", [path.join(SCRIPTS_DIR, "lxd-build-image.sh"), "import", kind], {
+            env: this.env,
+            encoding: "utf8",
+            stdio: ["ignore", "pipe", "pipe"],
+            timeout: timeoutMs,
+        });
         return out.trim().split("\n").pop()!;
     }
 
     /** Stops the daemon and removes its folder (only once nothing is mounted below it). */
     stop(): void {
         spawnSync("bash", [path.join(SCRIPTS_DIR, "lxd-test-daemon.sh"), "stop", this.dir], { stdio: "ignore", timeout: 180_000 });
-        const mounted = fs.readFileSync("/proc/self/mounts", "utf8").split("\n").some((l) => (l.split(" ")[1] ?? "").startsWith(`${this.dir}/`));
+        const mounted = fs
+            .readFileSync("/proc/self/mounts", "utf8")
+            .split("\n")
+            .some((l) => (l.split(" ")[1] ?? "").startsWith(`${this.dir}/`));
         if (mounted) {
             console.error(`lxd test daemon: ${this.dir} still has mounts; left in place`);
             return;

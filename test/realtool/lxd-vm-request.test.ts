@@ -52,7 +52,11 @@ describe("a shared board's worker VM against LXD's own validation (real daemon, 
         const access = planHostAccess("hgx-a-w1-host", "GpuHost", plan.workers[0].hostTransport);
         const user = generateOpensshKeyPair("login");
         const host = generateOpensshKeyPair("host");
-        const generated: Record<string, string> = { "login-key.public": user.publicKeyOpenssh, "host-key.private": host.privateKeyOpenssh, "host-key.public": host.publicKeyOpenssh };
+        const generated: Record<string, string> = {
+            "login-key.public": user.publicKeyOpenssh,
+            "host-key.private": host.privateKeyOpenssh,
+            "host-key.public": host.publicKeyOpenssh,
+        };
         const userData = renderAccessUserData(access.lxd!.files.map((f) => ({ ...f, content: f.generated ? generated[f.generated] : f.content })));
         return { ...access.lxd!.instance, userData, delivery: access.lxd!.delivery };
     }
@@ -66,7 +70,10 @@ describe("a shared board's worker VM against LXD's own validation (real daemon, 
         // A VM image: metadata and an empty qcow2 disk (LXD types an image by its root disk).
         const dir = path.join(d.dir, "vm-image");
         fs.mkdirSync(dir);
-        fs.writeFileSync(path.join(dir, "metadata.yaml"), `architecture: x86_64\ncreation_date: ${Math.floor(Date.now() / 1000)}\nproperties:\n  description: an empty disk, for requests only\n`);
+        fs.writeFileSync(
+            path.join(dir, "metadata.yaml"),
+            `architecture: x86_64\ncreation_date: ${Math.floor(Date.now() / 1000)}\nproperties:\n  description: an empty disk, for requests only\n`,
+        );
         execFileSync("tar", ["-czf", path.join(dir, "metadata.tar.gz"), "-C", dir, "metadata.yaml"]);
         execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", path.join(dir, "rootfs.img"), "64M"]);
         d.lxc("image", "import", path.join(dir, "metadata.tar.gz"), path.join(dir, "rootfs.img"), "--alias", VM_IMAGE);
@@ -87,11 +94,31 @@ describe("a shared board's worker VM against LXD's own validation (real daemon, 
         assert.strictEqual(instance.type, "virtual-machine");
         assert.strictEqual(instance.delivery, "cloud-init");
         const gpus = Object.values(instance.devices).filter((x) => x.type === "gpu");
-        assert.deepStrictEqual(gpus.map((g) => g.pci), ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"]);
+        assert.deepStrictEqual(
+            gpus.map((g) => g.pci),
+            ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"],
+        );
         assert.deepStrictEqual(instance.devices.eth0, { type: "nic", network, "ipv4.address": `${subnet}.11` });
-        assert.deepStrictEqual(instance.devices.sshd, { type: "proxy", nat: "true", listen: "tcp:127.0.0.1:2211", connect: `tcp:${subnet}.11:22`, bind: "host" });
+        assert.deepStrictEqual(instance.devices.sshd, {
+            type: "proxy",
+            nat: "true",
+            listen: "tcp:127.0.0.1:2211",
+            connect: `tcp:${subnet}.11:22`,
+            bind: "host",
+        });
         assert.match(instance.userData, /^#cloud-config\n/);
-        assert.deepStrictEqual(lxdInstanceProblems({ server: { socket: d.socket }, name: instance.instance, image: VM_IMAGE, type: "virtual-machine", config: instance.config, devices: instance.devices, userData: instance.userData }), []);
+        assert.deepStrictEqual(
+            lxdInstanceProblems({
+                server: { socket: d.socket },
+                name: instance.instance,
+                image: VM_IMAGE,
+                type: "virtual-machine",
+                config: instance.config,
+                devices: instance.devices,
+                userData: instance.userData,
+            }),
+            [],
+        );
     });
 
     /** POSTs a profile; LXD validates its config and every device (for any instance type). */
@@ -114,24 +141,50 @@ describe("a shared board's worker VM against LXD's own validation (real daemon, 
             assert.notStrictEqual(r.status, 0, "LXD took it");
             assert.match(r.stderr, message);
         };
-        refused(instance.config, { ...instance.devices, sshd: { ...instance.devices.sshd, listen: "tcp:0.0.0.0:2211" } }, /Cannot listen on wildcard address "0\.0\.0\.0" when in nat mode/);
-        refused(instance.config, { ...instance.devices, eth0: { ...instance.devices.eth0, "ipv4.address": "192.0.2.11" } }, /Device IP address "192\.0\.2\.11" not within network/);
+        refused(
+            instance.config,
+            { ...instance.devices, sshd: { ...instance.devices.sshd, listen: "tcp:0.0.0.0:2211" } },
+            /Cannot listen on wildcard address "0\.0\.0\.0" when in nat mode/,
+        );
+        refused(
+            instance.config,
+            { ...instance.devices, eth0: { ...instance.devices.eth0, "ipv4.address": "192.0.2.11" } },
+            /Device IP address "192\.0\.2\.11" not within network/,
+        );
         refused({ ...instance.config, "limits.cpus": "4" }, instance.devices, /Unknown configuration key: limits\.cpus/);
     });
 
     it("the VM request through the provider reaches LXD's instance record and is refused for the host's missing VM support only", async () => {
-        const spec = { server: { socket: d.socket }, name: instance.instance, image: VM_IMAGE, type: "virtual-machine" as const, profiles: ["default"], config: instance.config, devices: instance.devices, userData: instance.userData };
+        const spec = {
+            server: { socket: d.socket },
+            name: instance.instance,
+            image: VM_IMAGE,
+            type: "virtual-machine" as const,
+            profiles: ["default"],
+            config: instance.config,
+            devices: instance.devices,
+            userData: instance.userData,
+        };
         await assert.rejects(ops.create(spec), (e: Error) => {
             // Which part of VM support the machine lacks (KVM, vhost_vsock, QEMU, its firmware)
             // depends on the machine; every such refusal names the instance type as unsupported.
-            assert.match(e.message, /^lxd: instance hgx-a-w1: create failed: Failed creating instance record: Instance type "virtual-machine" is not supported on this server: \S/);
+            assert.match(
+                e.message,
+                /^lxd: instance hgx-a-w1: create failed: Failed creating instance record: Instance type "virtual-machine" is not supported on this server: \S/,
+            );
             return true;
         });
         assert.ok(!d.instanceExists(instance.instance), "nothing is left behind");
     });
 
     it("user-data end to end on a container: LXD gets it as cloud-init.user-data, the stored config leaves it out, a new one replaces", async () => {
-        const spec = { server: { socket: d.socket }, name: "gw-userdata", image: "gpu-workers/busybox", config: { "user.gpu-workers.role": "test" }, userData: instance.userData };
+        const spec = {
+            server: { socket: d.socket },
+            name: "gw-userdata",
+            image: "gpu-workers/busybox",
+            config: { "user.gpu-workers.role": "test" },
+            userData: instance.userData,
+        };
         const { outs } = await ops.create(spec);
         try {
             assert.strictEqual(d.query("/1.0/instances/gw-userdata").config["cloud-init.user-data"], instance.userData);

@@ -20,9 +20,33 @@ const SWITCHES = ["0000:09:00.0", "0000:0a:00.0", "0000:0b:00.0", "0000:0c:00.0"
 const CONTROLLER = "0000:03:00.1";
 const GPUS = ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"];
 
-const nvswitch = (bdf: string, group: number): FakePciDevice => ({ bdf, vendor: "0x10de", device: "0x22a3", class: "0x068000", driver: "nvidia", native: "nvidia", group });
-const bridge = (bdf: string, group: number, vendor = "0x1000", device = "0xc030"): FakePciDevice => ({ bdf, vendor, device, class: "0x060400", driver: "pcieport", native: "pcieport", group });
-const gpu = (bdf: string, group: number): FakePciDevice => ({ bdf, vendor: "0x10de", device: "0x2330", class: "0x030200", driver: "nvidia", native: "nvidia", group });
+const nvswitch = (bdf: string, group: number): FakePciDevice => ({
+    bdf,
+    vendor: "0x10de",
+    device: "0x22a3",
+    class: "0x068000",
+    driver: "nvidia",
+    native: "nvidia",
+    group,
+});
+const bridge = (bdf: string, group: number, vendor = "0x1000", device = "0xc030"): FakePciDevice => ({
+    bdf,
+    vendor,
+    device,
+    class: "0x060400",
+    driver: "pcieport",
+    native: "pcieport",
+    group,
+});
+const gpu = (bdf: string, group: number): FakePciDevice => ({
+    bdf,
+    vendor: "0x10de",
+    device: "0x2330",
+    class: "0x030200",
+    driver: "nvidia",
+    native: "nvidia",
+    group,
+});
 // The HGX board's PMC-Sierra function 0 is a bridge; function 1 is the memory controller, with no driver.
 const controllerPair = (group: number): FakePciDevice[] => [
     bridge("0000:03:00.0", group, "0x11f8", "0x4128"),
@@ -32,7 +56,14 @@ const nic: FakePciDevice = { bdf: "0000:01:00.0", vendor: "0x8086", device: "0x1
 
 /** Supermicro-like: the four NVSwitches and two PCIe switch ports in one group; the controller and its bridge in another. */
 function sharedGroups(): FakePciDevice[] {
-    return [nic, bridge("0000:05:00.0", 20), bridge("0000:06:00.0", 20), ...SWITCHES.map((b) => nvswitch(b, 20)), ...controllerPair(21), ...GPUS.map((b, i) => gpu(b, 30 + i))];
+    return [
+        nic,
+        bridge("0000:05:00.0", 20),
+        bridge("0000:06:00.0", 20),
+        ...SWITCHES.map((b) => nvswitch(b, 20)),
+        ...controllerPair(21),
+        ...GPUS.map((b, i) => gpu(b, 30 + i)),
+    ];
 }
 
 /** DGX-like: every NVSwitch alone in its group. */
@@ -40,7 +71,11 @@ function groupPerSwitch(): FakePciDevice[] {
     return [nic, ...SWITCHES.map((b, i) => nvswitch(b, 40 + i)), ...controllerPair(44), ...GPUS.map((b, i) => gpu(b, 30 + i))];
 }
 
-interface Outcome { code: number; stdout: string; stderr: string }
+interface Outcome {
+    code: number;
+    stdout: string;
+    stderr: string;
+}
 
 describe("nvswitch-vfio.sh on models of sysfs", function () {
     this.timeout(60_000);
@@ -89,9 +124,13 @@ describe("nvswitch-vfio.sh on models of sysfs", function () {
         // Bridges stay with their driver, and nothing outside the groups moves.
         const after = everyDriver(devices);
         for (const d of devices.filter((x) => ![...SWITCHES, CONTROLLER].includes(x.bdf))) assert.strictEqual(after[d.bdf], before[d.bdf], d.bdf);
-        assert.deepStrictEqual(fs.readdirSync(state).sort().map((b) => [b, fs.readFileSync(path.join(state, b), "utf8")]), [
-            [CONTROLLER, "none\n"], ...SWITCHES.map((b) => [b, "nvidia\n"]),
-        ]);
+        assert.deepStrictEqual(
+            fs
+                .readdirSync(state)
+                .sort()
+                .map((b) => [b, fs.readFileSync(path.join(state, b), "utf8")]),
+            [[CONTROLLER, "none\n"], ...SWITCHES.map((b) => [b, "nvidia\n"])],
+        );
         assert.strictEqual((await script("check", named)).code, 0);
 
         const again = await script("ensure", named);
@@ -128,20 +167,39 @@ describe("nvswitch-vfio.sh on models of sysfs", function () {
 
     it("refuses a group that also holds a GPU, naming it, and changes nothing", async () => {
         const devices = sharedGroups().map((d) => (d.bdf === GPUS[0] ? { ...d, group: 20 } : d));
-        await refuses(devices, true, named, /^nvswitch-vfio: IOMMU group 20 \(of 0000:09:00\.0\) also holds 0000:0d:00\.0 \(10de:2330, class 0x030200, driver nvidia\), which is neither an NVSwitch, the NVSwitch memory controller nor a bridge/);
+        await refuses(
+            devices,
+            true,
+            named,
+            /^nvswitch-vfio: IOMMU group 20 \(of 0000:09:00\.0\) also holds 0000:0d:00\.0 \(10de:2330, class 0x030200, driver nvidia\), which is neither an NVSwitch, the NVSwitch memory controller nor a bridge/,
+        );
     });
 
     it("refuses when the IOMMU is off, naming the NVSwitch", async () => {
-        await refuses(sharedGroups(), false, named, /^nvswitch-vfio: the IOMMU is off \(no groups under .*\/kernel\/iommu_groups\), so NVSwitch 0000:09:00\.0 cannot be given to a VM: enable VT-d/);
+        await refuses(
+            sharedGroups(),
+            false,
+            named,
+            /^nvswitch-vfio: the IOMMU is off \(no groups under .*\/kernel\/iommu_groups\), so NVSwitch 0000:09:00\.0 cannot be given to a VM: enable VT-d/,
+        );
     });
 
     it("refuses an NVSwitch on the bus that is not named", async () => {
-        await refuses(sharedGroups(), true, [...SWITCHES.slice(0, 3).flatMap((s) => ["--nvswitch", s]), "--memory-controller", CONTROLLER],
-            /NVSwitch 0000:0c:00\.0 \(10de:22a3, class 0x068000, driver nvidia\) is on the bus but not named/);
+        await refuses(
+            sharedGroups(),
+            true,
+            [...SWITCHES.slice(0, 3).flatMap((s) => ["--nvswitch", s]), "--memory-controller", CONTROLLER],
+            /NVSwitch 0000:0c:00\.0 \(10de:22a3, class 0x068000, driver nvidia\) is on the bus but not named/,
+        );
     });
 
     it("refuses a named function that is not what it is named as", async () => {
-        await refuses(sharedGroups(), true, [...named, "--nvswitch", GPUS[1]], /0000:0e:00\.0 \(10de:2330, class 0x030200, driver nvidia\) is named as the nvswitch but is not one/);
+        await refuses(
+            sharedGroups(),
+            true,
+            [...named, "--nvswitch", GPUS[1]],
+            /0000:0e:00\.0 \(10de:2330, class 0x030200, driver nvidia\) is named as the nvswitch but is not one/,
+        );
     });
 
     it("takes addresses as nvidia-smi writes them (8-digit domain, upper case)", async () => {

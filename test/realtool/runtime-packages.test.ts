@@ -34,14 +34,25 @@ describe("runtime-packages.sh (real apt in an LXD instance)", function () {
         fs.writeFileSync(path.join(repo, "Packages"), execFileSync("dpkg-scanpackages", ["."], { cwd: repo, stdio: ["ignore", "pipe", "ignore"] }));
         daemon.lxc("file", "push", "-q", "-r", "--create-dirs", repo, `${INSTANCE}/srv/`);
         for (const script of ["runtime-packages.sh", "ownership.sh"]) {
-            daemon.lxc("file", "push", "-q", "--create-dirs", "--mode", "0755", path.join(REPO, "host", script), `${INSTANCE}/usr/local/lib/gpu-workers/${script}`);
+            daemon.lxc(
+                "file",
+                "push",
+                "-q",
+                "--create-dirs",
+                "--mode",
+                "0755",
+                path.join(REPO, "host", script),
+                `${INSTANCE}/usr/local/lib/gpu-workers/${script}`,
+            );
         }
-        const r = sh([
-            "rm -f /etc/apt/sources.list.d/* && echo 'deb [trusted=yes] file:/srv/repo ./' > /etc/apt/sources.list",
-            "apt-get update -qq",
-            "systemctl disable --now containerd >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq containerd runc >/dev/null",
-            "! command -v runc && ! command -v containerd",
-        ].join(" && "));
+        const r = sh(
+            [
+                "rm -f /etc/apt/sources.list.d/* && echo 'deb [trusted=yes] file:/srv/repo ./' > /etc/apt/sources.list",
+                "apt-get update -qq",
+                "systemctl disable --now containerd >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq containerd runc >/dev/null",
+                "! command -v runc && ! command -v containerd",
+            ].join(" && "),
+        );
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);
     });
 
@@ -88,7 +99,12 @@ describe("runtime-packages.sh (real apt in an LXD instance)", function () {
     });
 
     it("the one list of an earlier version: remove purges that step's packages from it", () => {
-        assert.strictEqual(sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc >/dev/null && printf 'containerd\\nrunc\\n' > /var/lib/gpu-workers/runtime-packages.installed").status, 0);
+        assert.strictEqual(
+            sh(
+                "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc >/dev/null && printf 'containerd\\nrunc\\n' > /var/lib/gpu-workers/runtime-packages.installed",
+            ).status,
+            0,
+        );
         assert.strictEqual(sh(`${SCRIPT} remove containerd=containerd runc=runc`).status, 0);
         assert.notStrictEqual(sh("command -v containerd").status, 0);
         assert.strictEqual(sh("ls /var/lib/gpu-workers | grep runtime-packages").stdout, "", "the old list is gone too");

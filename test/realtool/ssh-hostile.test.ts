@@ -36,8 +36,11 @@ describe("ssh: a hostile user never becomes an option (real ssh)", function () {
         pwned = path.join(dir, "pwned");
         const key = generateOpensshKeyPair("test");
         target = {
-            host: "127.0.0.1", port: await closedPort(), user: `-oProxyCommand=touch ${pwned} #`,
-            privateKey: key.privateKeyOpenssh, hostKey: generateOpensshKeyPair("host").publicKeyOpenssh,
+            host: "127.0.0.1",
+            port: await closedPort(),
+            user: `-oProxyCommand=touch ${pwned} #`,
+            privateKey: key.privateKeyOpenssh,
+            hostKey: generateOpensshKeyPair("host").publicKeyOpenssh,
         };
     });
 
@@ -52,8 +55,14 @@ describe("ssh: a hostile user never becomes an option (real ssh)", function () {
 
     it("a host or a host key that would add a second known_hosts line is refused too", async () => {
         const user = { ...target, user: "root" };
-        await assert.rejects(runOverSsh({ ...user, host: "127.0.0.1\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil" }, "true", "", 20), /ssh: the host ".*" is neither a DNS name nor an IP address/);
-        await assert.rejects(runOverSsh({ ...user, hostKey: `${target.hostKey}\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil` }, "true", "", 20), /ssh: the host key of 127\.0\.0\.1 is not one public key on one line/);
+        await assert.rejects(
+            runOverSsh({ ...user, host: "127.0.0.1\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil" }, "true", "", 20),
+            /ssh: the host ".*" is neither a DNS name nor an IP address/,
+        );
+        await assert.rejects(
+            runOverSsh({ ...user, hostKey: `${target.hostKey}\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil` }, "true", "", 20),
+            /ssh: the host key of 127\.0\.0\.1 is not one public key on one line/,
+        );
         await assert.rejects(runOverSsh({ ...user, host: "-oProxyCommand=x" }, "true", "", 20), /is neither a DNS name nor an IP address/);
     });
 
@@ -69,14 +78,20 @@ describe("ssh: a hostile user never becomes an option (real ssh)", function () {
 
     it("the stack's schema refuses the user and a host that looks like an option", () => {
         const raw = stackWith({ name: "a", inventory: NO_GPU });
-        Object.assign((raw.hosts[0] as { transport: { ssh: Record<string, unknown> } }).transport.ssh, { user: `-oProxyCommand=touch ${pwned} #`, host: "-oProxyCommand=x" });
-        assert.throws(() => parseStack(raw), (e: unknown) => {
-            assert.ok(e instanceof StackConfigError);
-            assert.deepStrictEqual(e.problems, [
-                "hosts[0].transport.ssh.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
-                "hosts[0].transport.ssh.user: expected a POSIX user name: a letter or _, then letters, digits, _ . or - (at most 32)",
-            ]);
-            return true;
+        Object.assign((raw.hosts[0] as { transport: { ssh: Record<string, unknown> } }).transport.ssh, {
+            user: `-oProxyCommand=touch ${pwned} #`,
+            host: "-oProxyCommand=x",
         });
+        assert.throws(
+            () => parseStack(raw),
+            (e: unknown) => {
+                assert.ok(e instanceof StackConfigError);
+                assert.deepStrictEqual(e.problems, [
+                    "hosts[0].transport.ssh.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
+                    "hosts[0].transport.ssh.user: expected a POSIX user name: a letter or _, then letters, digits, _ . or - (at most 32)",
+                ]);
+                return true;
+            },
+        );
     });
 });

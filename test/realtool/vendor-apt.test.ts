@@ -68,7 +68,11 @@ describe("vendor apt repositories (real apt, gpg, dpkg)", function () {
         const data = readVendorRepository("nvidia-container-toolkit");
         const shipped = path.join(dir, "shipped.asc");
         fs.writeFileSync(shipped, data.key!.join("\n") + "\n");
-        const gpgFprs = repo.gpg(["--with-colons", "--show-keys", shipped]).split("\n").filter((l) => l.startsWith("fpr:")).map((l) => l.split(":")[9]);
+        const gpgFprs = repo
+            .gpg(["--with-colons", "--show-keys", shipped])
+            .split("\n")
+            .filter((l) => l.startsWith("fpr:"))
+            .map((l) => l.split(":")[9]);
         const ours = keyFingerprints(data.key!.join("\n"));
         assert.deepStrictEqual([ours.primary, ...ours.subkeys], gpgFprs);
         assert.strictEqual(checkedRepository(data)!.fingerprint, "C95B321B61E88C1809C4F759DDCAE044F796ECB0");
@@ -76,14 +80,22 @@ describe("vendor apt repositories (real apt, gpg, dpkg)", function () {
 
     it("a key file that is not the published key is refused before it reaches a host", () => {
         const data = { ...readVendorRepository("nvidia-container-toolkit"), key: keys.other.armored.trimEnd().split("\n") };
-        assert.throws(() => checkedRepository(data), new RegExp(`fingerprint is ${keys.other.fingerprint}, but the vendor publishes C95B321B61E88C1809C4F759DDCAE044F796ECB0`));
+        assert.throws(
+            () => checkedRepository(data),
+            new RegExp(`fingerprint is ${keys.other.fingerprint}, but the vendor publishes C95B321B61E88C1809C4F759DDCAE044F796ECB0`),
+        );
     });
 
     it("apt installs the pinned version from the vendor source and holds it against a newer one", () => {
         place("1.17.8");
-        const r = run("bash", [TOOLKIT, "ensure", ...toolkitScriptArgs({ vendor: "nvidia", version: "1.17.8", repository: repository() }, paths).filter((a) => a !== "--dev-char-links")]);
+        const r = run("bash", [
+            TOOLKIT,
+            "ensure",
+            ...toolkitScriptArgs({ vendor: "nvidia", version: "1.17.8", repository: repository() }, paths).filter((a) => a !== "--dev-char-links"),
+        ]);
         assert.strictEqual(r.status, 0, r.out);
-        for (const pkg of ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container1"]) assert.strictEqual(installed(pkg), "installed 1.17.8-1", pkg);
+        for (const pkg of ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container1"])
+            assert.strictEqual(installed(pkg), "installed 1.17.8-1", pkg);
         const upgrade = run("apt-get", ["-y", "-q", "upgrade"]);
         assert.strictEqual(upgrade.status, 0, upgrade.out);
         assert.strictEqual(installed("nvidia-container-toolkit"), "installed 1.17.8-1", "an upgrade leaves the pin where it is");
@@ -95,13 +107,23 @@ describe("vendor apt repositories (real apt, gpg, dpkg)", function () {
     it("remove takes away the packages it installed, its dependencies too", () => {
         const r = run("bash", [TOOLKIT, "remove", "--vendor", "nvidia", "--version", "1.17.8"]);
         assert.strictEqual(r.status, 0, r.out);
-        for (const pkg of ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container1"]) assert.doesNotMatch(installed(pkg), /^installed/, pkg);
+        for (const pkg of ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container1"])
+            assert.doesNotMatch(installed(pkg), /^installed/, pkg);
     });
 
     it("a repository signed by another key is refused, naming that key", () => {
         repo.publish(keys.other.fingerprint);
         const source = repository();
-        const r = run("bash", [REFRESH, "refresh", "--source", path.join(paths.sourcesDir, `gpu-workers-${source.id}.sources`), "--keyring", path.join(paths.keyringDir, `gpu-workers-${source.id}.asc`), "--fingerprint", source.fingerprint]);
+        const r = run("bash", [
+            REFRESH,
+            "refresh",
+            "--source",
+            path.join(paths.sourcesDir, `gpu-workers-${source.id}.sources`),
+            "--keyring",
+            path.join(paths.keyringDir, `gpu-workers-${source.id}.asc`),
+            "--fingerprint",
+            source.fingerprint,
+        ]);
         assert.notStrictEqual(r.status, 0, r.out);
         const keyId = keys.other.fingerprint.slice(-16);
         assert.match(r.out, new RegExp(`apt refused the repository of .*: it is signed by key [0-9A-F]*${keyId}`, "i"), r.out);

@@ -48,7 +48,10 @@ describe("the checks' trust in an https web (real TLS, certificates from openssl
     it("refuses another CA, another certificate of the same CA, and no ca at all (the system's CAs do not know it)", async () => {
         await assert.rejects(login(other.read("ca.crt")), /unable to verify|self.signed|certificate/i);
         const sibling = pki.server("sibling");
-        await assert.rejects(login(sibling.cert), /unable to get local issuer certificate|the web presented a certificate \(sha256 [0-9A-F:]+\) other than the one it was given/);
+        await assert.rejects(
+            login(sibling.cert),
+            /unable to get local issuer certificate|the web presented a certificate \(sha256 [0-9A-F:]+\) other than the one it was given/,
+        );
         await assert.rejects(login(), /unable to verify|self.signed|certificate/i);
     });
 

@@ -30,29 +30,47 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
     let datasets: string;
     let device: string;
     let containerd: TestContainerd;
-    const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), { selection: "all", cdi: false, fabricManager: { mode: "auto", partitions: [] }, extraTags: [] });
+    const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), {
+        selection: "all",
+        cdi: false,
+        fabricManager: { mode: "auto", partitions: [] },
+        extraTags: [],
+    });
 
     /** The wrapper's settings as the chain renders them, with `change` applied to the plan or datasets. */
     function wrapperSettings(change: { plan?: Partial<WorkerGpuPlan>; writableSuffixes?: string[] } = {}): void {
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { ...plan, deviceNodes: [device], ...change.plan },
-            datasets: { root: datasets, writableSuffixes: change.writableSuffixes ?? ["_writable", "_rw"] },
-            realRuntime: realRunc,
-            logPath: path.join(dir, "wrapper.log"),
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { ...plan, deviceNodes: [device], ...change.plan },
+                datasets: { root: datasets, writableSuffixes: change.writableSuffixes ?? ["_writable", "_rw"] },
+                realRuntime: realRunc,
+                logPath: path.join(dir, "wrapper.log"),
+            }),
+        );
     }
 
     function validator(): WorkerValidatorSettings {
         return {
-            vendor: "none", gpus: [], selected: [], wrapper, socket: containerd.socket,
-            env: plan.env, unsetEnv: plan.unsetEnv, deviceNodes: [device],
+            vendor: "none",
+            gpus: [],
+            selected: [],
+            wrapper,
+            socket: containerd.socket,
+            env: plan.env,
+            unsetEnv: plan.unsetEnv,
+            deviceNodes: [device],
             datasets: { root: datasets, writableSuffixes: ["_writable", "_rw"] },
             cdiSpec: path.join(dir, "spec.json"),
         };
     }
 
     function validate(action: "ensure" | "check", s = validator()) {
-        const r = spawnSync("bash", [SCRIPT, action, ...validatorArgs(s)], { encoding: "utf8", env: { ...process.env, GPU_WORKERS_STATE_DIR: path.join(dir, "state") }, timeout: 300_000 });
+        const r = spawnSync("bash", [SCRIPT, action, ...validatorArgs(s)], {
+            encoding: "utf8",
+            env: { ...process.env, GPU_WORKERS_STATE_DIR: path.join(dir, "state") },
+            timeout: 300_000,
+        });
         return { status: r.status, out: `${r.stdout}\n${r.stderr}` };
     }
 
@@ -141,7 +159,7 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
     it("a refresh notices a changed CDI spec (the next up validates again)", () => {
         wrapperSettings();
         assert.strictEqual(validate("ensure").status, 0);
-        fs.writeFileSync(path.join(dir, "spec.json"), "{\"changed\":true}\n");
+        fs.writeFileSync(path.join(dir, "spec.json"), '{"changed":true}\n');
         const r = validate("check");
         assert.strictEqual(r.status, 1, r.out);
         assert.match(r.out, /validated with 'driver=\S* toolkit=\S* cdi=[0-9a-f]{64}', now/);

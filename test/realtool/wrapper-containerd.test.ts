@@ -30,15 +30,23 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
     let datasets: string;
     let containerd: TestContainerd;
     let counter = 0;
-    const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), { selection: [1, 3], cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] });
+    const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), {
+        selection: [1, 3],
+        cdi: false,
+        fabricManager: { mode: "off", partitions: [] },
+        extraTags: [],
+    });
 
     function settings(root: string): void {
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { ...plan, deviceNodes: [device] },
-            datasets: { root, writableSuffixes: ["_writable", "_rw"] },
-            realRuntime: realRunc,
-            logPath: path.join(dir, "wrapper.log"),
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { ...plan, deviceNodes: [device] },
+                datasets: { root, writableSuffixes: ["_writable", "_rw"] },
+                realRuntime: realRunc,
+                logPath: path.join(dir, "wrapper.log"),
+            }),
+        );
     }
 
     /** Runs `script` in a new container; extra ctr flags before the image. */
@@ -76,7 +84,13 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         fs.writeFileSync(config, renderConcourseContainerdConfig());
         containerd = new TestContainerd(dir, config, { ...process.env, PATH: `${bin}:${process.env.PATH}` });
         await containerd.start();
-        const image = makeBusyboxImage(path.join(dir, "image"), ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all", "AMD_VISIBLE_DEVICES=all", "HSA_OVERRIDE_GFX_VERSION=9.0.0", "KEEP_ME=1"]);
+        const image = makeBusyboxImage(path.join(dir, "image"), [
+            "PATH=/bin",
+            "NVIDIA_VISIBLE_DEVICES=all",
+            "AMD_VISIBLE_DEVICES=all",
+            "HSA_OVERRIDE_GFX_VERSION=9.0.0",
+            "KEEP_ME=1",
+        ]);
         containerd.ctr(["-n", NS, "images", "import", "--base-name", IMAGE.replace(/:latest$/, ""), image]);
     });
 
@@ -103,8 +117,16 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         ].join("; ");
         const out = run(script);
         const env = envOf(out);
-        assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")), ["NVIDIA_VISIBLE_DEVICES=1,3"], out);
-        assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_DRIVER_CAPABILITIES=")), ["NVIDIA_DRIVER_CAPABILITIES=compute,utility"], out);
+        assert.deepStrictEqual(
+            env.filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")),
+            ["NVIDIA_VISIBLE_DEVICES=1,3"],
+            out,
+        );
+        assert.deepStrictEqual(
+            env.filter((e) => e.startsWith("NVIDIA_DRIVER_CAPABILITIES=")),
+            ["NVIDIA_DRIVER_CAPABILITIES=compute,utility"],
+            out,
+        );
         assert.ok(!env.some((e) => e.startsWith("AMD_VISIBLE_DEVICES=") || e.startsWith("HSA_OVERRIDE_GFX_VERSION=")), out);
         assert.ok(env.includes("KEEP_ME=1"), out);
         assert.ok(out.includes("DEVICE-OK"), out);
@@ -118,7 +140,11 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
     it("a task that sets NVIDIA_VISIBLE_DEVICES=all itself still gets only its selection", () => {
         const out = run("env", ["--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DRIVER_CAPABILITIES=all", "--env", "NVIDIA_VISIBLE_DEVICES=0"]);
         const env = envOf(out);
-        assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_")), ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "NVIDIA_VISIBLE_DEVICES=1,3"], out);
+        assert.deepStrictEqual(
+            env.filter((e) => e.startsWith("NVIDIA_")),
+            ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "NVIDIA_VISIBLE_DEVICES=1,3"],
+            out,
+        );
     });
 
     /** Starts a long-lived container, runs `env` in it as a second process (runc exec --process, as Concourse runs a task's command), and removes it. */
@@ -138,18 +164,29 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
         const control = envOf(execEnv(["--runc-binary", realRunc]));
         assert.ok(control.includes("NVIDIA_VISIBLE_DEVICES=all"), `control: the process spec carries the image's variables\n${control.join("\n")}`);
         const env = envOf(execEnv());
-        assert.deepStrictEqual(env.filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")), ["NVIDIA_VISIBLE_DEVICES=1,3"], env.join("\n"));
+        assert.deepStrictEqual(
+            env.filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")),
+            ["NVIDIA_VISIBLE_DEVICES=1,3"],
+            env.join("\n"),
+        );
         assert.ok(!env.some((e) => e.startsWith("AMD_VISIBLE_DEVICES=") || e.startsWith("HSA_OVERRIDE_GFX_VERSION=")), env.join("\n"));
         assert.ok(env.includes("KEEP_ME=1"), env.join("\n"));
     });
 
     it("with the wrapper named as the runtime binary (what CRI's BinaryName option does), the same edits", () => {
         const out = run("env", ["--runc-binary", wrapper]);
-        assert.deepStrictEqual(envOf(out).filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")), ["NVIDIA_VISIBLE_DEVICES=1,3"], out);
+        assert.deepStrictEqual(
+            envOf(out).filter((e) => e.startsWith("NVIDIA_VISIBLE_DEVICES=")),
+            ["NVIDIA_VISIBLE_DEVICES=1,3"],
+            out,
+        );
     });
 
     it("a destination the spec already mounts is not mounted again", () => {
-        const out = run(`cat /proc/self/mountinfo; touch ${datasets}/models/x && echo MODELS-WRITABLE`, ["--mount", `type=tmpfs,src=tmpfs,dst=${datasets}/models,options=rw`]);
+        const out = run(`cat /proc/self/mountinfo; touch ${datasets}/models/x && echo MODELS-WRITABLE`, [
+            "--mount",
+            `type=tmpfs,src=tmpfs,dst=${datasets}/models,options=rw`,
+        ]);
         const mounts = mountsBelow(out, datasets);
         assert.strictEqual(mounts.get(`${datasets}/models`)?.fstype, "tmpfs", out);
         assert.strictEqual(out.split("\n").filter((l) => l.split(" ")[4] === `${datasets}/models`).length, 1, out);
@@ -249,10 +286,20 @@ describe("runc wrapper through containerd (real containerd, shim, runc)", functi
             assert.strictEqual(rootMount?.mode, "ro", "the root is mounted read-only");
             const fromMountinfo = new Map([...mounts].map(([p, m]) => [p.slice(root.length + 1), m.mode as string]));
             const writableFolders = corpus.filter(([n, m]) => m === "rw" && !isLink(n)).map(([n]) => [n, "rw"] as [string, string]);
-            assert.deepStrictEqual(new Map([...fromMountinfo].sort()), new Map(writableFolders.sort()), "mountinfo below the root: the writable folders, nothing else");
+            assert.deepStrictEqual(
+                new Map([...fromMountinfo].sort()),
+                new Map(writableFolders.sort()),
+                "mountinfo below the root: the writable folders, nothing else",
+            );
             const log = fs.readFileSync(path.join(dir, "wrapper.log"), "utf8").slice(logBefore);
-            assert.match(log, new RegExp(`dataset "${root}/${LATIN1_PREFIX}\\\\xe9_rw" stays read-only although its name ends with a writable suffix: the name is not UTF-8`));
-            assert.ok(!log.includes("fifo") && !log.includes("file.txt") && !log.includes("escape_rw"), "files and links are not the wrapper's business: no noise");
+            assert.match(
+                log,
+                new RegExp(`dataset "${root}/${LATIN1_PREFIX}\\\\xe9_rw" stays read-only although its name ends with a writable suffix: the name is not UTF-8`),
+            );
+            assert.ok(
+                !log.includes("fifo") && !log.includes("file.txt") && !log.includes("escape_rw"),
+                "files and links are not the wrapper's business: no noise",
+            );
             // No shell ever saw a name: the command substitutions did not run anywhere.
             const places = [process.cwd(), "/", "/tmp", dir, root, path.join(dir, "state")];
             for (const p of pwned) {

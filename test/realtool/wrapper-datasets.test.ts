@@ -14,7 +14,12 @@ import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
 import { ensureCommands } from "../support/tools";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, mountsBelow, sh, tempDir, writeSettings } from "./wrapper-support";
 
-interface Mount { destination: string; type: string; source: string; options?: string[] }
+interface Mount {
+    destination: string;
+    type: string;
+    source: string;
+    options?: string[];
+}
 
 describe("runc wrapper datasets (real runc, real mounts)", function () {
     this.timeout(300_000);
@@ -31,19 +36,25 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
     const crunGlobals = () => ["--root", path.join(dir, "crun-root")];
     // crun refuses a cgroup v2 hierarchy with controllers beside v1 ones (this machine's hybrid
     // layout): it runs in a mount namespace of its own without that hierarchy.
-    const hybrid = ["unshare", "-m", "--propagation", "private", "sh", "-c", "umount /sys/fs/cgroup/unified 2>/dev/null; exec \"$0\" \"$@\""];
+    const hybrid = ["unshare", "-m", "--propagation", "private", "sh", "-c", 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$0" "$@"'];
 
     function settings(realRuntime: string): void {
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { env: {}, unsetEnv: [], deviceNodes: [] },
-            datasets: { root: datasets, writableSuffixes: ["_rw"] },
-            realRuntime,
-            logPath: log,
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { env: {}, unsetEnv: [], deviceNodes: [] },
+                datasets: { root: datasets, writableSuffixes: ["_rw"] },
+                realRuntime,
+                logPath: log,
+            }),
+        );
     }
 
     /** Runs `script` in a new container through the wrapper (behind `prefix`, a command that execs it); its output, exit status and spec. */
-    function run(script: string, opts: { globals?: string[]; prefix?: string[]; mounts?: Mount[] } = {}): { status: number | null; out: string; spec: { mounts: Mount[] } } {
+    function run(
+        script: string,
+        opts: { globals?: string[]; prefix?: string[]; mounts?: Mount[] } = {},
+    ): { status: number | null; out: string; spec: { mounts: Mount[] } } {
         const id = `ds${process.pid}-${++counter}`;
         const bundle = makeBundle(path.join(dir, "bundles", id), rootfs, ["sh", "-c", script], ["PATH=/bin", `R=${datasets}`]);
         if (opts.mounts) {
@@ -62,8 +73,20 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
 
     const datasetMounts = (spec: { mounts: Mount[] }) => spec.mounts.filter((m) => m.destination === datasets || m.destination.startsWith(`${datasets}/`));
     /** A write probe for each path: "probe NAME rw", "probe NAME ro" or "probe NAME missing". */
-    const probe = (names: string[]) => names.map((n) => `if [ ! -e "$R/${n}" ]; then echo "probe ${n} missing"; elif touch "$R/${n}/.probe" 2>/dev/null; then rm -f "$R/${n}/.probe"; echo "probe ${n} rw"; else echo "probe ${n} ro"; fi`).join("; ");
-    const modes = (out: string) => new Map(out.split("\n").filter((l) => l.startsWith("probe ")).map((l) => [l.slice(6, l.lastIndexOf(" ")), l.slice(l.lastIndexOf(" ") + 1)]));
+    const probe = (names: string[]) =>
+        names
+            .map(
+                (n) =>
+                    `if [ ! -e "$R/${n}" ]; then echo "probe ${n} missing"; elif touch "$R/${n}/.probe" 2>/dev/null; then rm -f "$R/${n}/.probe"; echo "probe ${n} rw"; else echo "probe ${n} ro"; fi`,
+            )
+            .join("; ");
+    const modes = (out: string) =>
+        new Map(
+            out
+                .split("\n")
+                .filter((l) => l.startsWith("probe "))
+                .map((l) => [l.slice(6, l.lastIndexOf(" ")), l.slice(l.lastIndexOf(" ") + 1)]),
+        );
 
     function tmpfs(at: string): void {
         fs.mkdirSync(at, { recursive: true });
@@ -106,11 +129,31 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
 
     it("the root once, read-only all the way down (rro), and each writable folder read-write: three mounts here, whatever the number of folders", () => {
         settings(runc());
-        const r = run(`${probe(["", "models", "models/nested", "models/nested/deeper", "results_rw", "results_rw/cache", "scratch_rw", "scratch_rw/team", "disk"])}; cat "$R/README"; cat "$R/models/weights.bin"; echo; touch "$R/models/x" 2>&1; cat /proc/self/mountinfo`);
+        const r = run(
+            `${probe(["", "models", "models/nested", "models/nested/deeper", "results_rw", "results_rw/cache", "scratch_rw", "scratch_rw/team", "disk"])}; cat "$R/README"; cat "$R/models/weights.bin"; echo; touch "$R/models/x" 2>&1; cat /proc/self/mountinfo`,
+        );
         assert.strictEqual(r.status, 0, r.out);
         // A host mount nested in a read-only dataset (or that is one) is read-only inside; one in a writable dataset keeps its mode.
-        assert.deepStrictEqual(modes(r.out), new Map([["", "ro"], ["models", "ro"], ["models/nested", "ro"], ["models/nested/deeper", "ro"], ["results_rw", "rw"], ["results_rw/cache", "rw"], ["scratch_rw", "rw"], ["scratch_rw/team", "rw"], ["disk", "ro"]]), r.out);
-        assert.match(r.out, /\na file at the top of the root\nw\ntouch: [^\n]*models\/x: Read-only file system\n/, "files under the root are visible, a read-only dataset refuses a write");
+        assert.deepStrictEqual(
+            modes(r.out),
+            new Map([
+                ["", "ro"],
+                ["models", "ro"],
+                ["models/nested", "ro"],
+                ["models/nested/deeper", "ro"],
+                ["results_rw", "rw"],
+                ["results_rw/cache", "rw"],
+                ["scratch_rw", "rw"],
+                ["scratch_rw/team", "rw"],
+                ["disk", "ro"],
+            ]),
+            r.out,
+        );
+        assert.match(
+            r.out,
+            /\na file at the top of the root\nw\ntouch: [^\n]*models\/x: Read-only file system\n/,
+            "files under the root are visible, a read-only dataset refuses a write",
+        );
         assert.ok(!fs.existsSync(path.join(datasets, "models", "x")));
         assert.deepStrictEqual(datasetMounts(r.spec), [
             { destination: datasets, type: "bind", source: fs.realpathSync(datasets), options: ["rbind", "ro", "rro"] },
@@ -126,19 +169,33 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
 
     it("links resolve inside the container and have the mode of what they lead to", () => {
         settings(runc());
-        const r = run([
-            probe(["etc_rw", "alias_rw", "team_rw", "results"]),
-            `cat "$R/etc_rw/container-only"`,
-            `test -e "$R/etc_rw/os-release" && echo "HOST /etc" || echo "no host /etc"`,
-            `cat "$R/alias_rw/weights.bin"; echo`,
-            `touch "$R/alias_rw/planted" 2>&1`,
-            `echo t > "$R/team_rw/from-task" && echo team-written`,
-            `echo r > "$R/results/via-link" && echo results-written`,
-        ].join("; "));
+        const r = run(
+            [
+                probe(["etc_rw", "alias_rw", "team_rw", "results"]),
+                `cat "$R/etc_rw/container-only"`,
+                `test -e "$R/etc_rw/os-release" && echo "HOST /etc" || echo "no host /etc"`,
+                `cat "$R/alias_rw/weights.bin"; echo`,
+                `touch "$R/alias_rw/planted" 2>&1`,
+                `echo t > "$R/team_rw/from-task" && echo team-written`,
+                `echo r > "$R/results/via-link" && echo results-written`,
+            ].join("; "),
+        );
         assert.strictEqual(r.status, 0, r.out);
         // etc_rw -> /etc is the container's own /etc (the image's, read-only as its root is).
-        assert.deepStrictEqual(modes(r.out), new Map([["etc_rw", "ro"], ["alias_rw", "ro"], ["team_rw", "rw"], ["results", "rw"]]), r.out);
-        assert.match(r.out, /\nthe container's own \/etc\nno host \/etc\nw\ntouch: [^\n]*alias_rw\/planted: Read-only file system\nteam-written\nresults-written\n$/);
+        assert.deepStrictEqual(
+            modes(r.out),
+            new Map([
+                ["etc_rw", "ro"],
+                ["alias_rw", "ro"],
+                ["team_rw", "rw"],
+                ["results", "rw"],
+            ]),
+            r.out,
+        );
+        assert.match(
+            r.out,
+            /\nthe container's own \/etc\nno host \/etc\nw\ntouch: [^\n]*alias_rw\/planted: Read-only file system\nteam-written\nresults-written\n$/,
+        );
         assert.ok(!fs.existsSync(path.join(datasets, "models", "planted")), "the task wrote into the read-only dataset models");
         assert.strictEqual(fs.readFileSync(path.join(datasets, "scratch_rw", "team", "from-task"), "utf8"), "t\n");
         assert.strictEqual(fs.readFileSync(path.join(datasets, "results_rw", "via-link"), "utf8"), "r\n");
@@ -149,33 +206,71 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
         const crun = sh("sh", ["-c", "command -v crun"]).trim();
         settings(crun);
         const before = fs.existsSync(log) ? fs.readFileSync(log, "utf8") : "";
-        const r = run(`${probe(["", "models", "models/nested", "models/nested/deeper", "results_rw", "results_rw/cache", "disk", "team_rw", "results"])}`, { globals: crunGlobals(), prefix: hybrid });
+        const r = run(`${probe(["", "models", "models/nested", "models/nested/deeper", "results_rw", "results_rw/cache", "disk", "team_rw", "results"])}`, {
+            globals: crunGlobals(),
+            prefix: hybrid,
+        });
         assert.strictEqual(r.status, 0, r.out);
-        assert.deepStrictEqual(modes(r.out), new Map([["", "ro"], ["models", "ro"], ["models/nested", "ro"], ["models/nested/deeper", "ro"], ["results_rw", "rw"], ["results_rw/cache", "rw"], ["disk", "ro"], ["team_rw", "rw"], ["results", "rw"]]), r.out);
+        assert.deepStrictEqual(
+            modes(r.out),
+            new Map([
+                ["", "ro"],
+                ["models", "ro"],
+                ["models/nested", "ro"],
+                ["models/nested/deeper", "ro"],
+                ["results_rw", "rw"],
+                ["results_rw/cache", "rw"],
+                ["disk", "ro"],
+                ["team_rw", "rw"],
+                ["results", "rw"],
+            ]),
+            r.out,
+        );
         const source = fs.realpathSync(datasets);
-        assert.deepStrictEqual(datasetMounts(r.spec).map((m) => `${m.destination.slice(datasets.length)} ${m.source.slice(source.length)} ${m.options?.join(",")}`), [
-            "  rbind,ro",
-            "/disk /disk rbind,ro",
-            "/models/nested /models/nested rbind,ro",
-            "/models/nested/deeper /models/nested/deeper rbind,ro",
-            "/results_rw /results_rw rbind,rw",
-            "/scratch_rw /scratch_rw rbind,rw",
-        ]);
+        assert.deepStrictEqual(
+            datasetMounts(r.spec).map((m) => `${m.destination.slice(datasets.length)} ${m.source.slice(source.length)} ${m.options?.join(",")}`),
+            [
+                "  rbind,ro",
+                "/disk /disk rbind,ro",
+                "/models/nested /models/nested rbind,ro",
+                "/models/nested/deeper /models/nested/deeper rbind,ro",
+                "/results_rw /results_rw rbind,rw",
+                "/scratch_rw /scratch_rw rbind,rw",
+            ],
+        );
         const again = run("true", { globals: crunGlobals(), prefix: hybrid });
         assert.strictEqual(again.status, 0, again.out);
-        const added = fs.readFileSync(log, "utf8").slice(before.length).split("\n").filter((l) => l.includes("mount by mount"));
+        const added = fs
+            .readFileSync(log, "utf8")
+            .slice(before.length)
+            .split("\n")
+            .filter((l) => l.includes("mount by mount"));
         assert.strictEqual(added.length, 1, `one fallback line for two containers, got:\n${added.join("\n")}`);
-        assert.match(added[0], new RegExp(`run: read-only datasets are made read-only mount by mount, as the runtime cannot make the root read-only all the way down: the runtime ${crun} cannot say what it supports`));
+        assert.match(
+            added[0],
+            new RegExp(
+                `run: read-only datasets are made read-only mount by mount, as the runtime cannot make the root read-only all the way down: the runtime ${crun} cannot say what it supports`,
+            ),
+        );
     });
 
     it("the spec's own mounts inside the root go on top of it; a destination the spec mounts is left to the spec", () => {
         settings(runc());
-        const r = run(`${probe(["models/nested", "results_rw"])}; cat /proc/self/mountinfo`, { mounts: [
-            { destination: `${datasets}/models/nested`, type: "tmpfs", source: "spec-tmpfs-a", options: ["rw"] },
-            { destination: `${datasets}/results_rw`, type: "tmpfs", source: "spec-tmpfs-b", options: ["rw"] },
-        ] });
+        const r = run(`${probe(["models/nested", "results_rw"])}; cat /proc/self/mountinfo`, {
+            mounts: [
+                { destination: `${datasets}/models/nested`, type: "tmpfs", source: "spec-tmpfs-a", options: ["rw"] },
+                { destination: `${datasets}/results_rw`, type: "tmpfs", source: "spec-tmpfs-b", options: ["rw"] },
+            ],
+        });
         assert.strictEqual(r.status, 0, r.out);
-        assert.deepStrictEqual(modes(r.out), new Map([["models/nested", "rw"], ["results_rw", "rw"]]), r.out);
+        assert.deepStrictEqual(
+            modes(r.out),
+            new Map([
+                ["models/nested", "rw"],
+                ["results_rw", "rw"],
+            ]),
+            r.out,
+        );
         const inside = mountsBelow(r.out, datasets);
         assert.strictEqual(inside.get(`${datasets}/models/nested`)?.fstype, "tmpfs");
         assert.strictEqual(r.out.split("\n").filter((l) => l.split(" ")[4] === `${datasets}/results_rw`).length, 1, "results_rw is the spec's tmpfs alone");
@@ -189,7 +284,15 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
         const r = run(`ls "$R"`, { mounts: [{ destination: datasets, type: "tmpfs", source: "spec-root", options: ["rw"] }] });
         assert.strictEqual(r.status, 0, r.out);
         assert.strictEqual(r.out, "", "the spec's empty tmpfs, not the datasets");
-        assert.deepStrictEqual(datasetMounts(r.spec).map((m) => m.type), ["tmpfs"]);
-        assert.match(fs.readFileSync(log, "utf8"), new RegExp(`run: dataset root ${datasets}: the container's spec already mounts it \\(from "spec-root"\\), so it is left to the spec and no dataset mounts are added`));
+        assert.deepStrictEqual(
+            datasetMounts(r.spec).map((m) => m.type),
+            ["tmpfs"],
+        );
+        assert.match(
+            fs.readFileSync(log, "utf8"),
+            new RegExp(
+                `run: dataset root ${datasets}: the container's spec already mounts it \\(from "spec-root"\\), so it is left to the spec and no dataset mounts are added`,
+            ),
+        );
     });
 });

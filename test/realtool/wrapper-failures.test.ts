@@ -22,12 +22,15 @@ describe("runc wrapper failures (real runc)", function () {
     const runcRoot = () => path.join(dir, "runc-root");
 
     function settings(over: { realRuntime?: string; deviceNodes?: string[]; datasetRoot?: string } = {}): void {
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { env: { NVIDIA_VISIBLE_DEVICES: "0" }, unsetEnv: ["AMD_VISIBLE_DEVICES"], deviceNodes: over.deviceNodes ?? [] },
-            datasets: { root: over.datasetRoot ?? path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
-            realRuntime: over.realRuntime ?? realRunc(),
-            logPath: log,
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { env: { NVIDIA_VISIBLE_DEVICES: "0" }, unsetEnv: ["AMD_VISIBLE_DEVICES"], deviceNodes: over.deviceNodes ?? [] },
+                datasets: { root: over.datasetRoot ?? path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
+                realRuntime: over.realRuntime ?? realRunc(),
+                logPath: log,
+            }),
+        );
     }
 
     /** The shim's call: runc --root R --log L --log-format json create --bundle B --pid-file P ID */
@@ -37,7 +40,24 @@ describe("runc wrapper failures (real runc)", function () {
         const errFile = path.join(dir, `${id}.err`);
         const out = fs.openSync(outFile, "w");
         const err = fs.openSync(errFile, "w");
-        const r = spawnSync(wrapper, ["--root", runcRoot(), "--log", path.join(dir, `${id}.log.json`), "--log-format", "json", "create", "--bundle", bundle, "--pid-file", path.join(dir, `${id}.pid`), id], { stdio: ["ignore", out, err], timeout: 60_000 });
+        const r = spawnSync(
+            wrapper,
+            [
+                "--root",
+                runcRoot(),
+                "--log",
+                path.join(dir, `${id}.log.json`),
+                "--log-format",
+                "json",
+                "create",
+                "--bundle",
+                bundle,
+                "--pid-file",
+                path.join(dir, `${id}.pid`),
+                id,
+            ],
+            { stdio: ["ignore", out, err], timeout: 60_000 },
+        );
         fs.closeSync(out);
         fs.closeSync(err);
         return { status: r.status, stderr: fs.readFileSync(errFile, "utf8"), stdout: fs.readFileSync(outFile, "utf8") };
@@ -48,7 +68,11 @@ describe("runc wrapper failures (real runc)", function () {
     }
 
     function bundleSums(bundle: string): string {
-        return fs.readdirSync(bundle).sort().map((f) => `${f}:${sha256(path.join(bundle, f))}`).join(" ");
+        return fs
+            .readdirSync(bundle)
+            .sort()
+            .map((f) => `${f}:${sha256(path.join(bundle, f))}`)
+            .join(" ");
     }
 
     function assertOneLine(stderr: string, pattern: RegExp): void {
@@ -83,7 +107,12 @@ describe("runc wrapper failures (real runc)", function () {
         assert.strictEqual(r.status, 0, r.stderr);
         const spec = JSON.parse(fs.readFileSync(path.join(bundle, "config.json"), "utf8"));
         assert.deepStrictEqual(spec.process.env, ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=0"]);
-        assert.ok(spec.mounts.some((m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets") && m.options.join(",") === "rbind,ro,rro"), "the root, read-only all the way down: runc and the kernel here have rro");
+        assert.ok(
+            spec.mounts.some(
+                (m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets") && m.options.join(",") === "rbind,ro,rro",
+            ),
+            "the root, read-only all the way down: runc and the kernel here have rro",
+        );
     });
 
     it("invalid config.json: create fails with the reason in one line, the bundle is unchanged", () => {
@@ -93,7 +122,10 @@ describe("runc wrapper failures (real runc)", function () {
         const before = bundleSums(bundle);
         const r = create(bundle, "bad1");
         assert.notStrictEqual(r.status, 0);
-        assertOneLine(r.stderr, new RegExp(`^gpu-workers runc wrapper: create: cannot edit ${bundle}/config.json: not a JSON object: unexpected end of JSON input$`));
+        assertOneLine(
+            r.stderr,
+            new RegExp(`^gpu-workers runc wrapper: create: cannot edit ${bundle}/config.json: not a JSON object: unexpected end of JSON input$`),
+        );
         assert.strictEqual(bundleSums(bundle), before);
         fs.rmSync(path.join(bundle, "config.json"));
         const missing = create(bundle, "bad1");
@@ -127,7 +159,12 @@ describe("runc wrapper failures (real runc)", function () {
         fs.mkdirSync(path.join(open, "d_rw"), { recursive: true });
         fs.chmodSync(open, 0o777);
         settings({ datasetRoot: open });
-        assertOneLine(create(bundle, "root2").stderr, new RegExp(`^gpu-workers runc wrapper: create: dataset root ${open} must not be writable by group or others \\(mode 0777\\): whoever can write the root could swap a writable folder for a link between this listing and the runtime's mount$`));
+        assertOneLine(
+            create(bundle, "root2").stderr,
+            new RegExp(
+                `^gpu-workers runc wrapper: create: dataset root ${open} must not be writable by group or others \\(mode 0777\\): whoever can write the root could swap a writable folder for a link between this listing and the runtime's mount$`,
+            ),
+        );
         fs.chmodSync(open, 0o755);
         fs.chownSync(open, 1000, 1000);
         assertOneLine(create(bundle, "root3").stderr, /must be owned by root \(owner uid 1000\): whoever can write the root/);
@@ -147,7 +184,10 @@ describe("runc wrapper failures (real runc)", function () {
         cleanup("root4");
         assert.strictEqual(r.status, 0, r.stderr);
         const spec = JSON.parse(fs.readFileSync(path.join(bundle, "config.json"), "utf8"));
-        assert.deepStrictEqual(spec.mounts.filter((m: { destination: string }) => m.destination.startsWith(roRoot)).map((m: { destination: string }) => m.destination), [roRoot, `${roRoot}/d_rw`]);
+        assert.deepStrictEqual(
+            spec.mounts.filter((m: { destination: string }) => m.destination.startsWith(roRoot)).map((m: { destination: string }) => m.destination),
+            [roRoot, `${roRoot}/d_rw`],
+        );
     });
 
     it("the real runtime is missing: create fails naming it, the bundle is unchanged", () => {
@@ -166,7 +206,10 @@ describe("runc wrapper failures (real runc)", function () {
         const state = spawnSync(variant, ["--root", runcRoot(), "state", "missing2"], { encoding: "utf8" });
         assert.notStrictEqual(state.status, 0);
         assert.strictEqual(state.stderr, `gpu-workers runc wrapper: state: cannot exec the real runc ${variantDir}/no-such-runc: No such file or directory\n`);
-        assert.match(fs.readFileSync(variantLog(path.join(variantDir, "runc-wrapper.json")), "utf8"), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gpu-workers runc wrapper: state: cannot exec the real runc /);
+        assert.match(
+            fs.readFileSync(variantLog(path.join(variantDir, "runc-wrapper.json")), "utf8"),
+            /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gpu-workers runc wrapper: state: cannot exec the real runc /,
+        );
     });
 
     it("realRuntime pointing at the wrapper itself (directly or through a symlink) is refused", () => {
@@ -189,7 +232,10 @@ describe("runc wrapper failures (real runc)", function () {
         const bundle = makeBundle(path.join(dir, "loop3"), rootfs, ["true"]);
         const r = spawnSync(wrapper, ["create", "--bundle", bundle, "loop3"], { encoding: "utf8", timeout: 30_000 });
         assert.notStrictEqual(r.status, 0);
-        assert.match(r.stderr.trim(), /^gpu-workers runc wrapper: create: refusing to run: GPU_WORKERS_WRAPPER_ACTIVE is set, so the real runtime called this wrapper again \(a loop\)/);
+        assert.match(
+            r.stderr.trim(),
+            /^gpu-workers runc wrapper: create: refusing to run: GPU_WORKERS_WRAPPER_ACTIVE is set, so the real runtime called this wrapper again \(a loop\)/,
+        );
         const direct = spawnSync(wrapper, ["state", "x"], { encoding: "utf8", env: { ...process.env, GPU_WORKERS_WRAPPER_ACTIVE: "1" } });
         assert.notStrictEqual(direct.status, 0);
         assert.match(direct.stderr, /refusing to run: GPU_WORKERS_WRAPPER_ACTIVE is set/);
@@ -257,23 +303,38 @@ describe("runc wrapper failures (real runc)", function () {
         const trace = (args: string[]) => {
             const out = path.join(dir, "trace.txt");
             // -b execve: stop following at the hand-over (runc's own work, and a created container's init, are not ours).
-            spawnSync("strace", ["-f", "-b", "execve", "-o", out, "-e", "trace=execve,clone,clone3,openat", wrapper, "--root", runcRoot(), ...args], { stdio: "ignore", timeout: 60_000 });
+            spawnSync("strace", ["-f", "-b", "execve", "-o", out, "-e", "trace=execve,clone,clone3,openat", wrapper, "--root", runcRoot(), ...args], {
+                stdio: "ignore",
+                timeout: 60_000,
+            });
             const lines = fs.readFileSync(out, "utf8").split("\n");
             // What the wrapper did before the real runc took over its process.
             const handover = lines.findIndex((l, i) => i > 0 && new RegExp(`execve\\("${realRunc()}"`).test(l));
             assert.ok(handover > 0, `the real runc was not exec'ed:\n${lines.join("\n")}`);
             return lines.slice(0, handover);
         };
-        for (const args of [["state", "nothing"], ["kill", "nothing", "KILL"], ["delete", "--force", "nothing"], ["--log-format", "json", "list"]]) {
+        for (const args of [
+            ["state", "nothing"],
+            ["kill", "nothing", "KILL"],
+            ["delete", "--force", "nothing"],
+            ["--log-format", "json", "list"],
+        ]) {
             const before = trace(args);
-            assert.deepStrictEqual(before.filter((l) => /clone3?\(/.test(l)), [], `${args[0]}: threads started (the Go runtime) before the hand-over`);
+            assert.deepStrictEqual(
+                before.filter((l) => /clone3?\(/.test(l)),
+                [],
+                `${args[0]}: threads started (the Go runtime) before the hand-over`,
+            );
             assert.ok(!before.some((l) => l.includes(settingsPath)), `${args[0]}: the settings were read`);
         }
         // create is the call that needs the settings (and the Go runtime).
         const bundle = makeBundle(path.join(dir, "traced"), rootfs, ["true"]);
         const created = trace(["create", "--bundle", bundle, "traced1"]);
         cleanup("traced1");
-        assert.ok(created.some((l) => l.includes(settingsPath)), "create reads the settings");
+        assert.ok(
+            created.some((l) => l.includes(settingsPath)),
+            "create reads the settings",
+        );
     });
 
     it("calls other than create pass straight through, untouched", () => {

@@ -102,12 +102,15 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
 
         before(() => {
             killer = path.join(dir, "kill-at-step.bash");
-            fs.writeFileSync(killer, [
-                "set -o functrace",
-                "__gw_step=0",
-                `trap '__gw_step=$((__gw_step + 1)); if [ "$__gw_step" -eq "$GW_KILL_AT" ]; then kill -KILL $$; fi' DEBUG`,
-                "",
-            ].join("\n"));
+            fs.writeFileSync(
+                killer,
+                [
+                    "set -o functrace",
+                    "__gw_step=0",
+                    `trap '__gw_step=$((__gw_step + 1)); if [ "$__gw_step" -eq "$GW_KILL_AT" ]; then kill -KILL $$; fi' DEBUG`,
+                    "",
+                ].join("\n"),
+            );
             runcOriginal = fs.readFileSync(sh("sh", ["-c", "command -v runc"]).trim());
             // A newer build of the wrapper: another file for the installer (it never runs it).
             wrapperNew = path.join(dir, "runc-wrapper.new");
@@ -120,7 +123,14 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
             if (work) fs.rmSync(work, { recursive: true, force: true });
         });
 
-        interface Host { dir: string; runc: string; aside: string; state: string; args: string[]; real: string }
+        interface Host {
+            dir: string;
+            runc: string;
+            aside: string;
+            state: string;
+            args: string[];
+            real: string;
+        }
 
         /** The runtime path of one scenario, brought to `start` with complete runs. */
         function host(name: string, start: "clean" | "installed" | "upgraded"): Host {
@@ -148,7 +158,11 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
         };
 
         function killedAt(step: number, args: string[]): boolean {
-            const r = spawnSync("bash", [SCRIPT, ...args], { encoding: "utf8", timeout: 60_000, env: { ...process.env, BASH_ENV: killer, GW_KILL_AT: String(step) } });
+            const r = spawnSync("bash", [SCRIPT, ...args], {
+                encoding: "utf8",
+                timeout: 60_000,
+                env: { ...process.env, BASH_ENV: killer, GW_KILL_AT: String(step) },
+            });
             if (r.signal === "SIGKILL") return true;
             assert.strictEqual(r.status, 0, `the uninterrupted run failed: ${r.stdout}${r.stderr}`);
             return false;
@@ -228,12 +242,15 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
             fs.copyFileSync(systemRunc, backup);
             aside = path.join(dir, "system-lib", "runc.real");
             // While the wrapper is in place, runc calls on this machine go through it to the real runc.
-            writeSettings(path.join(dir, "runc-wrapper.json"), renderWrapperConfig({
-                plan: { env: {}, unsetEnv: [], deviceNodes: [] },
-                datasets: { root: path.join(dir, "no-datasets"), writableSuffixes: [] },
-                realRuntime: aside,
-                logPath: path.join(dir, "system.log"),
-            }));
+            writeSettings(
+                path.join(dir, "runc-wrapper.json"),
+                renderWrapperConfig({
+                    plan: { env: {}, unsetEnv: [], deviceNodes: [] },
+                    datasets: { root: path.join(dir, "no-datasets"), writableSuffixes: [] },
+                    realRuntime: aside,
+                    logPath: path.join(dir, "system.log"),
+                }),
+            );
         });
 
         after(() => {

@@ -15,8 +15,62 @@ import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, sha256, tempDir, withSettings, writeSettings } from "./wrapper-support";
 
 // Concourse's capability sets (worker/runtime/spec/capabilities.go) and device rules (devices.go).
-const UNPRIVILEGED_CAPS = ["CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_MKNOD", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT"];
-const FULL_CAPS = ["CAP_AUDIT_CONTROL", "CAP_AUDIT_READ", "CAP_AUDIT_WRITE", "CAP_BLOCK_SUSPEND", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_KILL", "CAP_LEASE", "CAP_LINUX_IMMUTABLE", "CAP_MAC_ADMIN", "CAP_MAC_OVERRIDE", "CAP_MKNOD", "CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_RAW", "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYSLOG", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_CHROOT", "CAP_SYS_MODULE", "CAP_SYS_NICE", "CAP_SYS_PACCT", "CAP_SYS_PTRACE", "CAP_SYS_RAWIO", "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_WAKE_ALARM"];
+const UNPRIVILEGED_CAPS = [
+    "CAP_AUDIT_WRITE",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_MKNOD",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_RAW",
+    "CAP_SETFCAP",
+    "CAP_SETGID",
+    "CAP_SETPCAP",
+    "CAP_SETUID",
+    "CAP_SYS_CHROOT",
+];
+const FULL_CAPS = [
+    "CAP_AUDIT_CONTROL",
+    "CAP_AUDIT_READ",
+    "CAP_AUDIT_WRITE",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_KILL",
+    "CAP_LEASE",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_MAC_ADMIN",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MKNOD",
+    "CAP_NET_ADMIN",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_RAW",
+    "CAP_SETFCAP",
+    "CAP_SETGID",
+    "CAP_SETPCAP",
+    "CAP_SETUID",
+    "CAP_SYSLOG",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_NICE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_WAKE_ALARM",
+];
 const CONCOURSE_DEVICE_RULES = [
     { allow: false, access: "rwm" },
     // Older releases allow mknod (only) of every device, as runc does.
@@ -113,7 +167,10 @@ describe("runc wrapper: privileged specs (real runc)", function () {
         });
     }
 
-    const refusedLine = (id: string, what: string) => new RegExp(`^gpu-workers runc wrapper: create: container "${id}" refused: it would let a task undo the read-only datasets: .*${what}.*\\. To run such containers on purpose, set the worker's concourse\\.privilegedMode to full or fuse-only in the stack \\(it sets "allowPrivileged": true in ${settingsPath}\\)\\n$`);
+    const refusedLine = (id: string, what: string) =>
+        new RegExp(
+            `^gpu-workers runc wrapper: create: container "${id}" refused: it would let a task undo the read-only datasets: .*${what}.*\\. To run such containers on purpose, set the worker's concourse\\.privilegedMode to full or fuse-only in the stack \\(it sets "allowPrivileged": true in ${settingsPath}\\)\\n$`,
+        );
 
     before(() => {
         ensureWrapperTools();
@@ -143,13 +200,16 @@ describe("runc wrapper: privileged specs (real runc)", function () {
     });
 
     describe("control: what the refusal prevents", () => {
-        const attack = (file: string) => `(echo before >> "$R/models/${file}") 2>&1; mount -o remount,bind,rw "$R" 2>&1 && echo remounted; echo task >> "$R/models/${file}" && echo wrote`;
+        const attack = (file: string) =>
+            `(echo before >> "$R/models/${file}") 2>&1; mount -o remount,bind,rw "$R" 2>&1 && echo remounted; echo task >> "$R/models/${file}" && echo wrote`;
 
         it("CAP_SYS_ADMIN without a user namespace (Concourse's full mode): the task remounts the datasets read-write and writes into a read-only one", () => {
             settings(true);
             const file = path.join(datasets, "models", "weights.bin");
             fs.writeFileSync(file, "w\n");
-            const b = bundle(attack("weights.bin"), (spec) => { spec.process.capabilities = caps([...UNPRIVILEGED_CAPS, "CAP_SYS_ADMIN"]); });
+            const b = bundle(attack("weights.bin"), (spec) => {
+                spec.process.capabilities = caps([...UNPRIVILEGED_CAPS, "CAP_SYS_ADMIN"]);
+            });
             made.push(b.id);
             const r = call(["run", "--bundle", b.path, b.id]);
             assert.strictEqual(r.status, 0, r.err);
@@ -173,15 +233,71 @@ describe("runc wrapper: privileged specs (real runc)", function () {
 
     describe("refused unless allowPrivileged", () => {
         const cases: [string, string, (spec: Spec) => void][] = [
-            ["CAP_SYS_ADMIN in bounding", "CAP_SYS_ADMIN in bounding \\(mount and remount", (s) => { s.process.capabilities.bounding.push("CAP_SYS_ADMIN"); }],
-            ["CAP_DAC_READ_SEARCH in effective", "CAP_DAC_READ_SEARCH in bounding, effective, permitted \\(open_by_handle_at", (s) => { for (const k of ["bounding", "effective", "permitted"]) s.process.capabilities[k].push("CAP_DAC_READ_SEARCH"); }],
-            ["CAP_SYS_MODULE in inheritable", "CAP_SYS_MODULE in bounding, inheritable \\(loads kernel modules", (s) => { s.process.capabilities.bounding.push("CAP_SYS_MODULE"); s.process.capabilities.inheritable = ["CAP_SYS_MODULE"]; }],
-            ["CAP_SYS_RAWIO in ambient", "CAP_SYS_RAWIO in bounding, inheritable, permitted, ambient \\(raw access", (s) => { for (const k of ["bounding", "inheritable", "permitted", "ambient"]) s.process.capabilities[k] = [...(s.process.capabilities[k] ?? []), "CAP_SYS_RAWIO"]; }],
-            ["an allow rule for every device (type a)", `device rule "a \\*:\\* rwm" \\(every device\\)`, (s) => { s.linux.resources.devices.push({ allow: true, type: "a", access: "rwm" }); }],
-            ["an allow rule without a type", `device rule "a \\*:\\* rwm" \\(every device\\)`, (s) => { s.linux.resources.devices.push({ allow: true, access: "rwm" }); }],
-            ["an allow rule for block devices", `device rule "b 7:\\* rw" \\(block devices`, (s) => { s.linux.resources.devices.push({ allow: true, type: "b", major: 7, access: "rw" }); }],
-            ["an allow rule for every character device", `device rule "c \\*:\\* rwm" \\(every character device\\)`, (s) => { s.linux.resources.devices.push({ allow: true, type: "c", major: -1, minor: -1, access: "rwm" }); }],
-            ["a block device node", "block device /dev/gw-test-block in linux.devices", (s) => { s.linux.devices = [{ path: "/dev/gw-test-block", type: "b", major: 7, minor: 250, fileMode: 0o600, uid: 0, gid: 0 }]; }],
+            [
+                "CAP_SYS_ADMIN in bounding",
+                "CAP_SYS_ADMIN in bounding \\(mount and remount",
+                (s) => {
+                    s.process.capabilities.bounding.push("CAP_SYS_ADMIN");
+                },
+            ],
+            [
+                "CAP_DAC_READ_SEARCH in effective",
+                "CAP_DAC_READ_SEARCH in bounding, effective, permitted \\(open_by_handle_at",
+                (s) => {
+                    for (const k of ["bounding", "effective", "permitted"]) s.process.capabilities[k].push("CAP_DAC_READ_SEARCH");
+                },
+            ],
+            [
+                "CAP_SYS_MODULE in inheritable",
+                "CAP_SYS_MODULE in bounding, inheritable \\(loads kernel modules",
+                (s) => {
+                    s.process.capabilities.bounding.push("CAP_SYS_MODULE");
+                    s.process.capabilities.inheritable = ["CAP_SYS_MODULE"];
+                },
+            ],
+            [
+                "CAP_SYS_RAWIO in ambient",
+                "CAP_SYS_RAWIO in bounding, inheritable, permitted, ambient \\(raw access",
+                (s) => {
+                    for (const k of ["bounding", "inheritable", "permitted", "ambient"])
+                        s.process.capabilities[k] = [...(s.process.capabilities[k] ?? []), "CAP_SYS_RAWIO"];
+                },
+            ],
+            [
+                "an allow rule for every device (type a)",
+                `device rule "a \\*:\\* rwm" \\(every device\\)`,
+                (s) => {
+                    s.linux.resources.devices.push({ allow: true, type: "a", access: "rwm" });
+                },
+            ],
+            [
+                "an allow rule without a type",
+                `device rule "a \\*:\\* rwm" \\(every device\\)`,
+                (s) => {
+                    s.linux.resources.devices.push({ allow: true, access: "rwm" });
+                },
+            ],
+            [
+                "an allow rule for block devices",
+                `device rule "b 7:\\* rw" \\(block devices`,
+                (s) => {
+                    s.linux.resources.devices.push({ allow: true, type: "b", major: 7, access: "rw" });
+                },
+            ],
+            [
+                "an allow rule for every character device",
+                `device rule "c \\*:\\* rwm" \\(every character device\\)`,
+                (s) => {
+                    s.linux.resources.devices.push({ allow: true, type: "c", major: -1, minor: -1, access: "rwm" });
+                },
+            ],
+            [
+                "a block device node",
+                "block device /dev/gw-test-block in linux.devices",
+                (s) => {
+                    s.linux.devices = [{ path: "/dev/gw-test-block", type: "b", major: 7, minor: 250, fileMode: 0o600, uid: 0, gid: 0 }];
+                },
+            ],
         ];
         for (const [name, finding, change] of cases) {
             it(`${name}: create refused in one line naming the container and what it found, the bundle unchanged; allowed with allowPrivileged`, () => {
@@ -214,7 +330,10 @@ describe("runc wrapper: privileged specs (real runc)", function () {
             assert.strictEqual(r.out, "0\nmodels\nscratch_rw\n");
         });
 
-        for (const [mode, finding] of [["full", "CAP_DAC_READ_SEARCH in bounding, effective, inheritable, permitted .*; CAP_SYS_ADMIN in .*; CAP_SYS_MODULE in .*; CAP_SYS_RAWIO in "], ["fuse-only", "CAP_SYS_ADMIN in bounding, effective, inheritable, permitted \\(mount"]] as const) {
+        for (const [mode, finding] of [
+            ["full", "CAP_DAC_READ_SEARCH in bounding, effective, inheritable, permitted .*; CAP_SYS_ADMIN in .*; CAP_SYS_MODULE in .*; CAP_SYS_RAWIO in "],
+            ["fuse-only", "CAP_SYS_ADMIN in bounding, effective, inheritable, permitted \\(mount"],
+        ] as const) {
             it(`its privileged "${mode}" spec is refused`, () => {
                 settings();
                 const b = concourse(mode, "true");
@@ -241,7 +360,12 @@ describe("runc wrapper: privileged specs (real runc)", function () {
             const before = sha256(privileged);
             const refused = call(["exec", "--process", privileged, b.id]);
             assert.notStrictEqual(refused.status, 0);
-            assert.match(refused.err, new RegExp(`^gpu-workers runc wrapper: exec: process ${privileged} for container "${b.id}" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN in bounding, effective, permitted \\(mount and remount.*"allowPrivileged": true in ${settingsPath}\\)\\n$`));
+            assert.match(
+                refused.err,
+                new RegExp(
+                    `^gpu-workers runc wrapper: exec: process ${privileged} for container "${b.id}" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN in bounding, effective, permitted \\(mount and remount.*"allowPrivileged": true in ${settingsPath}\\)\\n$`,
+                ),
+            );
             assert.strictEqual(sha256(privileged), before);
             const plain = call(["exec", "--process", processFile(caps(UNPRIVILEGED_CAPS)), b.id]);
             assert.strictEqual(plain.status, 0, plain.err);

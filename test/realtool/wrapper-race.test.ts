@@ -16,7 +16,17 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
-import { buildStaticC, buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, tempDir, unescapeMountinfo, writeSettings } from "./wrapper-support";
+import {
+    buildStaticC,
+    buildTestWrapper,
+    ensureWrapperTools,
+    makeBundle,
+    makeBusyboxRootfs,
+    sh,
+    tempDir,
+    unescapeMountinfo,
+    writeSettings,
+} from "./wrapper-support";
 
 /** Swaps DIR/a with DIR/b, then DIR/a with DIR/c, forever (renameat2 has no busybox applet). */
 const ATTACKER = String.raw`
@@ -77,12 +87,15 @@ describe("runc wrapper: a task swapping a link's path under other containers' cr
         fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
         // The operator's link: a team's writable folder inside the shared scratch space.
         fs.symlinkSync("scratch_rw/team", path.join(datasets, "team_rw"));
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { env: {}, unsetEnv: [], deviceNodes: [] },
-            datasets: { root: datasets, writableSuffixes: ["_rw"] },
-            realRuntime: runc(),
-            logPath: path.join(dir, "wrapper.log"),
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { env: {}, unsetEnv: [], deviceNodes: [] },
+                datasets: { root: datasets, writableSuffixes: ["_rw"] },
+                realRuntime: runc(),
+                logPath: path.join(dir, "wrapper.log"),
+            }),
+        );
     });
 
     after(() => {
@@ -92,13 +105,20 @@ describe("runc wrapper: a task swapping a link's path under other containers' cr
     });
 
     it(`${VICTIMS} containers created while a task swaps scratch_rw/team for links to models and to a foreign folder: none gets a foreign or read-only folder writable`, () => {
-        const fsDev = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")).find((f) => f[4] === fsRoot)?.[2];
+        const fsDev = fs
+            .readFileSync("/proc/self/mountinfo", "utf8")
+            .split("\n")
+            .map((l) => l.split(" "))
+            .find((f) => f[4] === fsRoot)?.[2];
         assert.ok(fsDev, `the test's tmpfs at ${fsRoot} is mounted`);
         // The attacker: a container through the wrapper, with scratch_rw writable like any task's.
         attacker = `atk${process.pid}`;
         const scratch = `${datasets}/scratch_rw`;
-        const atkBundle = makeBundle(path.join(dir, "bundles", attacker), rootfs, ["sh", "-c",
-            `cd ${scratch} && ln -s ../models evil-models && ln -s ${foreign} evil-foreign && exec swap ${scratch} team evil-models evil-foreign`]);
+        const atkBundle = makeBundle(path.join(dir, "bundles", attacker), rootfs, [
+            "sh",
+            "-c",
+            `cd ${scratch} && ln -s ../models evil-models && ln -s ${foreign} evil-foreign && exec swap ${scratch} team evil-models evil-foreign`,
+        ]);
         const atkOut = path.join(dir, "attacker.out");
         const out = fs.openSync(atkOut, "w");
         const created = spawnSync(wrapper, ["--root", runcRoot(), "create", "--bundle", atkBundle, attacker], { stdio: ["ignore", out, out], timeout: 60_000 });
@@ -111,8 +131,11 @@ describe("runc wrapper: a task swapping a link's path under other containers' cr
         const violations: string[] = [];
         for (let n = 0; n < VICTIMS; n++) {
             const id = `victim${process.pid}-${n}`;
-            const bundle = makeBundle(path.join(dir, "bundles", id), rootfs, ["sh", "-c",
-                `cat /proc/self/mountinfo; echo "-- writes"; echo ${id} >> ${datasets}/team_rw/${id} 2>/dev/null && echo "wrote team_rw"; echo ${id} >> ${datasets}/models/${id} 2>/dev/null && echo "wrote models"; true`]);
+            const bundle = makeBundle(path.join(dir, "bundles", id), rootfs, [
+                "sh",
+                "-c",
+                `cat /proc/self/mountinfo; echo "-- writes"; echo ${id} >> ${datasets}/team_rw/${id} 2>/dev/null && echo "wrote team_rw"; echo ${id} >> ${datasets}/models/${id} 2>/dev/null && echo "wrote models"; true`,
+            ]);
             const outFile = path.join(dir, `${id}.out`);
             const fd = fs.openSync(outFile, "w");
             const r = spawnSync(wrapper, ["--root", runcRoot(), "run", "--bundle", bundle, id], { stdio: ["ignore", fd, fd], timeout: 60_000 });

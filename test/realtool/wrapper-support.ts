@@ -77,7 +77,27 @@ export function writeSettings(file: string, json: string): void {
     fs.renameSync(`${file}.tmp`, file);
 }
 
-const APPLETS = ["sh", "ls", "cat", "echo", "true", "env", "grep", "touch", "rm", "test", "[", "printf", "find", "sleep", "mkdir", "stat", "mount", "readlink", "id"];
+const APPLETS = [
+    "sh",
+    "ls",
+    "cat",
+    "echo",
+    "true",
+    "env",
+    "grep",
+    "touch",
+    "rm",
+    "test",
+    "[",
+    "printf",
+    "find",
+    "sleep",
+    "mkdir",
+    "stat",
+    "mount",
+    "readlink",
+    "id",
+];
 
 /** A rootfs of static busybox: /bin/busybox and its applets as links. */
 export function makeBusyboxRootfs(rootfs: string): void {
@@ -130,16 +150,26 @@ export class TestContainerd {
     readonly log: string;
     private pid?: number;
 
-    constructor(readonly dir: string, readonly config: string, private readonly env: NodeJS.ProcessEnv = process.env) {
+    constructor(
+        readonly dir: string,
+        readonly config: string,
+        private readonly env: NodeJS.ProcessEnv = process.env,
+    ) {
         this.socket = path.join(dir, "containerd.sock");
         this.log = path.join(dir, "containerd.log");
     }
 
     async start(): Promise<void> {
         const out = fs.openSync(this.log, "a");
-        const child = spawn("containerd", ["--config", this.config, "--address", this.socket, "--root", path.join(this.dir, "root"), "--state", path.join(this.dir, "state")], {
-            detached: true, stdio: ["ignore", out, out], env: this.env,
-        });
+        const child = spawn(
+            "containerd",
+            ["--config", this.config, "--address", this.socket, "--root", path.join(this.dir, "root"), "--state", path.join(this.dir, "state")],
+            {
+                detached: true,
+                stdio: ["ignore", out, out],
+                env: this.env,
+            },
+        );
         fs.closeSync(out);
         child.unref();
         this.pid = child.pid;
@@ -162,15 +192,34 @@ export class TestContainerd {
     /** Stops containerd and the shims it left (their own process groups), then waits. */
     async stop(): Promise<void> {
         if (this.pid === undefined) return;
-        const shims = spawnSync("sh", ["-c", `for p in /proc/[0-9]*; do if grep -qsF -- "${this.socket}" "$p/cmdline"; then echo "\${p#/proc/}"; fi; done`], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+        const shims = spawnSync("sh", ["-c", `for p in /proc/[0-9]*; do if grep -qsF -- "${this.socket}" "$p/cmdline"; then echo "\${p#/proc/}"; fi; done`], {
+            encoding: "utf8",
+        })
+            .stdout.split("\n")
+            .filter(Boolean)
+            .map(Number);
         for (const pid of [this.pid, ...shims]) {
-            try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
+            try {
+                process.kill(pid, "SIGTERM");
+            } catch {
+                /* gone */
+            }
         }
         for (let i = 0; i < 50 && alive(this.pid); i++) await new Promise((r) => setTimeout(r, 100));
-        if (alive(this.pid)) try { process.kill(this.pid, "SIGKILL"); } catch { /* gone */ }
+        if (alive(this.pid))
+            try {
+                process.kill(this.pid, "SIGKILL");
+            } catch {
+                /* gone */
+            }
         this.pid = undefined;
         // Leave nothing mounted under the test folder (overlay snapshots of stopped tasks).
-        const mounts = fs.readFileSync("/proc/self/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m.startsWith(`${this.dir}/`)).reverse();
+        const mounts = fs
+            .readFileSync("/proc/self/mounts", "utf8")
+            .split("\n")
+            .map((l) => l.split(" ")[1] ?? "")
+            .filter((m) => m.startsWith(`${this.dir}/`))
+            .reverse();
         for (const m of mounts) spawnSync("umount", ["-l", m.replace(/\\040/g, " ")], { stdio: "ignore" });
     }
 }

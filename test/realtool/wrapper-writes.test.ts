@@ -31,12 +31,15 @@ describe("runc wrapper writes (real runc, strace)", function () {
         rootfs = path.join(dir, "rootfs");
         makeBusyboxRootfs(rootfs);
         fs.mkdirSync(path.join(dir, "datasets", "models"), { recursive: true });
-        writeSettings(settingsPath, renderWrapperConfig({
-            plan: { env: { NVIDIA_VISIBLE_DEVICES: "0" }, unsetEnv: ["AMD_VISIBLE_DEVICES"], deviceNodes: [] },
-            datasets: { root: path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
-            realRuntime: realRunc(),
-            logPath: path.join(dir, "wrapper.log"),
-        }));
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { env: { NVIDIA_VISIBLE_DEVICES: "0" }, unsetEnv: ["AMD_VISIBLE_DEVICES"], deviceNodes: [] },
+                datasets: { root: path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
+                realRuntime: realRunc(),
+                logPath: path.join(dir, "wrapper.log"),
+            }),
+        );
     });
 
     after(() => {
@@ -48,7 +51,11 @@ describe("runc wrapper writes (real runc, strace)", function () {
     function traced(args: string[]): string[] {
         const out = path.join(dir, "trace.txt");
         // -b execve: stop following at the hand-over (runc's own work is not the wrapper's).
-        spawnSync("strace", ["-f", "-b", "execve", "-o", out, "-e", `trace=execve,rename,renameat,renameat2,${SYNC_CALLS.join(",")}`, wrapper, "--root", runcRoot(), ...args], { stdio: "ignore", timeout: 60_000 });
+        spawnSync(
+            "strace",
+            ["-f", "-b", "execve", "-o", out, "-e", `trace=execve,rename,renameat,renameat2,${SYNC_CALLS.join(",")}`, wrapper, "--root", runcRoot(), ...args],
+            { stdio: "ignore", timeout: 60_000 },
+        );
         const lines = fs.readFileSync(out, "utf8").split("\n");
         // The hand-over passes the caller's arguments on (a child may have run `runc features` before).
         const handover = lines.findIndex((l) => l.includes(`execve("${realRunc()}", ["${realRunc()}", "--root"`));

@@ -9,12 +9,23 @@ import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
 function dev(fn: string): string {
-    return execFileSync("bash", ["-c", `. ${JSON.stringify(path.join(PACKAGE_ROOT, "scripts", "dev-env.sh"))} && ${fn}`], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim().split("\n").pop()!;
+    return execFileSync("bash", ["-c", `. ${JSON.stringify(path.join(PACKAGE_ROOT, "scripts", "dev-env.sh"))} && ${fn}`], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+        timeout: 600_000,
+    })
+        .trim()
+        .split("\n")
+        .pop()!;
 }
 
 /** The release tarball in Concourse's layout (built once, cached by content). */
 export function concourseRelease(): string {
-    return execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "concourse-release.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 600_000 }).trim();
+    return execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "concourse-release.sh")], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+        timeout: 600_000,
+    }).trim();
 }
 
 export class Fly {

@@ -31,7 +31,11 @@ export function engineSuite(prefix: string): EngineSuite {
     });
     after(async () => {
         for (const stack of suite.stacks) {
-            try { await stack.destroy(); } catch { /* the daemon goes next anyway */ }
+            try {
+                await stack.destroy();
+            } catch {
+                /* the daemon goes next anyway */
+            }
         }
         suite.lxd.stop();
         fs.rmSync(root, { recursive: true, force: true });

@@ -17,7 +17,10 @@ export const PASSPHRASE = "e2e-passphrase-not-in-state";
 
 /** Puts the engine on PATH; returns the environment every pulumi call gets. */
 export function ensureEngine(stateDir: string): Record<string, string> {
-    const bin = execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "bootstrap-engine.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop()!;
+    const bin = execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "bootstrap-engine.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] })
+        .trim()
+        .split("\n")
+        .pop()!;
     process.env.PATH = `${bin}:${process.env.PATH}`;
     fs.mkdirSync(stateDir, { recursive: true });
     return {
@@ -38,7 +41,10 @@ export class TestLxd {
     start(): void {
         ensureCommands(["lxd", "lxc", "debootstrap"], ["lxd", "lxd-client", "debootstrap"]);
         execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-test-daemon.sh"), "start", this.dir], { stdio: ["ignore", "ignore", "inherit"] });
-        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-build-image.sh"), "import", "debian-12"], { env: { ...process.env, LXD_DIR: this.dir }, stdio: ["ignore", "ignore", "inherit"] });
+        execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "lxd-build-image.sh"), "import", "debian-12"], {
+            env: { ...process.env, LXD_DIR: this.dir },
+            stdio: ["ignore", "ignore", "inherit"],
+        });
     }
 
     stop(): void {
@@ -54,7 +60,13 @@ export class TestLxd {
      * our key authorized, a host key we know, sshd on 127.0.0.1:port through a proxy device.
      * Returns the stack's host entry (ssh transport) and the secret it names.
      */
-    sshHost(instance: string, port: number, hostName: string, workDir: string, config: Record<string, string> = {}): { host: Record<string, unknown>; secrets: Record<string, string> } {
+    sshHost(
+        instance: string,
+        port: number,
+        hostName: string,
+        workDir: string,
+        config: Record<string, string> = {},
+    ): { host: Record<string, unknown>; secrets: Record<string, string> } {
         const userKey = generateOpensshKeyPair(hostName);
         const hostKey = generateOpensshKeyPair(`${hostName}-host`);
         this.lxc("init", "gpu-workers/debian-12", instance, ...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]));
@@ -70,10 +82,17 @@ export class TestLxd {
         push(renderSshdDropIn(), LXD_SSHD_DROP_IN, "0644");
         this.lxc("config", "device", "add", instance, "sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host");
         this.lxc("start", instance);
-        execFileSync("sh", ["-c", `for i in $(seq 60); do lxc exec "$1" -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`, "sh", instance], { env: { ...process.env, LXD_DIR: this.dir }, stdio: "ignore" });
+        execFileSync("sh", ["-c", `for i in $(seq 60); do lxc exec "$1" -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`, "sh", instance], {
+            env: { ...process.env, LXD_DIR: this.dir },
+            stdio: "ignore",
+        });
         const secret = `${hostName}-ssh-key`;
         return {
-            host: { name: hostName, transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: secret, hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } }, vendor: "none" },
+            host: {
+                name: hostName,
+                transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: secret, hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } },
+                vendor: "none",
+            },
             secrets: { [secret]: userKey.privateKeyOpenssh },
         };
     }
@@ -87,15 +106,18 @@ export class TestLxd {
 /** A project folder whose program is this checkout's compiled index.js. */
 export function makeProject(dir: string): string {
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), [
-        "name: gpu-workers",
-        "runtime:",
-        "  name: nodejs",
-        "  options:",
-        "    typescript: false",
-        `main: ${path.join(PACKAGE_ROOT, "dist", "index.js")}`,
-        "",
-    ].join("\n"));
+    fs.writeFileSync(
+        path.join(dir, "Pulumi.yaml"),
+        [
+            "name: gpu-workers",
+            "runtime:",
+            "  name: nodejs",
+            "  options:",
+            "    typescript: false",
+            `main: ${path.join(PACKAGE_ROOT, "dist", "index.js")}`,
+            "",
+        ].join("\n"),
+    );
     const modules = path.join(dir, "node_modules");
     if (!fs.existsSync(modules)) fs.symlinkSync(path.join(PACKAGE_ROOT, "node_modules"), modules);
     return dir;

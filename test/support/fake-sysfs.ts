@@ -37,8 +37,14 @@ export class FakeSysfs {
     private timer?: NodeJS.Timeout;
     private readonly devices = new Map<string, FakePciDevice>();
 
-    constructor(readonly root: string, devices: FakePciDevice[], drivers: string[], readonly iommu: boolean) {
-        for (const dir of ["devices/pci0000:00", "bus/pci/devices", "bus/pci/drivers", "kernel/iommu_groups"]) fs.mkdirSync(path.join(root, dir), { recursive: true });
+    constructor(
+        readonly root: string,
+        devices: FakePciDevice[],
+        drivers: string[],
+        readonly iommu: boolean,
+    ) {
+        for (const dir of ["devices/pci0000:00", "bus/pci/devices", "bus/pci/drivers", "kernel/iommu_groups"])
+            fs.mkdirSync(path.join(root, dir), { recursive: true });
         fs.writeFileSync(path.join(root, "bus/pci/drivers_probe"), "", { mode: 0o200 });
         const allDrivers = new Set([...drivers, ...devices.flatMap((d) => [d.driver, d.native].filter((x): x is string => !!x))]);
         for (const name of allDrivers) {

@@ -11,7 +11,9 @@ import { ensureCommands } from "./tools";
 export function buildFileHandleTool(dir: string): string {
     ensureCommands(["gcc"], ["gcc", "libc6-dev"]);
     const out = path.join(dir, "file-handle");
-    execFileSync("gcc", ["-O2", "-static", "-Wall", "-o", out, path.join(PACKAGE_ROOT, "test", "support", "file-handle.c")], { stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("gcc", ["-O2", "-static", "-Wall", "-o", out, path.join(PACKAGE_ROOT, "test", "support", "file-handle.c")], {
+        stdio: ["ignore", "ignore", "inherit"],
+    });
     return out;
 }
 

@@ -10,7 +10,10 @@ import * as ts from "typescript";
 export function importGraph(sources: Record<string, string>): Map<string, string[]> {
     const graph = new Map<string, string[]>();
     for (const [file, text] of Object.entries(sources)) {
-        const imported = ts.preProcessFile(text, true, true).importedFiles.map((f) => f.fileName).filter((s) => s.startsWith("."));
+        const imported = ts
+            .preProcessFile(text, true, true)
+            .importedFiles.map((f) => f.fileName)
+            .filter((s) => s.startsWith("."));
         const targets = imported.flatMap((spec) => {
             const base = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
             const hit = [`${base}.ts`, `${base}/index.ts`].find((candidate) => candidate in sources);

@@ -8,17 +8,52 @@ import * as path from "path";
 export class TestPki {
     readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-tls-"));
     constructor(readonly name: string) {
-        this.openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", this.file("ca.key"), "-out", this.file("ca.crt"), "-days", "2", "-subj", `/CN=${name}-ca`);
+        this.openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            this.file("ca.key"),
+            "-out",
+            this.file("ca.crt"),
+            "-days",
+            "2",
+            "-subj",
+            `/CN=${name}-ca`,
+        );
     }
-    file(name: string): string { return path.join(this.dir, name); }
-    read(name: string): string { return fs.readFileSync(this.file(name), "utf8"); }
-    private openssl(...args: string[]): void { execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] }); }
+    file(name: string): string {
+        return path.join(this.dir, name);
+    }
+    read(name: string): string {
+        return fs.readFileSync(this.file(name), "utf8");
+    }
+    private openssl(...args: string[]): void {
+        execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
+    }
     /** A server certificate (not a CA) for `san`, signed by this CA. */
     server(name: string, san = "IP:127.0.0.1"): { cert: string; key: string } {
         fs.writeFileSync(this.file(`${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\n`);
         this.openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", this.file(`${name}.key`), "-out", this.file(`${name}.csr`), "-subj", `/CN=${name}`);
-        this.openssl("x509", "-req", "-in", this.file(`${name}.csr`), "-CA", this.file("ca.crt"), "-CAkey", this.file("ca.key"), "-CAcreateserial", "-out", this.file(`${name}.crt`), "-days", "2", "-extfile", this.file(`${name}.ext`));
+        this.openssl(
+            "x509",
+            "-req",
+            "-in",
+            this.file(`${name}.csr`),
+            "-CA",
+            this.file("ca.crt"),
+            "-CAkey",
+            this.file("ca.key"),
+            "-CAcreateserial",
+            "-out",
+            this.file(`${name}.crt`),
+            "-days",
+            "2",
+            "-extfile",
+            this.file(`${name}.ext`),
+        );
         return { cert: this.read(`${name}.crt`), key: this.read(`${name}.key`) };
     }
 }
-

@@ -20,7 +20,7 @@ export function privilegedProbeScript(handle: string, models = "/srv/models", to
     return [
         "set +e",
         "echo \"uid_map: $(head -n 1 /proc/self/uid_map | tr -s ' ' | sed 's/^ //')\"",
-        "echo \"CapEff: $(grep CapEff /proc/self/status | cut -f 2)\"",
+        'echo "CapEff: $(grep CapEff /proc/self/status | cut -f 2)"',
         `for m in ${models} $(dirname ${models}); do mount -o remount,bind,rw "$m" 2>/dev/null; done`,
         `if echo probe > ${models}/written-by-a-task 2>/dev/null; then echo 'models: written'; else echo 'models: read-only'; fi`,
         "mkdir -p /tmp/cg; (mount -t cgroup -o devices cgroup /tmp/cg || mount -t cgroup2 cgroup2 /tmp/cg) 2>/dev/null && echo $$ > /tmp/cg/cgroup.procs 2>/dev/null",
@@ -35,7 +35,13 @@ const LINES = ["uid_map", "CapEff", "models", "gpu node", "worker key"];
 
 /** The probe's lines in a step's output, by what they name; throws when one is missing. */
 export function probeLines(output: string): Record<string, string> {
-    const found = Object.fromEntries(output.split("\n").map((l) => /^([a-zA-Z_ ]+): (.*)$/.exec(l.trim())).filter((m): m is RegExpExecArray => m !== null && LINES.includes(m[1])).map((m) => [m[1], m[2]]));
+    const found = Object.fromEntries(
+        output
+            .split("\n")
+            .map((l) => /^([a-zA-Z_ ]+): (.*)$/.exec(l.trim()))
+            .filter((m): m is RegExpExecArray => m !== null && LINES.includes(m[1]))
+            .map((m) => [m[1], m[2]]),
+    );
     const missing = LINES.filter((l) => !(l in found));
     if (missing.length > 0) throw new Error(`the probe printed no ${missing.join(", ")}:\n${output}`);
     return found;
@@ -65,11 +71,13 @@ export function probeMeaning(lines: Record<string, string>) {
 export function withCapabilitiesTheWorkerHas<T>(exec: (script: string) => string, realRunc: string, fn: () => T): T {
     const bounding = BigInt(`0x${/CapBnd:\s*([0-9a-f]+)/.exec(exec("cat /proc/1/status"))![1]}`);
     if (((bounding >> CAP_SYS_RESOURCE) & 1n) === 1n) return fn();
-    exec([
-        `mv ${realRunc} ${realRunc}.kept`,
-        `printf '%s\\n' '#!/bin/sh' 'drop() { sed -i "s/\\"CAP_SYS_RESOURCE\\",//g; s/,\\"CAP_SYS_RESOURCE\\"//g; s/\\"CAP_SYS_RESOURCE\\"//g" "$1"; }' 'prev=' 'for a in "$@"; do case "$prev" in --bundle) drop "$a/config.json";; --process) drop "$a";; esac; prev=$a; done' 'exec ${realRunc}.kept "$@"' > ${realRunc}.shim`,
-        `chmod 0755 ${realRunc}.shim && mv ${realRunc}.shim ${realRunc}`,
-    ].join(" && "));
+    exec(
+        [
+            `mv ${realRunc} ${realRunc}.kept`,
+            `printf '%s\\n' '#!/bin/sh' 'drop() { sed -i "s/\\"CAP_SYS_RESOURCE\\",//g; s/,\\"CAP_SYS_RESOURCE\\"//g; s/\\"CAP_SYS_RESOURCE\\"//g" "$1"; }' 'prev=' 'for a in "$@"; do case "$prev" in --bundle) drop "$a/config.json";; --process) drop "$a";; esac; prev=$a; done' 'exec ${realRunc}.kept "$@"' > ${realRunc}.shim`,
+            `chmod 0755 ${realRunc}.shim && mv ${realRunc}.shim ${realRunc}`,
+        ].join(" && "),
+    );
     try {
         return fn();
     } finally {

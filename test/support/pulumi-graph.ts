@@ -43,9 +43,15 @@ export class GraphRecorder {
 
 /** What the providers would return for their outputs, by resource type (dynamic resources echo their inputs otherwise). */
 const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
-    "pulumi-nodejs:dynamic/gpu-workers:SshKeyPair": { publicKeyOpenssh: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey mock", privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n" },
+    "pulumi-nodejs:dynamic/gpu-workers:SshKeyPair": {
+        publicKeyOpenssh: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey mock",
+        privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n",
+    },
     "pulumi-nodejs:dynamic/lxd:Instance": { uuid: "00000000-0000-4000-8000-000000000000", status: "Running" },
-    "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": { value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n", publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock" },
+    "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": {
+        value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n",
+        publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock",
+    },
 };
 
 /** A generated password is one line, as the web's secret env file needs it. */
@@ -56,10 +62,18 @@ function mockPassword(args: { type: string; inputs: Record<string, unknown> }): 
 /** Installs mocks that record into a fresh GraphRecorder. Call before building resources. */
 export function recordGraph(): GraphRecorder {
     const recorder = new GraphRecorder();
-    void pulumi.runtime.setMocks({
-        newResource: (args) => ({ id: `${args.name}-id`, state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type], ...mockPassword(args) } }),
-        call: (args) => args.inputs,
-    }, "gpu-workers", "test", false);
+    void pulumi.runtime.setMocks(
+        {
+            newResource: (args) => ({
+                id: `${args.name}-id`,
+                state: { ...args.inputs, stdout: "", stderr: "", ...MOCK_OUTPUTS[args.type], ...mockPassword(args) },
+            }),
+            call: (args) => args.inputs,
+        },
+        "gpu-workers",
+        "test",
+        false,
+    );
     // The mock monitor hides parents and dependencies from newResource; read them off the request.
     type Register = (req: RegisterResourceRequest, callback: (err: unknown, res: RegisterResourceResponse) => void) => void;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the monitor the mocks just installed, from Pulumi's runtime internals

@@ -14,7 +14,10 @@ const EXPORTED_CONTRACT = /(Args|Settings)$/;
 function program(): ts.Program {
     const configPath = path.join(PACKAGE_ROOT, "tsconfig.json");
     const config = ts.parseJsonConfigFileContent(ts.readConfigFile(configPath, (f) => ts.sys.readFile(f)).config, ts.sys, PACKAGE_ROOT);
-    return ts.createProgram(config.fileNames.filter((f) => f.startsWith(path.join(PACKAGE_ROOT, "components") + path.sep)), { ...config.options, noEmit: true });
+    return ts.createProgram(
+        config.fileNames.filter((f) => f.startsWith(path.join(PACKAGE_ROOT, "components") + path.sep)),
+        { ...config.options, noEmit: true },
+    );
 }
 
 function inProject(d: ts.Declaration): boolean {
@@ -40,8 +43,12 @@ function hasSchemaDescription(d: ts.Declaration): boolean {
         const method = (call.expression as ts.PropertyAccessExpression).name.text;
         if (method === "describe") return true;
         const arg = call.arguments[0];
-        return method === "meta" && arg !== undefined && ts.isObjectLiteralExpression(arg)
-            && arg.properties.some((p) => p.name !== undefined && ts.isIdentifier(p.name) && p.name.text === "description");
+        return (
+            method === "meta" &&
+            arg !== undefined &&
+            ts.isObjectLiteralExpression(arg) &&
+            arg.properties.some((p) => p.name !== undefined && ts.isIdentifier(p.name) && p.name.text === "description")
+        );
     });
 }
 
@@ -65,7 +72,10 @@ function undocumented(p: ts.Program): { total: number; missing: string[] } {
             if (depth >= 4) continue;
             const value = checker.getNonNullableType(checker.getTypeOfSymbol(prop));
             for (const part of value.isUnion() ? value.types : [value]) {
-                if (part.flags & ts.TypeFlags.Intersection) { walk(part, name, depth + 1); continue; }
+                if (part.flags & ts.TypeFlags.Intersection) {
+                    walk(part, name, depth + 1);
+                    continue;
+                }
                 if (!(part.flags & ts.TypeFlags.Object) || checker.isArrayType(part) || part.getCallSignatures().length > 0) continue;
                 // Anonymous shapes (type literals, zod shapes, mapped types such as Omit or z.input) belong
                 // to this field, wherever the mapping is declared; named types are checked where exported.

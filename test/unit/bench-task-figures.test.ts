@@ -28,9 +28,10 @@ describe("bench:task: a task's time from the worker's log", () => {
 
     it("finds the shim's start, the container's creation and the task's exit; other lines are skipped", () => {
         const events = parseWorkerLog(LOG);
-        assert.deepStrictEqual(events.map((e) => `${e.kind} ${e.handle.slice(0, 8)} ${e.process ?? ""}`.trim()), [
-            "shim-start fd0065b3", `exited fd0065b3 ${CHECK}`, "shim-start 00f2f965", "created 00f2f965", "spawned 00f2f965 task", "exited 00f2f965 task",
-        ]);
+        assert.deepStrictEqual(
+            events.map((e) => `${e.kind} ${e.handle.slice(0, 8)} ${e.process ?? ""}`.trim()),
+            ["shim-start fd0065b3", `exited fd0065b3 ${CHECK}`, "shim-start 00f2f965", "created 00f2f965", "spawned 00f2f965 task", "exited 00f2f965 task"],
+        );
     });
 
     it("the task's container from its shim's start to the task's exit; a check container in the window is counted", () => {
@@ -56,15 +57,31 @@ describe("bench:task: rounds side by side", () => {
 
     it("pairs each round's runs; a round with an image check or a missing task is left out whole, with why", () => {
         const runs: Run[] = [
-            { side: "wrapped", round: 0, start: 100, end: 101, build: 1 }, { side: "bare", round: 0, start: 102, end: 103.5, build: 2 },
-            { side: "bare", round: 1, start: 104, end: 105, build: 3 }, { side: "wrapped", round: 1, start: 106, end: 107, build: 4 },
-            { side: "wrapped", round: 2, start: 108, end: 109, build: 5 }, { side: "bare", round: 2, start: 110, end: 111, build: 6 },
+            { side: "wrapped", round: 0, start: 100, end: 101, build: 1 },
+            { side: "bare", round: 0, start: 102, end: 103.5, build: 2 },
+            { side: "bare", round: 1, start: 104, end: 105, build: 3 },
+            { side: "wrapped", round: 1, start: 106, end: 107, build: 4 },
+            { side: "wrapped", round: 2, start: 108, end: 109, build: 5 },
+            { side: "bare", round: 2, start: 110, end: 111, build: 6 },
         ];
         const events = [...task(100, "a", 0.26), ...task(102, "b", 0.25), ...task(104, "c", 0.24, true), ...task(106, "d", 0.27), ...task(108, "e", 0.3)];
-        const web = new Map([[1, 0.5], [2, 0.6], [3, 0.4], [4, 0.4], [5, 0.5], [6, 0.5]]);
+        const web = new Map([
+            [1, 0.5],
+            [2, 0.6],
+            [3, 0.4],
+            [4, 0.4],
+            [5, 0.5],
+            [6, 0.5],
+        ]);
         const { figures, leftOut } = pairedFigures(runs, events, web);
-        assert.deepStrictEqual(figures.worker.wrapped.map((x) => Math.round(x * 1000)), [260]);
-        assert.deepStrictEqual(figures.worker.bare.map((x) => Math.round(x * 1000)), [250]);
+        assert.deepStrictEqual(
+            figures.worker.wrapped.map((x) => Math.round(x * 1000)),
+            [260],
+        );
+        assert.deepStrictEqual(
+            figures.worker.bare.map((x) => Math.round(x * 1000)),
+            [250],
+        );
         assert.deepStrictEqual({ web: figures.web, fly: figures.fly }, { web: { wrapped: [0.5], bare: [0.6] }, fly: { wrapped: [1], bare: [1.5] } });
         assert.deepStrictEqual(leftOut, ["build 3 (bare): also checked the image", "build 6: no task in the worker's log"]);
     });
@@ -80,7 +97,10 @@ describe("bench:task: the ratio says its spread", () => {
         assert.deepStrictEqual(pairedRatio(wrapped, bare), estimate);
         assert.throws(() => pairedRatio([1], [1, 2]), /same number/);
         // Pairs stay together: a shared swing between rounds does not widen the interval of the difference.
-        const drift = pairedBootstrap(bare.map((b, i) => [b + 100 * i, b + 100 * i + 8]), (s) => mean(s.map(([x, y]) => y - x)));
+        const drift = pairedBootstrap(
+            bare.map((b, i) => [b + 100 * i, b + 100 * i + 8]),
+            (s) => mean(s.map(([x, y]) => y - x)),
+        );
         assert.deepStrictEqual(drift, { value: 8, low: 8, high: 8 });
     });
 
@@ -92,8 +112,14 @@ describe("bench:task: the ratio says its spread", () => {
 
     it("start offsets: one in each n-th of the period, in random order", () => {
         const offsets = spreadOffsets(10, 0.5, seededRandom(7));
-        assert.deepStrictEqual([...offsets].map((o) => Math.floor(o / 0.05)).sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-        assert.notDeepStrictEqual(offsets, [...offsets].sort((a, b) => a - b));
+        assert.deepStrictEqual(
+            [...offsets].map((o) => Math.floor(o / 0.05)).sort((a, b) => a - b),
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+        );
+        assert.notDeepStrictEqual(
+            offsets,
+            [...offsets].sort((a, b) => a - b),
+        );
         assert.strictEqual(quantile([1, 2, 3, 4], 0.5), 2.5);
     });
 });

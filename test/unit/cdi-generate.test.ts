@@ -16,7 +16,28 @@ import { ensureCommands } from "../support/tools";
 
 const SCRIPT = path.join(PACKAGE_ROOT, "host", "generate-cdi.sh");
 const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
-const SYSTEM_TOOLS = ["bash", "sh", "sed", "grep", "head", "tr", "cut", "mktemp", "rm", "mkdir", "mv", "chmod", "cp", "sha256sum", "dirname", "basename", "cat", "uname", "awk", "rmdir"];
+const SYSTEM_TOOLS = [
+    "bash",
+    "sh",
+    "sed",
+    "grep",
+    "head",
+    "tr",
+    "cut",
+    "mktemp",
+    "rm",
+    "mkdir",
+    "mv",
+    "chmod",
+    "cp",
+    "sha256sum",
+    "dirname",
+    "basename",
+    "cat",
+    "uname",
+    "awk",
+    "rmdir",
+];
 
 const FAKE_NVIDIA_CTK = `#!/bin/sh
 echo "nvidia-ctk $*" >> "$FAKE_LOG"
@@ -56,7 +77,11 @@ case "$*" in
 esac
 `;
 
-interface Run { status: number | null; stdout: string; stderr: string }
+interface Run {
+    status: number | null;
+    stdout: string;
+    stderr: string;
+}
 
 describe("generate-cdi.sh", () => {
     let work: string;
@@ -87,12 +112,19 @@ describe("generate-cdi.sh", () => {
         fs.writeFileSync(path.join(work, "list"), "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-08b3c2e8-cb7b-ea3f-7711-a042c580b3e8)\n");
         fs.writeFileSync(log, "");
         env = {
-            PATH: bin, GPU_WORKERS_STATE_DIR: state, GPU_WORKERS_ROOT: root,
-            FAKE_LOG: log, FAKE_CDI_DIR: cdiDir, FAKE_SPEC: path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"),
-            FAKE_DRIVER: path.join(work, "driver"), FAKE_LIST: path.join(work, "list"),
+            PATH: bin,
+            GPU_WORKERS_STATE_DIR: state,
+            GPU_WORKERS_ROOT: root,
+            FAKE_LOG: log,
+            FAKE_CDI_DIR: cdiDir,
+            FAKE_SPEC: path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"),
+            FAKE_DRIVER: path.join(work, "driver"),
+            FAKE_LIST: path.join(work, "list"),
         };
     });
-    afterEach(() => { fs.rmSync(work, { recursive: true, force: true }); });
+    afterEach(() => {
+        fs.rmSync(work, { recursive: true, force: true });
+    });
 
     const output = () => path.join(cdiDir, "nvidia.yaml");
     function run(args: string[], extra: NodeJS.ProcessEnv = {}): Run {
@@ -101,7 +133,13 @@ describe("generate-cdi.sh", () => {
     }
     const ensureNvidia = (ids: string[] = ["nvidia.com/gpu=0"], more: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
         run(["ensure", "--vendor", "nvidia", "--output", output(), ...more, "--driver-pin", "550.127.05", "--", ...ids], extra);
-    const calls = () => fs.readFileSync(log, "utf8").trim().split("\n").filter(Boolean).map((l) => l.replace(/--output=\S*\/cdi-new\.[A-Za-z0-9]+\//, "--output=<tmp>/"));
+    const calls = () =>
+        fs
+            .readFileSync(log, "utf8")
+            .trim()
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => l.replace(/--output=\S*\/cdi-new\.[A-Za-z0-9]+\//, "--output=<tmp>/"));
     const resetCalls = () => fs.writeFileSync(log, "");
 
     it("generates the spec with index names, installs it, records the driver, and checks the ids with `cdi list`", () => {
@@ -110,7 +148,10 @@ describe("generate-cdi.sh", () => {
         assert.deepStrictEqual(calls(), ["nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index", "nvidia-ctk cdi list"]);
         assert.strictEqual(fs.readFileSync(output(), "utf8"), fs.readFileSync(path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"), "utf8"));
         assert.strictEqual((fs.statSync(output()).mode & 0o777).toString(8), "644");
-        assert.match(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), /^output=.*nvidia\.yaml\nfingerprint=[0-9a-f]{64}\nspec=[0-9a-f]{64}\ndriver=550\.127\.05\n$/);
+        assert.match(
+            fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"),
+            /^output=.*nvidia\.yaml\nfingerprint=[0-9a-f]{64}\nspec=[0-9a-f]{64}\ndriver=550\.127\.05\n$/,
+        );
         assert.match(r.stdout, /generating .*nvidia\.yaml: .*nvidia\.yaml is missing\n/);
         assert.match(r.stdout, /1 selected device\(s\) resolve: nvidia\.com\/gpu=0\n/);
         assert.strictEqual(specFromEnsureOutput(r.stdout), fs.readFileSync(output(), "utf8"), "the spec follows the marker, for the program's validator");
@@ -172,7 +213,10 @@ describe("generate-cdi.sh", () => {
     it("fails naming every selected device that is not in the spec", () => {
         const r = ensureNvidia(["nvidia.com/gpu=0", "nvidia.com/gpu=1", "nvidia.com/gpu=0:1"]);
         assert.strictEqual(r.status, 1);
-        assert.strictEqual(r.stderr.split("\n").slice(-2)[0] + "\n", `generate-cdi: not in the CDI spec ${output()}: nvidia.com/gpu=1 nvidia.com/gpu=0:1 (runtimes can resolve: nvidia.com/gpu=0 nvidia.com/gpu=GPU-08b3c2e8-cb7b-ea3f-7711-a042c580b3e8 nvidia.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`);
+        assert.strictEqual(
+            r.stderr.split("\n").slice(-2)[0] + "\n",
+            `generate-cdi: not in the CDI spec ${output()}: nvidia.com/gpu=1 nvidia.com/gpu=0:1 (runtimes can resolve: nvidia.com/gpu=0 nvidia.com/gpu=GPU-08b3c2e8-cb7b-ea3f-7711-a042c580b3e8 nvidia.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`,
+        );
         const wrongVendor = ensureNvidia(["amd.com/gpu=0"]);
         assert.match(wrongVendor.stderr, /'amd\.com\/gpu=0' is not a nvidia CDI id \(expected nvidia\.com\/CLASS=NAME\)/);
     });
@@ -180,13 +224,19 @@ describe("generate-cdi.sh", () => {
     it("Tegra: csv mode and the igpu class, so ids are nvidia.com/igpu=N", () => {
         const r = ensureNvidia(["nvidia.com/igpu=0"], ["--tegra"]);
         assert.strictEqual(r.status, 0, r.stderr);
-        assert.deepStrictEqual(calls(), ["nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index --mode=csv --class=igpu", "nvidia-ctk cdi list"]);
+        assert.deepStrictEqual(calls(), [
+            "nvidia-ctk cdi generate --output=<tmp>/nvidia.yaml --device-name-strategy=index --mode=csv --class=igpu",
+            "nvidia-ctk cdi list",
+        ]);
     });
 
     it("refuses to generate for a driver other than the pinned one", () => {
         const r = run(["ensure", "--vendor", "nvidia", "--output", output(), "--driver-pin", "560.35.03", "--", "nvidia.com/gpu=0"]);
         assert.strictEqual(r.status, 1);
-        assert.strictEqual(r.stderr, "generate-cdi: the loaded NVIDIA driver is 550.127.05 but 560.35.03 is pinned; a spec generated now would mount the wrong libraries (reboot after the driver update?)\n");
+        assert.strictEqual(
+            r.stderr,
+            "generate-cdi: the loaded NVIDIA driver is 550.127.05 but 560.35.03 is pinned; a spec generated now would mount the wrong libraries (reboot after the driver update?)\n",
+        );
         assert.deepStrictEqual(calls(), []);
     });
 
@@ -217,7 +267,10 @@ describe("generate-cdi.sh", () => {
         assert.match(ensureAmd(["amd.com/gpu=0"]).stdout, /the driver or GPU layout changed/);
         const missing = ensureAmd(["amd.com/gpu=2"]);
         assert.strictEqual(missing.status, 1);
-        assert.strictEqual(missing.stderr, `generate-cdi: not in the CDI spec ${amdOut}: amd.com/gpu=2 (runtimes can resolve: amd.com/gpu=0 amd.com/gpu=1 amd.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`);
+        assert.strictEqual(
+            missing.stderr,
+            `generate-cdi: not in the CDI spec ${amdOut}: amd.com/gpu=2 (runtimes can resolve: amd.com/gpu=0 amd.com/gpu=1 amd.com/gpu=all); the selection names GPUs or MIG devices this host does not have\n`,
+        );
     });
 
     it("a spec the host had is kept aside, and remove puts it back byte for byte", () => {
@@ -268,7 +321,10 @@ describe("generate-cdi.sh", () => {
 
     it("rejects bad arguments clearly", () => {
         assert.match(run(["ensure", "--vendor", "intel", "--output", output()]).stderr, /--vendor must be nvidia or amd \(got 'intel'\)/);
-        assert.match(run(["ensure", "--vendor", "nvidia", "--output", "nvidia.yaml"]).stderr, /--output must be an absolute path ending in \.yaml or \.json \(got 'nvidia\.yaml'\)/);
+        assert.match(
+            run(["ensure", "--vendor", "nvidia", "--output", "nvidia.yaml"]).stderr,
+            /--output must be an absolute path ending in \.yaml or \.json \(got 'nvidia\.yaml'\)/,
+        );
         assert.match(run(["ensure", "--vendor", "nvidia", "--output", output(), "--bogus"]).stderr, /unknown argument: --bogus/);
         assert.match(run(["frobnicate"]).stderr, /usage: generate-cdi\.sh ensure\|check\|remove/);
         fs.rmSync(path.join(bin, "nvidia-ctk"));

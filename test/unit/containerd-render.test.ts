@@ -1,8 +1,16 @@
 import * as assert from "assert";
 import { parse } from "smol-toml";
 import {
-    CONTAINERD_DROP_IN, CONTAINERD_IMPORT_GLOB, CONTAINERD_MAIN_CONFIG, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_BUILD_OUTPUT, CONTAINERD_TOML_PATH, ensureImports,
-    renderConcourseContainerdConfig, renderContainerdDropIn, renderContainerdRuntimeComponent,
+    CONTAINERD_DROP_IN,
+    CONTAINERD_IMPORT_GLOB,
+    CONTAINERD_MAIN_CONFIG,
+    CONTAINERD_SETTINGS_FILE,
+    CONTAINERD_TOML_BUILD_OUTPUT,
+    CONTAINERD_TOML_PATH,
+    ensureImports,
+    renderConcourseContainerdConfig,
+    renderContainerdDropIn,
+    renderContainerdRuntimeComponent,
 } from "../../components/lib/render/containerd";
 import { HOST_LIB_DIR } from "../../components/lib/host/steps";
 
@@ -10,12 +18,15 @@ import { HOST_LIB_DIR } from "../../components/lib/host/steps";
 interface ContainerdDoc {
     version?: number;
     imports?: string[];
-    plugins: Record<string, {
-        containerd: { default_runtime_name?: string; runtimes: Record<string, { runtime_type?: string; options: Record<string, unknown> }> };
-        enable_cdi?: boolean;
-        cdi_spec_dirs?: string[];
-        cni: { bin_dir: string };
-    }>;
+    plugins: Record<
+        string,
+        {
+            containerd: { default_runtime_name?: string; runtimes: Record<string, { runtime_type?: string; options: Record<string, unknown> }> };
+            enable_cdi?: boolean;
+            cdi_spec_dirs?: string[];
+            cni: { bin_dir: string };
+        }
+    >;
 }
 const WRAPPER = "/usr/local/lib/gpu-workers/runc-wrapper";
 /** Parses TOML into plain objects (smol-toml's have no prototype). */
@@ -32,7 +43,9 @@ describe("containerd drop-in (render)", () => {
         assert.strictEqual(cri.containerd.default_runtime_name, undefined);
         assert.strictEqual(cri.enable_cdi, undefined);
         assert.deepStrictEqual(Object.keys(doc), ["version", "plugins"]);
-        assert.ok(text.includes('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpu.options]\nBinaryName = "/usr/local/lib/gpu-workers/runc-wrapper"\n'));
+        assert.ok(
+            text.includes('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpu.options]\nBinaryName = "/usr/local/lib/gpu-workers/runc-wrapper"\n'),
+        );
     });
 
     it("default runtime and CDI when asked", () => {
@@ -53,8 +66,14 @@ describe("containerd drop-in (render)", () => {
 
     it("bad settings: clear errors", () => {
         assert.throws(() => renderContainerdDropIn({ runtimeName: "GPU!", binaryName: WRAPPER, makeDefault: false, enableCdi: false }), /runtimeName/);
-        assert.throws(() => renderContainerdDropIn({ runtimeName: "runc", binaryName: WRAPPER, makeDefault: false, enableCdi: false }), /containerd's own default/);
-        assert.throws(() => renderContainerdDropIn({ runtimeName: "gpu", binaryName: "runc-wrapper", makeDefault: false, enableCdi: false }), /binaryName: expected an absolute path/);
+        assert.throws(
+            () => renderContainerdDropIn({ runtimeName: "runc", binaryName: WRAPPER, makeDefault: false, enableCdi: false }),
+            /containerd's own default/,
+        );
+        assert.throws(
+            () => renderContainerdDropIn({ runtimeName: "gpu", binaryName: "runc-wrapper", makeDefault: false, enableCdi: false }),
+            /binaryName: expected an absolute path/,
+        );
     });
 });
 
@@ -96,7 +115,12 @@ describe("Concourse's containerd config (render)", () => {
         assert.deepStrictEqual(doc, {
             version: 2,
             oom_score: -999,
-            disabled_plugins: ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs"],
+            disabled_plugins: [
+                "io.containerd.grpc.v1.cri",
+                "io.containerd.snapshotter.v1.aufs",
+                "io.containerd.snapshotter.v1.btrfs",
+                "io.containerd.snapshotter.v1.zfs",
+            ],
         });
     });
 });
@@ -107,17 +131,41 @@ describe("ContainerdRuntime component (render)", () => {
 
     it("uploads our settings, containerd-toml and the script; containerd and runc come from the distribution where missing; the step applies, checks and removes", () => {
         const r = renderContainerdRuntimeComponent(settings);
-        assert.deepStrictEqual(r.files.map((f) => f.path), [`${HOST_LIB_DIR}/runtime-packages.sh`, `${HOST_LIB_DIR}/ownership.sh`, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, `${HOST_LIB_DIR}/apply-containerd-config.sh`]);
+        assert.deepStrictEqual(
+            r.files.map((f) => f.path),
+            [
+                `${HOST_LIB_DIR}/runtime-packages.sh`,
+                `${HOST_LIB_DIR}/ownership.sh`,
+                CONTAINERD_SETTINGS_FILE,
+                CONTAINERD_TOML_PATH,
+                `${HOST_LIB_DIR}/apply-containerd-config.sh`,
+            ],
+        );
         assert.strictEqual(r.files[2].content, renderContainerdDropIn(settings));
         assert.deepStrictEqual({ ...r.files[3] }, { path: CONTAINERD_TOML_PATH, mode: "0755", content: "", artifact: helperBinary });
         const [packages, step] = r.steps;
         assert.strictEqual(packages.create, `${HOST_LIB_DIR}/runtime-packages.sh ensure containerd=containerd runc=runc`);
         const glob = CONTAINERD_IMPORT_GLOB.replace(/[.*]/g, "\\$&");
-        assert.match(step.create, new RegExp(`apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`));
+        assert.match(
+            step.create,
+            new RegExp(
+                `apply-containerd-config.sh apply --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --sha256 [0-9a-f]{64} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`,
+            ),
+        );
         // A refresh runs the check: a hand edit of the host's main config is drift.
-        assert.match(step.check!, new RegExp(`apply-containerd-config.sh check --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`));
+        assert.match(
+            step.check!,
+            new RegExp(
+                `apply-containerd-config.sh check --ours ${CONTAINERD_SETTINGS_FILE} --toml ${CONTAINERD_TOML_PATH} --main ${CONTAINERD_MAIN_CONFIG} --drop-in ${CONTAINERD_DROP_IN} --import '${glob}'$`,
+            ),
+        );
         assert.ok(step.remove!.includes(" remove --main "));
-        assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/apply-containerd-config.sh`, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, "runtime-packages"]);
+        assert.deepStrictEqual(step.dependsOn, [
+            `${HOST_LIB_DIR}/apply-containerd-config.sh`,
+            CONTAINERD_SETTINGS_FILE,
+            CONTAINERD_TOML_PATH,
+            "runtime-packages",
+        ]);
     });
 
     it("a settings change changes the step's command (so it runs again), the same settings do not", () => {

@@ -18,8 +18,12 @@ const CLI = path.join(PACKAGE_ROOT, "dist", "cli", "discover.js");
 
 describe("npm run discover", () => {
     let work: string;
-    beforeEach(() => { work = fs.mkdtempSync(path.join(os.tmpdir(), "discover-cli-")); });
-    afterEach(() => { fs.rmSync(work, { recursive: true, force: true }); });
+    beforeEach(() => {
+        work = fs.mkdtempSync(path.join(os.tmpdir(), "discover-cli-"));
+    });
+    afterEach(() => {
+        fs.rmSync(work, { recursive: true, force: true });
+    });
 
     function cli(args: string[], env: NodeJS.ProcessEnv = process.env, input?: string) {
         const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8", input });
@@ -51,7 +55,11 @@ describe("npm run discover", () => {
             assert.strictEqual(r.status, 0, r.stderr);
             const block = JSON.parse(r.stdout);
             assert.deepStrictEqual(block, parseDiscoveryDocument(fs.readFileSync(file, "utf8")).inventory, name);
-            assert.deepStrictEqual(parseStackConfig(stackWith({ name: "gpu-a", inventory: block }))[0].inventory, block, `${name} passes the stack schema as it is`);
+            assert.deepStrictEqual(
+                parseStackConfig(stackWith({ name: "gpu-a", inventory: block }))[0].inventory,
+                block,
+                `${name} passes the stack schema as it is`,
+            );
         }
         assert.match(cli(["--from", saved("h100-no-driver-sysfs"), "--json"]).stderr, /^discover: warning: no NVIDIA driver loaded/m);
         assert.match(cli(["--from", saved("hgx-h100-8x"), "--json", "--raw"]).stderr, /give only one of --raw and --json/);
@@ -107,7 +115,10 @@ describe("npm run discover", () => {
         fs.writeFileSync(path.join(bin, "ssh"), "#!/bin/sh\necho 'ssh: connect to host gpu-a port 22: Connection refused' >&2\nexit 255\n", { mode: 0o755 });
         const r = cli(["--ssh", "ops@gpu-a"], { PATH: bin });
         assert.strictEqual(r.status, 1);
-        assert.strictEqual(r.stderr, "discover: ssh ops@gpu-a: the discovery script failed (exit 255): ssh: connect to host gpu-a port 22: Connection refused\n");
+        assert.strictEqual(
+            r.stderr,
+            "discover: ssh ops@gpu-a: the discovery script failed (exit 255): ssh: connect to host gpu-a port 22: Connection refused\n",
+        );
     });
 
     it("exits 2 with a clear message on bad input", () => {

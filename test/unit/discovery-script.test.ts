@@ -14,8 +14,12 @@ import { ensureCommands } from "../support/tools";
 
 describe("discover-gpus.sh", () => {
     let work: string;
-    beforeEach(() => { work = fs.mkdtempSync(path.join(os.tmpdir(), "discovery-script-")); });
-    afterEach(() => { fs.rmSync(work, { recursive: true, force: true }); });
+    beforeEach(() => {
+        work = fs.mkdtempSync(path.join(os.tmpdir(), "discovery-script-"));
+    });
+    afterEach(() => {
+        fs.rmSync(work, { recursive: true, force: true });
+    });
 
     function writeTools(files: Record<string, string | Buffer>): string {
         const tools = path.join(work, "tools");
@@ -72,7 +76,11 @@ describe("discover-gpus.sh", () => {
 
     it("runs as `bash -s` with the script on stdin, the way the GpuHost step runs it", () => {
         const script = fs.readFileSync(path.join(PACKAGE_ROOT, "host", "discover-gpus.sh"));
-        const out = execFileSync("bash", ["-s"], { input: script, env: { PATH: "/usr/bin:/bin", GPU_WORKERS_ROOT: path.join(work, "none") }, encoding: "utf8" });
+        const out = execFileSync("bash", ["-s"], {
+            input: script,
+            env: { PATH: "/usr/bin:/bin", GPU_WORKERS_ROOT: path.join(work, "none") },
+            encoding: "utf8",
+        });
         assert.strictEqual(JSON.parse(out).schema, "gpu-workers/discovery/v1");
     });
 

@@ -3,7 +3,14 @@ import * as assert from "assert";
 import { GpuInventory, inventorySchema } from "../../components/lib/gpu/inventory";
 import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
 import { DiscoveryResult } from "../../components/lib/discovery/result";
-import { compareInventory, compareVersions, formatVerification, VERIFY_FIELDS, verifyOptionsSchema, warnOnlyFieldsSchema } from "../../components/lib/discovery/verify";
+import {
+    compareInventory,
+    compareVersions,
+    formatVerification,
+    VERIFY_FIELDS,
+    verifyOptionsSchema,
+    warnOnlyFieldsSchema,
+} from "../../components/lib/discovery/verify";
 import { runFixture } from "../fixtures/discovery/run-fixture";
 
 function fixture(name: string): DiscoveryResult {
@@ -30,16 +37,19 @@ describe("inventory verification", () => {
         wrong.gpus.push({ index: 8, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, integrated: false, mig: [] });
         wrong.nvswitches = 2;
         const result = compareInventory(wrong, hgx, { driverPin: "560.35.03" });
-        assert.strictEqual(formatVerification("gpu-a", result), [
-            "host gpu-a: declared inventory does not match the hardware:",
-            '  - gpus[1]: declared model "NVIDIA A100-SXM4-80GB", found "NVIDIA H100 80GB HBM3"',
-            "  - gpus[1]: declared memory 40960 MiB, found 81559 MiB",
-            "  - gpus[2]: declared UUID GPU-00000000-0000-0000-0000-000000000000, found GPU-0d9ce0d5-22a0-fdf7-c891-f26e86f907b6",
-            "  - gpus[3].mig: MIG device 0 3g.40gb (GI 2, CI 0) declared, not found (no MIG devices)",
-            "  - gpus[8]: GPU 8 (NVIDIA H100 80GB HBM3, 81559 MiB) declared, not found (found 8: 0, 1, 2, 3, 4, 5, 6, 7)",
-            "  - nvswitches: declared 2, found 4 (fabricmanager must run on this host)",
-            "  - driver: the loaded NVIDIA driver 550.127.05 is below the pinned 560.35.03; install 560.35.03 (and reboot), or list driver under warnOnly to let the driver step upgrade it",
-        ].join("\n"));
+        assert.strictEqual(
+            formatVerification("gpu-a", result),
+            [
+                "host gpu-a: declared inventory does not match the hardware:",
+                '  - gpus[1]: declared model "NVIDIA A100-SXM4-80GB", found "NVIDIA H100 80GB HBM3"',
+                "  - gpus[1]: declared memory 40960 MiB, found 81559 MiB",
+                "  - gpus[2]: declared UUID GPU-00000000-0000-0000-0000-000000000000, found GPU-0d9ce0d5-22a0-fdf7-c891-f26e86f907b6",
+                "  - gpus[3].mig: MIG device 0 3g.40gb (GI 2, CI 0) declared, not found (no MIG devices)",
+                "  - gpus[8]: GPU 8 (NVIDIA H100 80GB HBM3, 81559 MiB) declared, not found (found 8: 0, 1, 2, 3, 4, 5, 6, 7)",
+                "  - nvswitches: declared 2, found 4 (fabricmanager must run on this host)",
+                "  - driver: the loaded NVIDIA driver 550.127.05 is below the pinned 560.35.03; install 560.35.03 (and reboot), or list driver under warnOnly to let the driver step upgrade it",
+            ].join("\n"),
+        );
     });
 
     it("accepts memory within 1% (80 GB declared as 81920 MiB, the driver says 81559) with a note", () => {
@@ -58,12 +68,18 @@ describe("inventory verification", () => {
         const result = compareInventory(inv, hgx, { warnOnly: { model: true } });
         assert.deepStrictEqual(result.errors, ["gpus[0]: declared PCI address 0000:99:00.0, found 00000000:0D:00.0"]);
         assert.deepStrictEqual(result.warnings, ['gpus[0]: declared model "NVIDIA H100 PCIe", found "NVIDIA H100 80GB HBM3" (model: warning only)']);
-        assert.match(formatVerification("gpu-a", { errors: [], warnings: result.warnings }), /^host gpu-a: declared inventory matches the hardware, with warnings:\n {2}- gpus\[0\]: declared model/);
+        assert.match(
+            formatVerification("gpu-a", { errors: [], warnings: result.warnings }),
+            /^host gpu-a: declared inventory matches the hardware, with warnings:\n {2}- gpus\[0\]: declared model/,
+        );
         assert.strictEqual(formatVerification("gpu-a", { errors: [], warnings: [] }), "host gpu-a: declared inventory matches the hardware");
     });
 
     it("rejects an unknown warnOnly field, naming the valid ones; exports its zod schemas", () => {
-        assert.throws(() => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }), /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/);
+        assert.throws(
+            () => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }),
+            /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/,
+        );
         assert.deepStrictEqual(verifyOptionsSchema.parse({ driverPin: "preinstalled" }), { driverPin: "preinstalled", warnOnly: {} });
         assert.deepStrictEqual(warnOnlyFieldsSchema.parse(["memory", "uuid"]), ["memory", "uuid"]);
         assert.ok(!warnOnlyFieldsSchema.safeParse(["size"]).success);
@@ -82,16 +98,28 @@ describe("inventory verification", () => {
 
     it("checks the driver against the pin: preinstalled needs a driver, a pin is a floor, 550 matches 550.x", () => {
         assert.deepStrictEqual(compareInventory(declared, hgx, { driverPin: "550" }), { errors: [], warnings: [] });
-        assert.deepStrictEqual(compareInventory(declared, hgx, { driverPin: "550.54.15" }), { errors: [], warnings: ["driver: the loaded NVIDIA driver 550.127.05 is newer than the pinned 550.54.15"] });
+        assert.deepStrictEqual(compareInventory(declared, hgx, { driverPin: "550.54.15" }), {
+            errors: [],
+            warnings: ["driver: the loaded NVIDIA driver 550.127.05 is newer than the pinned 550.54.15"],
+        });
         const noDriver = fixture("h100-no-driver-sysfs");
-        assert.ok(compareInventory(declared, noDriver, { driverPin: "preinstalled" }).errors.includes("driver: pinned as preinstalled, but no NVIDIA driver is loaded; install one or pin a version for the driver step to install"));
-        assert.deepStrictEqual([compareVersions("550.127.05", "550.54.15"), compareVersions("535.104.05", "550"), compareVersions("550.54.15", "550.54.15")], [1, -1, 0]);
+        assert.ok(
+            compareInventory(declared, noDriver, { driverPin: "preinstalled" }).errors.includes(
+                "driver: pinned as preinstalled, but no NVIDIA driver is loaded; install one or pin a version for the driver step to install",
+            ),
+        );
+        assert.deepStrictEqual(
+            [compareVersions("550.127.05", "550.54.15"), compareVersions("535.104.05", "550"), compareVersions("550.54.15", "550.54.15")],
+            [1, -1, 0],
+        );
     });
 
     it("says when the declared vendor is not there, and what is", () => {
         const amd = inventorySchema.parse({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a" }] });
         const { errors } = compareInventory(amd, hgx);
-        assert.deepStrictEqual(errors, [`vendor: declared amd with 1 GPU, but discovery found no AMD GPU; it found 8 NVIDIA GPUs (${[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `${i}: NVIDIA H100 80GB HBM3`).join(", ")})`]);
+        assert.deepStrictEqual(errors, [
+            `vendor: declared amd with 1 GPU, but discovery found no AMD GPU; it found 8 NVIDIA GPUs (${[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `${i}: NVIDIA H100 80GB HBM3`).join(", ")})`,
+        ]);
         const none = compareInventory({ vendor: "none", gpus: [], nvswitches: 0, tegra: false }, fixture("amd-mi210"));
         assert.deepStrictEqual(none.errors, ["vendor: declared none (no GPU), found 1 AMD GPU (0: AMD Instinct MI210)"]);
     });
@@ -102,7 +130,11 @@ describe("inventory verification", () => {
             sources: {
                 "kfd-nodes": [
                     { node: "0", properties: "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\n" },
-                    { node: "1", properties: "simd_count 416\nvendor_id 4098\ngfx_target_version 90010\nlocation_id 768\ndrm_render_minor 136\n", "mem-banks": ["size_in_bytes 68702699520\n"] },
+                    {
+                        node: "1",
+                        properties: "simd_count 416\nvendor_id 4098\ngfx_target_version 90010\nlocation_id 768\ndrm_render_minor 136\n",
+                        "mem-banks": ["size_in_bytes 68702699520\n"],
+                    },
                 ],
                 "dev-kfd": true,
                 "render-nodes": ["renderD136"],
@@ -124,7 +156,9 @@ describe("inventory verification", () => {
         const jetson = fixture("jetson-agx-orin");
         const inv = clone(jetson.inventory);
         inv.tegra = false;
-        assert.deepStrictEqual(compareInventory(inv, jetson).errors, ["tegra: declared false, found true (/etc/nv_tegra_release: a Jetson needs CDI in csv mode)"]);
+        assert.deepStrictEqual(compareInventory(inv, jetson).errors, [
+            "tegra: declared false, found true (/etc/nv_tegra_release: a Jetson needs CDI in csv mode)",
+        ]);
         const mig = fixture("a100-80gb-mig");
         const a100 = clone(mig.inventory);
         a100.gpus[0].mig[1] = { index: 1, profile: "3g.40gb", gi: 1, ci: 0 };

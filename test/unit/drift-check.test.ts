@@ -20,10 +20,14 @@ describe("drift check", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-drift-"));
     const odd = path.join(dir, "it's a $(file)");
     const secret = path.join(dir, "key");
-    const script = () => renderDriftCheck(
-        [{ path: odd, sha256: sha("content\n") }, { path: secret, sha256: null }],
-        [`test -e ${JSON.stringify(path.join(dir, "flag"))}`],
-    );
+    const script = () =>
+        renderDriftCheck(
+            [
+                { path: odd, sha256: sha("content\n") },
+                { path: secret, sha256: null },
+            ],
+            [`test -e ${JSON.stringify(path.join(dir, "flag"))}`],
+        );
 
     beforeEach(() => {
         fs.writeFileSync(odd, "content\n");

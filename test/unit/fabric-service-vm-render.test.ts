@@ -7,7 +7,18 @@
  */
 import * as assert from "assert";
 import { parse } from "yaml";
-import { FabricServiceVmSettings, pciParts, renderFabricServiceVm, renderServiceVmDomain, renderServiceVmMetaData, renderServiceVmUserData, renderVfioUnit, servicePlanId, serviceVmPaths, sysfsAddress } from "../../components/lib/render/fabric-service-vm";
+import {
+    FabricServiceVmSettings,
+    pciParts,
+    renderFabricServiceVm,
+    renderServiceVmDomain,
+    renderServiceVmMetaData,
+    renderServiceVmUserData,
+    renderVfioUnit,
+    servicePlanId,
+    serviceVmPaths,
+    sysfsAddress,
+} from "../../components/lib/render/fabric-service-vm";
 import { readHostScript } from "../../components/lib/host/scripts";
 
 export const SETTINGS: FabricServiceVmSettings = {
@@ -23,14 +34,21 @@ export const SETTINGS: FabricServiceVmSettings = {
 };
 
 function hostdevs(domain: string): string[] {
-    return [...domain.matchAll(/<hostdev mode="subsystem" type="pci" managed="(\w+)">\s*<source>\s*<address domain="(0x[0-9a-f]{4})" bus="(0x[0-9a-f]{2})" slot="(0x[0-9a-f]{2})" function="(0x[0-7])"\/>/g)]
-        .map((m) => `${m[1]} ${m[2]}:${m[3]}:${m[4]}.${m[5]}`);
+    return [
+        ...domain.matchAll(
+            /<hostdev mode="subsystem" type="pci" managed="(\w+)">\s*<source>\s*<address domain="(0x[0-9a-f]{4})" bus="(0x[0-9a-f]{2})" slot="(0x[0-9a-f]{2})" function="(0x[0-7])"\/>/g,
+        ),
+    ].map((m) => `${m[1]} ${m[2]}:${m[3]}:${m[4]}.${m[5]}`);
 }
 
 describe("fabricmanager service VM rendering", () => {
     it("the domain gets exactly the NVSwitches and the memory controller, managed=no", () => {
         assert.deepStrictEqual(hostdevs(renderServiceVmDomain(SETTINGS)), [
-            "no 0x0000:0x09:0x00.0x0", "no 0x0000:0x0a:0x00.0x0", "no 0x0000:0x0b:0x00.0x0", "no 0x0000:0x0c:0x00.0x0", "no 0x0000:0x03:0x00.0x1",
+            "no 0x0000:0x09:0x00.0x0",
+            "no 0x0000:0x0a:0x00.0x0",
+            "no 0x0000:0x0b:0x00.0x0",
+            "no 0x0000:0x0c:0x00.0x0",
+            "no 0x0000:0x03:0x00.0x1",
         ]);
     });
 
@@ -61,9 +79,17 @@ describe("fabricmanager service VM rendering", () => {
         assert.strictEqual(file("/usr/local/lib/gpu-workers/fabric-manager.sh").content, readHostScript("fabric-manager.sh"));
         assert.strictEqual(file("/usr/local/lib/gpu-workers/fabric-manager.sh").permissions, "0755");
         const plan = servicePlanId(SETTINGS);
-        assert.match(file("/etc/systemd/system/gpu-workers-fabric.service").content,
-            new RegExp(`^ExecStart=/usr/local/lib/gpu-workers/fabric-manager.sh ensure --config /usr/share/nvidia/nvswitch/fabricmanager.cfg --partition 1 --partition 2 --report /dev/ttyS0 --plan ${plan}$`, "m"));
-        assert.deepStrictEqual(doc.runcmd, [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "gpu-workers-fabric.service"]]);
+        assert.match(
+            file("/etc/systemd/system/gpu-workers-fabric.service").content,
+            new RegExp(
+                `^ExecStart=/usr/local/lib/gpu-workers/fabric-manager.sh ensure --config /usr/share/nvidia/nvswitch/fabricmanager.cfg --partition 1 --partition 2 --report /dev/ttyS0 --plan ${plan}$`,
+                "m",
+            ),
+        );
+        assert.deepStrictEqual(doc.runcmd, [
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "--now", "gpu-workers-fabric.service"],
+        ]);
         assert.strictEqual(renderServiceVmMetaData(SETTINGS), `instance-id: gpu-workers-fabric-${plan}\nlocal-hostname: hgx-a-fabric\n`);
     });
 
@@ -76,12 +102,17 @@ describe("fabricmanager service VM rendering", () => {
     it("host steps: vfio (with its check), vfio at boot, the service VM (with its check), in that order", () => {
         const r = renderFabricServiceVm(SETTINGS);
         const paths = serviceVmPaths("hgx-a-fabric");
-        assert.deepStrictEqual(r.files.map((f) => [f.path, f.mode]), [
-            ["/usr/local/lib/gpu-workers/nvswitch-vfio.sh", "0755"],
-            ["/etc/systemd/system/gpu-workers-nvswitch-vfio.service", "0644"],
-            ["/usr/local/lib/gpu-workers/fabric-service-vm.sh", "0755"],
-            [paths.domainXml, "0644"], [paths.userData, "0644"], [paths.metaData, "0644"],
-        ]);
+        assert.deepStrictEqual(
+            r.files.map((f) => [f.path, f.mode]),
+            [
+                ["/usr/local/lib/gpu-workers/nvswitch-vfio.sh", "0755"],
+                ["/etc/systemd/system/gpu-workers-nvswitch-vfio.service", "0644"],
+                ["/usr/local/lib/gpu-workers/fabric-service-vm.sh", "0755"],
+                [paths.domainXml, "0644"],
+                [paths.userData, "0644"],
+                [paths.metaData, "0644"],
+            ],
+        );
         const [vfio, atBoot, vm] = r.steps;
         const functions = "--nvswitch 0000:09:00.0 --nvswitch 0000:0a:00.0 --nvswitch 0000:0b:00.0 --nvswitch 0000:0c:00.0 --memory-controller 0000:03:00.1";
         assert.strictEqual(vfio.create, `/usr/local/lib/gpu-workers/nvswitch-vfio.sh ensure ${functions}`);
@@ -90,7 +121,12 @@ describe("fabricmanager service VM rendering", () => {
         assert.ok(renderVfioUnit(SETTINGS).includes(`ExecStart=/usr/local/lib/gpu-workers/nvswitch-vfio.sh ensure ${functions}`));
         assert.match(renderVfioUnit(SETTINGS), /^Before=libvirtd\.service virtqemud\.service/m);
         assert.deepStrictEqual(atBoot.dependsOn, [paths.vfioUnit, "nvswitch-vfio"]);
-        assert.match(vm.create, new RegExp(`^/usr/local/lib/gpu-workers/fabric-service-vm.sh ensure --name hgx-a-fabric --uri qemu:///system --state ${paths.state} --console ${paths.consoleLog} --domain ${paths.domainXml} --seed ${paths.seedDir} --image /var/lib/gpu-workers/images/fm.qcow2 --plan ${servicePlanId(SETTINGS)} --timeout 900 --vfio 0000:09:00.0 .* --vfio 0000:03:00.1$`));
+        assert.match(
+            vm.create,
+            new RegExp(
+                `^/usr/local/lib/gpu-workers/fabric-service-vm.sh ensure --name hgx-a-fabric --uri qemu:///system --state ${paths.state} --console ${paths.consoleLog} --domain ${paths.domainXml} --seed ${paths.seedDir} --image /var/lib/gpu-workers/images/fm.qcow2 --plan ${servicePlanId(SETTINGS)} --timeout 900 --vfio 0000:09:00.0 .* --vfio 0000:03:00.1$`,
+            ),
+        );
         assert.ok(vm.remove!.startsWith("/usr/local/lib/gpu-workers/fabric-service-vm.sh remove --name hgx-a-fabric"));
         assert.ok(vm.check!.endsWith(`--plan ${servicePlanId(SETTINGS)}`));
         assert.ok(vm.dependsOn.includes("nvswitch-vfio") && vm.dependsOn.includes(paths.domainXml));

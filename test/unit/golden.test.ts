@@ -28,19 +28,27 @@ describe("golden files: the whole rendered tree of each example and fixture stac
     after(() => fs.rmSync(work, { recursive: true, force: true }));
 
     it("every stack folder under test/golden/ is a golden stack", () => {
-        const names = goldenStacks().map((s) => s.name).sort();
+        const names = goldenStacks()
+            .map((s) => s.name)
+            .sort();
         assert.deepStrictEqual(fs.existsSync(GOLDEN_DIR) ? fs.readdirSync(GOLDEN_DIR).sort() : [], names, "npm run golden:update writes them");
     });
 
     for (const stack of goldenStacks()) {
         it(`${stack.name} renders as test/golden/${stack.name}`, () => {
             writeRendered(renderGolden(stack), path.join(work, "rendered", stack.name), "digest");
-            const r = spawnSync("diff", ["-ruN", `golden/${stack.name}`, `rendered/${stack.name}`], { cwd: work, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+            const r = spawnSync("diff", ["-ruN", `golden/${stack.name}`, `rendered/${stack.name}`], {
+                cwd: work,
+                encoding: "utf8",
+                maxBuffer: 64 * 1024 * 1024,
+            });
             if (r.status === 0) return;
             // The files' times say nothing here.
             const lines = (r.stdout + r.stderr).split("\n").map((line) => line.replace(/^(---|\+\+\+) (\S+)\t.*$/, "$1 $2"));
             const shown = lines.slice(0, SHOWN).join("\n") + (lines.length > SHOWN ? `\n... ${lines.length - SHOWN} more lines` : "");
-            assert.fail(`the render of ${stack.name} differs from test/golden/${stack.name} (- golden, + now); if the change is intended, run npm run golden:update and review its diff:\n${shown}`);
+            assert.fail(
+                `the render of ${stack.name} differs from test/golden/${stack.name} (- golden, + now); if the change is intended, run npm run golden:update and review its diff:\n${shown}`,
+            );
         });
     }
 });

@@ -25,8 +25,18 @@ describe("GPU plan (one source of truth)", () => {
     it("RTX A500 laptop: one GPU, 4 GiB", () => {
         const plan = planWorkerGpus(inv(RTX_A500_LAPTOP), base);
         assert.deepStrictEqual(plan.tags, [
-            "gpu", "gpu-type=nvidia", "gpu-count=1", "gpu-devices=0", "gpu-model=rtx-a500-laptop-gpu", "gpu-memory-gib=4",
-            "gpu-family=ampere", "gpu-compute=8.6", "gpu-driver-major=535", "gpu-cuda=12.2", "gpu-mig-strategy=none", "gpu-count-min=1",
+            "gpu",
+            "gpu-type=nvidia",
+            "gpu-count=1",
+            "gpu-devices=0",
+            "gpu-model=rtx-a500-laptop-gpu",
+            "gpu-memory-gib=4",
+            "gpu-family=ampere",
+            "gpu-compute=8.6",
+            "gpu-driver-major=535",
+            "gpu-cuda=12.2",
+            "gpu-mig-strategy=none",
+            "gpu-count-min=1",
         ]);
         assert.deepStrictEqual(plan.env, { NVIDIA_VISIBLE_DEVICES: "0", NVIDIA_DRIVER_CAPABILITIES: "compute,utility" });
     });
@@ -37,8 +47,14 @@ describe("GPU plan (one source of truth)", () => {
         assert.ok(plan.tags.includes("gpu-count=2"));
         assert.strictEqual(plan.env.NVIDIA_VISIBLE_DEVICES, "nvidia.com/gpu=1,nvidia.com/gpu=3");
         assert.deepStrictEqual(plan.cdiDevices, ["nvidia.com/gpu=1", "nvidia.com/gpu=3"]);
-        const tagged = plan.tags.find((t) => t.startsWith("gpu-devices="))!.split("=")[1].split(",");
-        assert.deepStrictEqual(plan.cdiDevices.map((d) => d.split("=")[1]), tagged);
+        const tagged = plan.tags
+            .find((t) => t.startsWith("gpu-devices="))!
+            .split("=")[1]
+            .split(",");
+        assert.deepStrictEqual(
+            plan.cdiDevices.map((d) => d.split("=")[1]),
+            tagged,
+        );
     });
 
     it("HGX H100 with NVSwitches: fabricmanager on, partitions tagged", () => {
@@ -54,24 +70,46 @@ describe("GPU plan (one source of truth)", () => {
         const host = planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "host", partitions: [] } });
         assert.deepStrictEqual(host, planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "on", partitions: [] } }));
         assert.strictEqual(host.fabricManager.enabled, true);
-        assert.throws(() => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "host", partitions: [] } }), /fabricManager.mode: host needs NVSwitches/);
-        assert.throws(() => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "service-vm", partitions: [] } }),
-            (e: unknown) => e instanceof PlanError && /^fabricManager\.mode: service-vm makes the host a board shared by several workers/.test(e.message));
+        assert.throws(
+            () => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "host", partitions: [] } }),
+            /fabricManager.mode: host needs NVSwitches/,
+        );
+        assert.throws(
+            () => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "service-vm", partitions: [] } }),
+            (e: unknown) => e instanceof PlanError && /^fabricManager\.mode: service-vm makes the host a board shared by several workers/.test(e.message),
+        );
     });
 
     it("a worker VM of a shared board: tagged with its fabric partition and count, runs no fabricmanager", () => {
         const vm = inv({ vendor: "nvidia", gpus: [0, 1].map((index) => ({ index, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559 })) });
         const plan = planWorkerGpus(vm, { ...base, cdi: true, fabricManager: { mode: "off", partitions: [] }, fabricPartition: 5, extraTags: ["hgx"] });
-        assert.deepStrictEqual(plan.tags, ["gpu", "gpu-type=nvidia", "gpu-count=2", "gpu-devices=0,1", "gpu-model=h100-80gb-hbm3", "gpu-memory-gib=80", "gpu-fabric-partition=5", "gpu-mig-strategy=none", "gpu-count-min=1", "gpu-count-min=2", "hgx"]);
+        assert.deepStrictEqual(plan.tags, [
+            "gpu",
+            "gpu-type=nvidia",
+            "gpu-count=2",
+            "gpu-devices=0,1",
+            "gpu-model=h100-80gb-hbm3",
+            "gpu-memory-gib=80",
+            "gpu-fabric-partition=5",
+            "gpu-mig-strategy=none",
+            "gpu-count-min=1",
+            "gpu-count-min=2",
+            "hgx",
+        ]);
         assert.deepStrictEqual(plan.cdiDevices, ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]);
         assert.strictEqual(plan.env.NVIDIA_VISIBLE_DEVICES, "nvidia.com/gpu=0,nvidia.com/gpu=1");
         assert.deepStrictEqual([plan.fabricManager.enabled, plan.fabricPartition], [false, 5]);
-        assert.throws(() => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricPartition: 1 }), /a worker on fabric partition 1 runs no fabricmanager of its own/);
+        assert.throws(
+            () => planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricPartition: 1 }),
+            /a worker on fabric partition 1 runs no fabricmanager of its own/,
+        );
     });
 
     it("fabricmanager never starts without NVSwitches", () => {
-        assert.throws(() => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "on", partitions: [] } }),
-            (e: unknown) => e instanceof PlanError && /fabricManager.mode: on needs NVSwitches/.test(e.message));
+        assert.throws(
+            () => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, fabricManager: { mode: "on", partitions: [] } }),
+            (e: unknown) => e instanceof PlanError && /fabricManager.mode: on needs NVSwitches/.test(e.message),
+        );
         assert.strictEqual(planWorkerGpus(inv(RTX_A500_LAPTOP), base).fabricManager.enabled, false);
         assert.strictEqual(planWorkerGpus(inv(HGX_H100_8X), { ...base, fabricManager: { mode: "off", partitions: [] } }).fabricManager.enabled, false);
     });
@@ -95,7 +133,10 @@ describe("GPU plan (one source of truth)", () => {
     });
 
     it("a selection outside the inventory is an error naming what exists", () => {
-        assert.throws(() => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, selection: [0, 2] }), /selection: GPU index 2 is not in the inventory \(declared: 0\)/);
+        assert.throws(
+            () => planWorkerGpus(inv(RTX_A500_LAPTOP), { ...base, selection: [0, 2] }),
+            /selection: GPU index 2 is not in the inventory \(declared: 0\)/,
+        );
     });
 
     it("every GPU control variable is either set or removed", () => {

@@ -34,7 +34,10 @@ function lxdTransport(name: string, port: number) {
 
 async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
     const g = recordGraph();
-    new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("key"), process.cwd()));
+    new GpuWorker(
+        host.name,
+        workerArgs(host, () => pulumi.secret("key"), process.cwd()),
+    );
     await settle(g);
     const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
     const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
@@ -65,8 +68,16 @@ describe("one plan per host: offline render = resource graph", function () {
                 assert.deepStrictEqual(sorted(graph.stepNames), sorted(manifest.steps.map((s) => s.name)), "steps");
                 assert.strictEqual(graph.stepNames.length, manifest.steps.length, "no step twice");
                 const instance = `${name}-host-instance`;
-                assert.deepStrictEqual(sorted(graph.fileNames), sorted(manifest.files.filter((f) => f.resource !== instance).map((f) => f.resource)), "file resources");
-                assert.deepStrictEqual(sorted(graph.instanceFiles), sorted(manifest.files.filter((f) => f.resource === instance).map((f) => f.path)), "files pushed into the instance");
+                assert.deepStrictEqual(
+                    sorted(graph.fileNames),
+                    sorted(manifest.files.filter((f) => f.resource !== instance).map((f) => f.resource)),
+                    "file resources",
+                );
+                assert.deepStrictEqual(
+                    sorted(graph.instanceFiles),
+                    sorted(manifest.files.filter((f) => f.resource === instance).map((f) => f.path)),
+                    "files pushed into the instance",
+                );
             });
         }
     }
@@ -75,21 +86,32 @@ describe("one plan per host: offline render = resource graph", function () {
         const [board] = parseStack(exampleStack()).boards;
         const rendered = renderBoardPlan(planStack({ hosts: [], boards: [board] }, process.cwd()).boards[0]);
         const g = recordGraph();
-        new SharedGpuBoard(board.name, boardArgs(board, () => pulumi.secret("key"), process.cwd()));
+        new SharedGpuBoard(
+            board.name,
+            boardArgs(board, () => pulumi.secret("key"), process.cwd()),
+        );
         await settle(g);
         const manifests = rendered.map((r) => r.manifest);
-        assert.deepStrictEqual(manifests.map((m) => m.host), ["hgx-a", "hgx-a-w1", "hgx-a-w2"]);
+        assert.deepStrictEqual(
+            manifests.map((m) => m.host),
+            ["hgx-a", "hgx-a-w1", "hgx-a-w2"],
+        );
         const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
         const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((s) => s.name))), "steps");
-        assert.deepStrictEqual(sorted(fileNames), sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))), "file resources");
+        assert.deepStrictEqual(
+            sorted(fileNames),
+            sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))),
+            "file resources",
+        );
         // A VM takes its access files in cloud-init user-data, not as pushed files.
         for (const m of manifests.slice(1)) {
             const instance = g.byName(`${m.host}-host-instance`);
             assert.strictEqual(instance.inputs.files, undefined, `${m.host}: no file push`);
             const userData = String((instance.inputs.userData as { value: string }).value);
-            for (const f of m.files.filter((x) => x.resource === instance.name)) assert.ok(userData.includes(`path: ${f.path}`), `${m.host}: ${f.path} in the user-data`);
+            for (const f of m.files.filter((x) => x.resource === instance.name))
+                assert.ok(userData.includes(`path: ${f.path}`), `${m.host}: ${f.path} in the user-data`);
         }
     });
 
@@ -98,7 +120,10 @@ describe("one plan per host: offline render = resource graph", function () {
         const stack = parseStack({
             defaults: { concourse: { binary: raw.defaults.concourse.binary } },
             web: { name: "ci", transport: { lxd: { instance: "ci", image: "gpu-workers/debian-12", sshPort: 2200, publish: { web: 8080, tsa: 2222 } } } },
-            hosts: [{ ...raw.hosts[0], vendor: "none", concourse: { tsaHost: "10.0.0.1" } }, { name: "w-lxd", vendor: "none", ...lxdTransport("w-lxd", 2401) }],
+            hosts: [
+                { ...raw.hosts[0], vendor: "none", concourse: { tsaHost: "10.0.0.1" } },
+                { name: "w-lxd", vendor: "none", ...lxdTransport("w-lxd", 2401) },
+            ],
         });
         const plans = planStack(stack, process.cwd());
         const manifests = [renderWebPlan(plans.web!), ...plans.hosts.map(renderPlan)].map((r) => r.manifest);
@@ -112,7 +137,11 @@ describe("one plan per host: offline render = resource graph", function () {
         const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`).concat(["ci-instance"]));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((st) => st.name))), "steps");
-        assert.deepStrictEqual(sorted(fileNames), sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))), "file resources");
+        assert.deepStrictEqual(
+            sorted(fileNames),
+            sorted(manifests.flatMap((m) => m.files.filter((f) => !instances.has(f.resource)).map((f) => f.resource))),
+            "file resources",
+        );
         for (const worker of ["w-ssh", "w-lxd"]) {
             // The admission runs on the web's host, and the worker's steps wait for it.
             const admission = g.byName(`${worker}-concourse-admission-tsa-admission`);
@@ -125,13 +154,26 @@ describe("one plan per host: offline render = resource graph", function () {
         const [host] = parseStackConfig(stackWith({ name: "w", inventory: NO_GPU }));
         const plan: HostPlan = planOf(host);
         const installer = "/usr/local/lib/gpu-workers/install-runc-wrapper.sh";
-        assert.deepStrictEqual(plan.files.filter((f) => f.path === installer).map((f) => f.component), ["RuncWrapper"]);
+        assert.deepStrictEqual(
+            plan.files.filter((f) => f.path === installer).map((f) => f.component),
+            ["RuncWrapper"],
+        );
         const concourse = plan.links.find((l) => l.component === "ConcourseWorker")!;
         const ownership = "/usr/local/lib/gpu-workers/ownership.sh";
-        assert.deepStrictEqual(concourse.placedEarlier, [ownership, installer], "the worker runs the installer the wrapper placed, and the helper the first component placed");
-        assert.deepStrictEqual(plan.files.filter((f) => f.path === ownership).map((f) => f.component), ["ContainerdRuntime"]);
+        assert.deepStrictEqual(
+            concourse.placedEarlier,
+            [ownership, installer],
+            "the worker runs the installer the wrapper placed, and the helper the first component placed",
+        );
+        assert.deepStrictEqual(
+            plan.files.filter((f) => f.path === ownership).map((f) => f.component),
+            ["ContainerdRuntime"],
+        );
         const graph = await graphOf(host);
-        assert.deepStrictEqual(graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")), ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"]);
+        assert.deepStrictEqual(
+            graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")),
+            ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"],
+        );
     });
 
     it("on its own, a component places everything it runs", async () => {
@@ -139,7 +181,11 @@ describe("one plan per host: offline render = resource graph", function () {
         const [host] = parseStackConfig(stackWith({ name: "solo", inventory: NO_GPU }));
         const settings = planOf(host).settings.concourse!;
         const rendered = renderConcourseWorker(settings);
-        new ConcourseWorker("solo-concourse", { connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" }, ...settings, tsaPublicKey: settings.tsaPublicKey! });
+        new ConcourseWorker("solo-concourse", {
+            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
+            ...settings,
+            tsaPublicKey: settings.tsaPublicKey!,
+        });
         await settle(g);
         const files = g.resources.filter((r) => r.name.startsWith("solo-concourse-file-")).map((r) => r.name);
         assert.strictEqual(files.length, rendered.files.length);

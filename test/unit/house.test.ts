@@ -26,24 +26,40 @@ function importsOf(file: string): string[] {
 }
 
 function offenders(dir: string, bad: (imported: string) => boolean): string[] {
-    return sources(path.join(PACKAGE_ROOT, dir)).flatMap((f) => importsOf(f).filter(bad).map((i) => `${path.relative(PACKAGE_ROOT, f)} imports ${i}`));
+    return sources(path.join(PACKAGE_ROOT, dir)).flatMap((f) =>
+        importsOf(f)
+            .filter(bad)
+            .map((i) => `${path.relative(PACKAGE_ROOT, f)} imports ${i}`),
+    );
 }
 
 describe("the house (layout rules)", () => {
     it("no file under components/ imports from stacks/", () => {
-        assert.deepStrictEqual(offenders("components", (i) => i === "stacks" || i.startsWith("stacks/")), []);
+        assert.deepStrictEqual(
+            offenders("components", (i) => i === "stacks" || i.startsWith("stacks/")),
+            [],
+        );
     });
 
     it("components/lib is pure: no Pulumi, no provider, no component", () => {
-        assert.deepStrictEqual(offenders("components/lib", (i) => i.startsWith("@pulumi/") || i.startsWith("components/providers") || i.startsWith("components/chain")), []);
+        assert.deepStrictEqual(
+            offenders("components/lib", (i) => i.startsWith("@pulumi/") || i.startsWith("components/providers") || i.startsWith("components/chain")),
+            [],
+        );
     });
 
     it("providers import no component", () => {
-        assert.deepStrictEqual(offenders("components/providers", (i) => i.startsWith("components/chain")), []);
+        assert.deepStrictEqual(
+            offenders("components/providers", (i) => i.startsWith("components/chain")),
+            [],
+        );
     });
 
     it("stacks/ reaches components only through the public API (components/index.ts)", () => {
-        assert.deepStrictEqual(offenders("stacks", (i) => i.startsWith("components/") && i !== "components/index"), []);
+        assert.deepStrictEqual(
+            offenders("stacks", (i) => i.startsWith("components/") && i !== "components/index"),
+            [],
+        );
     });
 
     it("components/ holds its three kinds and the public API, nothing loose", () => {
@@ -62,7 +78,15 @@ describe("the house (layout rules)", () => {
     it("host/ holds only host scripts, developer tooling lives in scripts/", () => {
         const hostFiles = fs.readdirSync(HOST_FILES_DIR);
         for (const f of hostFiles) assert.match(fs.readFileSync(path.join(HOST_FILES_DIR, f), "utf8"), /^#!\/usr\/bin\/env bash\n/, `${f} is a host script`);
-        for (const tool of ["up.sh", "down.sh", "bootstrap-engine.sh", "build-wrapper.sh", "install-test-deps.sh", "lxd-build-image.sh", "lxd-test-daemon.sh"]) {
+        for (const tool of [
+            "up.sh",
+            "down.sh",
+            "bootstrap-engine.sh",
+            "build-wrapper.sh",
+            "install-test-deps.sh",
+            "lxd-build-image.sh",
+            "lxd-test-daemon.sh",
+        ]) {
             assert.ok(!hostFiles.includes(tool), `${tool} is not in host/`);
             assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "scripts", tool)), `${tool} is in scripts/`);
         }
@@ -71,7 +95,12 @@ describe("the house (layout rules)", () => {
     it("every shell script in host/ and scripts/ is shellcheck-clean (style level)", function () {
         this.timeout(120000);
         ensureCommands(["shellcheck"], ["shellcheck"]);
-        const scripts = ["host", "scripts"].flatMap((d) => fs.readdirSync(path.join(PACKAGE_ROOT, d)).filter((f) => f.endsWith(".sh")).map((f) => path.join(d, f)));
+        const scripts = ["host", "scripts"].flatMap((d) =>
+            fs
+                .readdirSync(path.join(PACKAGE_ROOT, d))
+                .filter((f) => f.endsWith(".sh"))
+                .map((f) => path.join(d, f)),
+        );
         assert.ok(scripts.length >= 16, scripts.join(" "));
         const r = spawnSync("shellcheck", ["-S", "style", ...scripts], { cwd: PACKAGE_ROOT, encoding: "utf8" });
         assert.strictEqual(r.status, 0, r.stdout + r.stderr);

@@ -40,6 +40,9 @@ describe("import cycles", () => {
         assert.ok(files.length > 100, `${files.length} sources`);
         const graph = importGraph(Object.fromEntries(files.map((f) => [f, fs.readFileSync(path.join(PACKAGE_ROOT, f), "utf8")])));
         assert.ok([...graph.values()].flat().length > files.length, "the graph has its edges");
-        assert.deepStrictEqual(importCycles(graph).map((cycle) => cycle.join(" -> ")), []);
+        assert.deepStrictEqual(
+            importCycles(graph).map((cycle) => cycle.join(" -> ")),
+            [],
+        );
     });
 });

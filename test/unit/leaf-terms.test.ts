@@ -26,8 +26,17 @@ describe("leaf components in a user's terms", () => {
     const workers = {
         "no GPU": { inventory: NO_GPU },
         "RTX A500, GPUs by index (no CDI)": { inventory: RTX_A500_LAPTOP, toolkit: { cdi: false } },
-        "HGX H100, GPUs 2 and 5, privileged full, toolkit preinstalled": { inventory: HGX_H100_8X, selection: [2, 5], toolkit: { version: "preinstalled" }, concourse: { privilegedMode: "full" as const } },
-        "AMD Phoenix, pinned driver, own datasets": { inventory: AMD_PHOENIX, driver: { version: "6.2.4" }, datasets: { root: "/data", writableSuffixes: ["_scratch"] } },
+        "HGX H100, GPUs 2 and 5, privileged full, toolkit preinstalled": {
+            inventory: HGX_H100_8X,
+            selection: [2, 5],
+            toolkit: { version: "preinstalled" },
+            concourse: { privilegedMode: "full" as const },
+        },
+        "AMD Phoenix, pinned driver, own datasets": {
+            inventory: AMD_PHOENIX,
+            driver: { version: "6.2.4" },
+            datasets: { root: "/data", writableSuffixes: ["_scratch"] },
+        },
         "A100 with MIG": { inventory: A100_MIG },
     };
     for (const [label, w] of Object.entries(workers)) {
@@ -67,7 +76,13 @@ describe("leaf components in a user's terms", () => {
     });
 
     it("a toolkit for a host without GPUs, or at a version with a known escape, is refused by name", () => {
-        assert.throws(() => planContainerToolkit({ inventory: inventorySchema.parse(NO_GPU) }), (e: unknown) => e instanceof PlanError && /inventory\.vendor/.test(e.message));
-        assert.throws(() => planContainerToolkit({ inventory: inventorySchema.parse(RTX_A500_LAPTOP), version: "1.16.1" }), (e: unknown) => e instanceof PlanError && /toolkit\.version/.test(e.message));
+        assert.throws(
+            () => planContainerToolkit({ inventory: inventorySchema.parse(NO_GPU) }),
+            (e: unknown) => e instanceof PlanError && /inventory\.vendor/.test(e.message),
+        );
+        assert.throws(
+            () => planContainerToolkit({ inventory: inventorySchema.parse(RTX_A500_LAPTOP), version: "1.16.1" }),
+            (e: unknown) => e instanceof PlanError && /toolkit\.version/.test(e.message),
+        );
     });
 });

@@ -13,12 +13,17 @@ const TWO_NVIDIA: GpuInventoryInput = {
 };
 const A100_MIG: GpuInventoryInput = {
     vendor: "nvidia",
-    gpus: [{
-        index: 0, model: "NVIDIA A100-SXM4-40GB", memoryMiB: 40960, mig: [
-            { index: 1, profile: "2g.10gb", gi: 5, ci: 0 },
-            { index: 0, profile: "3g.20gb", gi: 1, ci: 0, uuid: "MIG-2f4e8d3c-1a2b-4c5d-8e9f-0a1b2c3d4e5f" },
-        ],
-    }],
+    gpus: [
+        {
+            index: 0,
+            model: "NVIDIA A100-SXM4-40GB",
+            memoryMiB: 40960,
+            mig: [
+                { index: 1, profile: "2g.10gb", gi: 5, ci: 0 },
+                { index: 0, profile: "3g.20gb", gi: 1, ci: 0, uuid: "MIG-2f4e8d3c-1a2b-4c5d-8e9f-0a1b2c3d4e5f" },
+            ],
+        },
+    ],
 };
 const AMD: GpuInventoryInput = {
     vendor: "amd",
@@ -100,9 +105,19 @@ describe("LXD devices from the worker's GPU plan", () => {
     });
 
     it("datasets: one disk per folder, read-only unless the name ends in a writable suffix", () => {
-        const devices = lxdDevicesForWorker(planOf({ vendor: "none" }), { ...opts, datasetSource: "/data/sets/", datasetFolders: ["mnist", "scratch_rw", "out_writable"] });
+        const devices = lxdDevicesForWorker(planOf({ vendor: "none" }), {
+            ...opts,
+            datasetSource: "/data/sets/",
+            datasetFolders: ["mnist", "scratch_rw", "out_writable"],
+        });
         assert.deepStrictEqual(devices["dataset-mnist"], { type: "disk", source: "/data/sets/mnist", path: "/srv/mnist", readonly: "true" });
-        assert.deepStrictEqual(devices["dataset-scratch_rw"], { type: "disk", source: "/data/sets/scratch_rw", path: "/srv/scratch_rw", readonly: "false", shift: "true" });
+        assert.deepStrictEqual(devices["dataset-scratch_rw"], {
+            type: "disk",
+            source: "/data/sets/scratch_rw",
+            path: "/srv/scratch_rw",
+            readonly: "false",
+            shift: "true",
+        });
         assert.strictEqual(devices["dataset-out_writable"].readonly, "false");
         const noShift = lxdDevicesForWorker(planOf({ vendor: "none" }), { ...opts, datasetSource: "/d", datasetFolders: ["a_rw"], shiftWritable: false });
         assert.strictEqual(noShift["dataset-a_rw"].shift, undefined);
@@ -112,12 +127,17 @@ describe("LXD devices from the worker's GPU plan", () => {
     it("datasets without a folder list: the whole source, read-only", () => {
         const devices = lxdDevicesForWorker(planOf({ vendor: "none" }), { ...opts, datasetSource: "/data/sets" });
         assert.deepStrictEqual(devices.datasets, { type: "disk", source: "/data/sets", path: "/srv", readonly: "true" });
-        assert.throws(() => lxdDevicesForWorker(planOf({ vendor: "none" }), { ...opts, datasetSource: "/d", datasetFolders: ["../etc"] }), /dataset folder "..\/etc" must be one folder name/);
+        assert.throws(
+            () => lxdDevicesForWorker(planOf({ vendor: "none" }), { ...opts, datasetSource: "/d", datasetFolders: ["../etc"] }),
+            /dataset folder "..\/etc" must be one folder name/,
+        );
     });
 
     it("instance config: nesting for containers; nvidia.runtime only without CDI", () => {
         assert.deepStrictEqual(lxdConfigForWorker(planOf(TWO_NVIDIA), { cdi: false }), {
-            "security.nesting": "true", "nvidia.runtime": "true", "nvidia.driver.capabilities": "compute,utility",
+            "security.nesting": "true",
+            "nvidia.runtime": "true",
+            "nvidia.driver.capabilities": "compute,utility",
         });
         assert.deepStrictEqual(lxdConfigForWorker(planOf(TWO_NVIDIA, { cdi: true }), { cdi: true }), { "security.nesting": "true" });
         assert.deepStrictEqual(lxdConfigForWorker(planOf(AMD), { cdi: false, type: "virtual-machine" }), {});

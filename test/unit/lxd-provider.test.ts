@@ -48,13 +48,28 @@ class FakeLxd {
     }
 }
 
-const lxdError = (code: number, error: string): [number, unknown] => [code, { type: "error", status: "", status_code: 0, error_code: code, error, metadata: null }];
-const asyncOp = (id: string): [number, unknown] => [202, { type: "async", status: "Operation created", status_code: 100, operation: `/1.0/operations/${id}`, metadata: { id } }];
-const opDone = (status_code: number, err = "", metadata: unknown = null): [number, unknown] =>
-    [200, { type: "sync", status: "Success", status_code: 200, metadata: { id: "x", status: status_code === 200 ? "Success" : "Failure", status_code, err, metadata } }];
+const lxdError = (code: number, error: string): [number, unknown] => [
+    code,
+    { type: "error", status: "", status_code: 0, error_code: code, error, metadata: null },
+];
+const asyncOp = (id: string): [number, unknown] => [
+    202,
+    { type: "async", status: "Operation created", status_code: 100, operation: `/1.0/operations/${id}`, metadata: { id } },
+];
+const opDone = (status_code: number, err = "", metadata: unknown = null): [number, unknown] => [
+    200,
+    {
+        type: "sync",
+        status: "Success",
+        status_code: 200,
+        metadata: { id: "x", status: status_code === 200 ? "Success" : "Failure", status_code, err, metadata },
+    },
+];
 
 const good: LxdInstanceSpec = { server: { socket: "/nonexistent/unix.socket" }, name: "gpu-a", image: "gpu-workers/busybox" };
-const refusingFactory: ops.LxdApiFactory = () => { throw new Error("LXD must not be called"); };
+const refusingFactory: ops.LxdApiFactory = () => {
+    throw new Error("LXD must not be called");
+};
 
 describe("LXD provider: refused before any call to LXD", () => {
     it("an unknown device type", async () => {
@@ -76,8 +91,10 @@ describe("LXD provider: refused before any call to LXD", () => {
         const fake = new FakeLxd({});
         await fake.start();
         try {
-            await assert.rejects(lxdInstanceProvider.create({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
-                /device gpu0: id "gpu=0" is not a CDI id/);
+            await assert.rejects(
+                lxdInstanceProvider.create({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
+                /device gpu0: id "gpu=0" is not a CDI id/,
+            );
             assert.deepStrictEqual(fake.seen, []);
         } finally {
             await fake.stop();
@@ -98,11 +115,25 @@ describe("LXD provider: refused before any call to LXD", () => {
 });
 
 describe("LXD provider: diff", () => {
-    const olds = { ...good, type: "container", profiles: ["default"], config: { "security.nesting": "true" }, devices: { d: { type: "disk", source: "/a", path: "/a" } }, files: [], running: true, status: "Running" };
+    const olds = {
+        ...good,
+        type: "container",
+        profiles: ["default"],
+        config: { "security.nesting": "true" },
+        devices: { d: { type: "disk", source: "/a", path: "/a" } },
+        files: [],
+        running: true,
+        status: "Running",
+    };
     const news = { ...good, config: { "security.nesting": "true" }, devices: { d: { type: "disk", source: "/a", path: "/a" } } };
 
     it("nothing changed: no changes", async () => {
-        assert.deepStrictEqual(await lxdInstanceProvider.diff!("gpu-a", olds, news), { changes: false, replaces: [], deleteBeforeReplace: false, stables: ["name"] });
+        assert.deepStrictEqual(await lxdInstanceProvider.diff!("gpu-a", olds, news), {
+            changes: false,
+            replaces: [],
+            deleteBeforeReplace: false,
+            stables: ["name"],
+        });
     });
     it("config, devices, profiles: updated in place", async () => {
         for (const change of [{ config: { "security.nesting": "false" } }, { devices: {} }, { profiles: ["default", "gpu"] }]) {
@@ -117,7 +148,10 @@ describe("LXD provider: diff", () => {
     });
     it("user-data: a new one replaces the instance (cloud-init reads it on the first boot only)", async () => {
         const vm = { ...olds, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" };
-        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" })).changes, false);
+        assert.deepStrictEqual(
+            (await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" })).changes,
+            false,
+        );
         const d = await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys B\n" });
         assert.deepStrictEqual(d.replaces, ["userData"]);
     });
@@ -146,7 +180,10 @@ describe("LXD client: LXD's answers", () => {
             "POST /1.0/instances/gpu-a/exec": () => asyncOp("op-exec"),
             "GET /1.0/operations/op-exec/wait?timeout=30": () => opDone(200, "", { return: 3, output: {} }),
             "GET /1.0/instances/gpu-a?project=team": () => [200, { type: "sync", metadata: { name: "gpu-a", type: "container", status: "Stopped" } }],
-            "GET /1.0/instances/bare": () => [200, { type: "sync", metadata: { name: "bare", type: "virtual-machine", status: "Stopped", profiles: null, config: null, devices: null, x: 1 } }],
+            "GET /1.0/instances/bare": () => [
+                200,
+                { type: "sync", metadata: { name: "bare", type: "virtual-machine", status: "Stopped", profiles: null, config: null, devices: null, x: 1 } },
+            ],
             "GET /1.0/instances/odd": () => [200, { type: "sync", metadata: { name: "odd", type: "container", status: 3, config: { "limits.cpu": 2 } } }],
             "GET /1.0/instances/list": () => [200, { type: "sync", metadata: [] }],
             "PUT /1.0/instances/bad-op/state": () => asyncOp("op-bad"),
@@ -155,9 +192,8 @@ describe("LXD client: LXD's answers", () => {
             // Newer LXD: a wait that times out is an error while the operation runs on.
             "PUT /1.0/instances/slow/state": () => asyncOp("op-slow"),
             "GET /1.0/operations/op-slow/wait?timeout=30": () => lxdError(504, "context deadline exceeded"),
-            "GET /1.0/operations/op-slow": () => (slowPolls++ < 1
-                ? [200, { type: "sync", metadata: { id: "op-slow", status: "Running", status_code: 103, err: "" } }]
-                : opDone(200)),
+            "GET /1.0/operations/op-slow": () =>
+                slowPolls++ < 1 ? [200, { type: "sync", metadata: { id: "op-slow", status: "Running", status_code: 103, err: "" } }] : opDone(200),
         });
         await fake.start();
     });
@@ -166,11 +202,16 @@ describe("LXD client: LXD's answers", () => {
     it("a missing instance reads as undefined; other errors keep LXD's message", async () => {
         const client = new LxdClient({ socket: fake.socket });
         assert.strictEqual(await client.getInstance("gone"), undefined);
-        await assert.rejects(client.getInstance("broken"), (e: Error) => e instanceof LxdApiError && e.statusCode === 500 && e.message === "Failed to load instance: database is locked");
+        await assert.rejects(
+            client.getInstance("broken"),
+            (e: Error) => e instanceof LxdApiError && e.statusCode === 500 && e.message === "Failed to load instance: database is locked",
+        );
     });
 
     it("a failed background operation throws its err text", async () => {
-        await assert.rejects(new LxdClient({ socket: fake.socket }).createInstance({ name: "x" }), { message: "Failed creating instance record: Invalid device type bogus" });
+        await assert.rejects(new LxdClient({ socket: fake.socket }).createInstance({ name: "x" }), {
+            message: "Failed creating instance record: Invalid device type bogus",
+        });
     });
 
     it("a successful operation is awaited; exec returns the exit code", async () => {
@@ -192,20 +233,34 @@ describe("LXD client: LXD's answers", () => {
 
     it("an instance is checked for the fields the provider reads, and kept whole (LXD's nulls for empty lists and maps pass)", async () => {
         const client = new LxdClient({ socket: fake.socket });
-        assert.deepStrictEqual((await client.getInstance("bare"))?.instance,
-            { name: "bare", type: "virtual-machine", status: "Stopped", profiles: null, config: null, devices: null, x: 1 });
-        await assert.rejects(client.getInstance("odd"),
-            { message: "lxd: GET /1.0/instances/odd: unexpected answer from LXD: the instance's status, config are missing or of another type" });
-        await assert.rejects(client.getInstance("list"), { message: "lxd: GET /1.0/instances/list: unexpected answer from LXD: the instance is not an object" });
+        assert.deepStrictEqual((await client.getInstance("bare"))?.instance, {
+            name: "bare",
+            type: "virtual-machine",
+            status: "Stopped",
+            profiles: null,
+            config: null,
+            devices: null,
+            x: 1,
+        });
+        await assert.rejects(client.getInstance("odd"), {
+            message: "lxd: GET /1.0/instances/odd: unexpected answer from LXD: the instance's status, config are missing or of another type",
+        });
+        await assert.rejects(client.getInstance("list"), {
+            message: "lxd: GET /1.0/instances/list: unexpected answer from LXD: the instance is not an object",
+        });
     });
 
     it("an operation without its status code is refused, not waited on until the timeout", async () => {
-        await assert.rejects(new LxdClient({ socket: fake.socket }).setInstanceState("bad-op", "start", { timeout: 1 }),
-            { message: "lxd: GET /1.0/operations/op-bad/wait?timeout=30: unexpected answer from LXD: the operation lacks its id, status, status_code or err" });
+        await assert.rejects(new LxdClient({ socket: fake.socket }).setInstanceState("bad-op", "start", { timeout: 1 }), {
+            message: "lxd: GET /1.0/operations/op-bad/wait?timeout=30: unexpected answer from LXD: the operation lacks its id, status, status_code or err",
+        });
     });
 
     it("an unreachable daemon says where it looked", async () => {
-        await assert.rejects(new LxdClient({ socket: "/nonexistent/unix.socket" }).getInstance("x"), /cannot reach LXD at \/nonexistent\/unix.socket \(ENOENT\)/);
+        await assert.rejects(
+            new LxdClient({ socket: "/nonexistent/unix.socket" }).getInstance("x"),
+            /cannot reach LXD at \/nonexistent\/unix.socket \(ENOENT\)/,
+        );
     });
 
     it("an instance of the name that exists already (a renamed host's) is neither taken over nor touched: the error says to give renamedFrom", async () => {

@@ -6,10 +6,18 @@ import { LxdInstance } from "../../components/providers/lxd/instance";
 describe("LxdInstance resource (Pulumi mocks)", () => {
     const seen: pulumi.runtime.MockResourceArgs[] = [];
     before(() => {
-        void pulumi.runtime.setMocks({
-            newResource: (args) => { seen.push(args); return { id: `${args.name}-id`, state: { ...args.inputs, status: "Running" } }; },
-            call: (args) => args.inputs,
-        }, "gpu-workers", "test", false);
+        void pulumi.runtime.setMocks(
+            {
+                newResource: (args) => {
+                    seen.push(args);
+                    return { id: `${args.name}-id`, state: { ...args.inputs, status: "Running" } };
+                },
+                call: (args) => args.inputs,
+            },
+            "gpu-workers",
+            "test",
+            false,
+        );
     });
 
     it("registers a dynamic resource with the serialized provider; the connection stays secret", async () => {

@@ -39,12 +39,22 @@ describe("offline render", function () {
             assert.strictEqual((fs.statSync(onDisk).mode & 0o777).toString(8).padStart(4, "0"), file.mode, `${file.path} mode`);
         }
         const names = manifest.steps.map((s: { name: string }) => s.name);
-        for (const expected of ["hgx-host-discover", "hgx-host-inventory", "hgx-driver-gpu-driver", "hgx-fabric-manager-fabric-manager", "hgx-toolkit-cdi-spec", "hgx-containerd-containerd-runtime", "hgx-runc-wrapper-runc-wrapper", "hgx-concourse-concourse-worker"]) {
+        for (const expected of [
+            "hgx-host-discover",
+            "hgx-host-inventory",
+            "hgx-driver-gpu-driver",
+            "hgx-fabric-manager-fabric-manager",
+            "hgx-toolkit-cdi-spec",
+            "hgx-containerd-containerd-runtime",
+            "hgx-runc-wrapper-runc-wrapper",
+            "hgx-concourse-concourse-worker",
+        ]) {
             assert.ok(names.includes(expected), `${expected} in ${names.join(", ")}`);
         }
         // Steps are listed after everything they depend on.
         manifest.steps.forEach((step: { name: string; dependsOn: string[] }, i: number) => {
-            for (const dep of step.dependsOn.filter((d) => !d.startsWith("file:"))) assert.ok(names.indexOf(dep) >= 0 && names.indexOf(dep) < i, `${step.name} after ${dep}`);
+            for (const dep of step.dependsOn.filter((d) => !d.startsWith("file:")))
+                assert.ok(names.indexOf(dep) >= 0 && names.indexOf(dep) < i, `${step.name} after ${dep}`);
         });
         const unit = fs.readFileSync(path.join(r.out, "hgx", "etc/systemd/system/concourse-worker.service"), "utf8");
         for (const tag of manifest.tags) assert.ok(unit.includes(`--tag=${tag}`), tag);
@@ -55,21 +65,44 @@ describe("offline render", function () {
 
     it("the example HGX stack: the board (domain, seed, vfio unit, partitions 1 and 2) and its two worker VMs", () => {
         const out = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-hgx-"));
-        const r = spawnSync("node", [CLI, "--project-dir", path.join(__dirname, "..", "..", "..", "examples", "stacks"), "--stack", "hgx", "--out", out], { encoding: "utf8" });
+        const r = spawnSync("node", [CLI, "--project-dir", path.join(__dirname, "..", "..", "..", "examples", "stacks"), "--stack", "hgx", "--out", out], {
+            encoding: "utf8",
+        });
         assert.strictEqual(r.status, 0, r.stderr);
         assert.match(r.stdout, /^hgx-a: 6 files, 5 steps/m);
         assert.match(r.stdout, /fabric partition 1 \(modules 1, 2, 3, 4; 0000:0d:00\.0, 0000:0e:00\.0, 0000:0f:00\.0, 0000:10:00\.0\) -> hgx-a-w1/);
         assert.match(r.stdout, /fabric partition 2 \(modules 5, 6, 7, 8; 0000:11:00\.0, 0000:12:00\.0, 0000:13:00\.0, 0000:14:00\.0\) -> hgx-a-w2/);
         const board = JSON.parse(fs.readFileSync(path.join(out, "hgx-a", "manifest.json"), "utf8"));
         assert.deepStrictEqual(board.tags, [], "the board is no worker");
-        assert.deepStrictEqual(board.partitions.map((p: { partition: number }) => p.partition), [1, 2]);
-        assert.deepStrictEqual(board.steps.map((s: { name: string }) => s.name), ["hgx-a-host-discover", "hgx-a-host-inventory", "hgx-a-fabric-vm-nvswitch-vfio", "hgx-a-fabric-vm-nvswitch-vfio-at-boot", "hgx-a-fabric-vm-service-vm"]);
+        assert.deepStrictEqual(
+            board.partitions.map((p: { partition: number }) => p.partition),
+            [1, 2],
+        );
+        assert.deepStrictEqual(
+            board.steps.map((s: { name: string }) => s.name),
+            [
+                "hgx-a-host-discover",
+                "hgx-a-host-inventory",
+                "hgx-a-fabric-vm-nvswitch-vfio",
+                "hgx-a-fabric-vm-nvswitch-vfio-at-boot",
+                "hgx-a-fabric-vm-service-vm",
+            ],
+        );
         const domain = fs.readFileSync(path.join(out, "hgx-a", "etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml"), "utf8");
         assert.strictEqual((domain.match(/managed="no"/g) ?? []).length, 5, "4 NVSwitch functions and the memory controller");
-        for (const f of ["etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/user-data", "etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/meta-data", "etc/systemd/system/gpu-workers-nvswitch-vfio.service", "usr/local/lib/gpu-workers/nvswitch-vfio.sh", "usr/local/lib/gpu-workers/fabric-service-vm.sh"]) {
+        for (const f of [
+            "etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/user-data",
+            "etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/meta-data",
+            "etc/systemd/system/gpu-workers-nvswitch-vfio.service",
+            "usr/local/lib/gpu-workers/nvswitch-vfio.sh",
+            "usr/local/lib/gpu-workers/fabric-service-vm.sh",
+        ]) {
             assert.ok(fs.existsSync(path.join(out, "hgx-a", f)), f);
         }
-        for (const [worker, partition] of [["hgx-a-w1", 1], ["hgx-a-w2", 2]] as const) {
+        for (const [worker, partition] of [
+            ["hgx-a-w1", 1],
+            ["hgx-a-w2", 2],
+        ] as const) {
             const m = JSON.parse(fs.readFileSync(path.join(out, worker, "manifest.json"), "utf8"));
             assert.ok(m.tags.includes(`gpu-fabric-partition=${partition}`) && m.tags.includes("gpu-count=4"), m.tags.join(" "));
             assert.deepStrictEqual(m.steps[0].dependsOn, ["hgx-a-fabric-vm-service-vm"], `${worker}'s VM waits for the service VM`);
@@ -115,7 +148,12 @@ describe("offline render", function () {
         assert.strictEqual(plain.status, 0, plain.stderr);
         assert.match(plain.stdout, /^ {2}WARNING: web ci serves plain HTTP on 0\.0\.0\.0 \(http:\/\/10\.0\.0\.5:8080\): the main team's password/m);
         assert.match(JSON.parse(fs.readFileSync(path.join(plain.out, "ci", "manifest.json"), "utf8")).warnings[0], /plain HTTP/);
-        const tls = renderStackFile({ defaults, hosts: [], allowNoHosts: true, web: { name: "ci", transport: { ssh }, tls: { certificateSecret: "ci-cert", keySecret: "ci-key" } } });
+        const tls = renderStackFile({
+            defaults,
+            hosts: [],
+            allowNoHosts: true,
+            web: { name: "ci", transport: { ssh }, tls: { certificateSecret: "ci-cert", keySecret: "ci-key" } },
+        });
         assert.strictEqual(tls.status, 0, tls.stderr);
         assert.doesNotMatch(tls.stdout, /WARNING/);
         assert.match(fs.readFileSync(path.join(tls.out, "ci", "etc/concourse/web.env"), "utf8"), /^CONCOURSE_EXTERNAL_URL=https:\/\/10\.0\.0\.5:443$/m);
@@ -125,7 +163,10 @@ describe("offline render", function () {
         const { defaults } = stackWith({ name: "a", inventory: NO_GPU });
         const refused = renderStackFile({ defaults, hosts: [] });
         assert.strictEqual(refused.status, 1);
-        assert.match(refused.stderr, /hosts: the list is empty, so pulumi up would delete every worker this stack made\. To remove them all, run pulumi destroy/);
+        assert.match(
+            refused.stderr,
+            /hosts: the list is empty, so pulumi up would delete every worker this stack made\. To remove them all, run pulumi destroy/,
+        );
         assert.strictEqual(refused.stdout, "");
         const allowed = renderStackFile({ defaults, hosts: [], allowNoHosts: true });
         assert.strictEqual(allowed.status, 0, allowed.stderr);
@@ -135,13 +176,17 @@ describe("offline render", function () {
     it("refuses two components placing one path with different contents; identical contents are one file", () => {
         const group = (owner: string, content: string, mode = "0644") => ({ owner, files: [{ path: "/etc/gpu-workers/shared.conf", mode, content }] });
         const same = placeOnce("h", [group("ContainerToolkit", "a\n"), group("ContainerdRuntime", "a\n")]);
-        assert.deepStrictEqual(same.placed.map((f) => [f.path, f.owner]), [["/etc/gpu-workers/shared.conf", "ContainerToolkit"]]);
-        assert.deepStrictEqual(same.placedEarlier, [[], ["/etc/gpu-workers/shared.conf"]]);
-        assert.throws(
-            () => placeOnce("h", [group("ContainerToolkit", "a\n"), group("ContainerdRuntime", "b\n")]),
-            { message: "host h: /etc/gpu-workers/shared.conf is placed by both ContainerToolkit and ContainerdRuntime with different contents" },
+        assert.deepStrictEqual(
+            same.placed.map((f) => [f.path, f.owner]),
+            [["/etc/gpu-workers/shared.conf", "ContainerToolkit"]],
         );
-        assert.throws(() => placeOnce("h", [group("A", "a\n"), group("A", "b\n")]), { message: "host h: /etc/gpu-workers/shared.conf is placed twice by A with different contents" });
+        assert.deepStrictEqual(same.placedEarlier, [[], ["/etc/gpu-workers/shared.conf"]]);
+        assert.throws(() => placeOnce("h", [group("ContainerToolkit", "a\n"), group("ContainerdRuntime", "b\n")]), {
+            message: "host h: /etc/gpu-workers/shared.conf is placed by both ContainerToolkit and ContainerdRuntime with different contents",
+        });
+        assert.throws(() => placeOnce("h", [group("A", "a\n"), group("A", "b\n")]), {
+            message: "host h: /etc/gpu-workers/shared.conf is placed twice by A with different contents",
+        });
         assert.throws(() => placeOnce("h", [group("A", "a\n"), group("B", "a\n", "0600")]), /with different modes \(0644, 0600\)/);
     });
 

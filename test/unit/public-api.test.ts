@@ -9,9 +9,62 @@ import * as path from "path";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
-const COMPONENTS = ["GpuWorker", "GpuHost", "GpuDriver", "ContainerToolkit", "ContainerdRuntime", "RuncWrapper", "WorkerValidator", "FabricManager", "FabricServiceVm", "SharedGpuBoard", "ConcourseWorker", "ConcourseWeb"];
-const REQUIRED = ["WebForWorkers", "inventorySchema", "GpuInventory", "settingsSchema", "WORKER_DEFAULTS", "planHost", "workerSpec", "planBoard", "planWebHost", "parseDiscoveryDocument", "readDiscoveryDocument", "compareInventory", "HostAccessArgs", "lxd"];
-const INTERNAL = ["placeOnce", "Placement", "chainSettings", "ChainSettings", "renderChain", "ChainLink", "chainDriftCheck", "planGpuHost", "GpuHostPlan", "HostStepsComponent", "HostCommand", "HostFile", "HostStep", "RenderedComponent", "shellQuote", "shellCommand", "asRoot", "selectGpus", "GPU_CONTROL_VARIABLES", "planPartitions", "wrapperTerms", "toolkitTerms", "planRuncWrapper", "planContainerToolkit"];
+const COMPONENTS = [
+    "GpuWorker",
+    "GpuHost",
+    "GpuDriver",
+    "ContainerToolkit",
+    "ContainerdRuntime",
+    "RuncWrapper",
+    "WorkerValidator",
+    "FabricManager",
+    "FabricServiceVm",
+    "SharedGpuBoard",
+    "ConcourseWorker",
+    "ConcourseWeb",
+];
+const REQUIRED = [
+    "WebForWorkers",
+    "inventorySchema",
+    "GpuInventory",
+    "settingsSchema",
+    "WORKER_DEFAULTS",
+    "planHost",
+    "workerSpec",
+    "planBoard",
+    "planWebHost",
+    "parseDiscoveryDocument",
+    "readDiscoveryDocument",
+    "compareInventory",
+    "HostAccessArgs",
+    "lxd",
+];
+const INTERNAL = [
+    "placeOnce",
+    "Placement",
+    "chainSettings",
+    "ChainSettings",
+    "renderChain",
+    "ChainLink",
+    "chainDriftCheck",
+    "planGpuHost",
+    "GpuHostPlan",
+    "HostStepsComponent",
+    "HostCommand",
+    "HostFile",
+    "HostStep",
+    "RenderedComponent",
+    "shellQuote",
+    "shellCommand",
+    "asRoot",
+    "selectGpus",
+    "GPU_CONTROL_VARIABLES",
+    "planPartitions",
+    "wrapperTerms",
+    "toolkitTerms",
+    "planRuncWrapper",
+    "planContainerToolkit",
+];
 
 describe("the public API (components/index.ts)", function () {
     this.timeout(60000);
@@ -20,7 +73,15 @@ describe("the public API (components/index.ts)", function () {
 
     before(() => {
         const entry = path.join(PACKAGE_ROOT, "components", "index.ts");
-        const program = ts.createProgram([entry], { strict: true, noEmit: true, module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, skipLibCheck: true, types: ["node"] });
+        const program = ts.createProgram([entry], {
+            strict: true,
+            noEmit: true,
+            module: ts.ModuleKind.CommonJS,
+            target: ts.ScriptTarget.ES2022,
+            esModuleInterop: true,
+            skipLibCheck: true,
+            types: ["node"],
+        });
         checker = program.getTypeChecker();
         exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map((s) => [s.name, s]));
     });
@@ -38,7 +99,12 @@ describe("the public API (components/index.ts)", function () {
     });
 
     it("exports none of the planner's internals: no renderer, no component's inner settings", () => {
-        const leaked = [...exported.keys()].filter((name) => INTERNAL.includes(name) || (/^render/.test(name) && name !== "renderInventoryYaml") || (/^[A-Z]\w*Settings$/.test(name) && name !== "WorkerSettings"));
+        const leaked = [...exported.keys()].filter(
+            (name) =>
+                INTERNAL.includes(name) ||
+                (/^render/.test(name) && name !== "renderInventoryYaml") ||
+                (/^[A-Z]\w*Settings$/.test(name) && name !== "WorkerSettings"),
+        );
         assert.deepStrictEqual(leaked, []);
     });
 });

@@ -22,7 +22,20 @@ function sources(dir: string): string[] {
     });
 }
 
-const READERS = ["readFileSync", "existsSync", "statSync", "lstatSync", "openSync", "readdirSync", "accessSync", "realpathSync", "readFile", "stat", "open", "createReadStream"] as const;
+const READERS = [
+    "readFileSync",
+    "existsSync",
+    "statSync",
+    "lstatSync",
+    "openSync",
+    "readdirSync",
+    "accessSync",
+    "realpathSync",
+    "readFile",
+    "stat",
+    "open",
+    "createReadStream",
+] as const;
 
 /** Runs fn with every fs read refused (and recorded) outside the package's own data folders. */
 function withFilesRefused<T>(fn: () => T): { result: T; refused: string[] } {
@@ -48,7 +61,8 @@ function withFilesRefused<T>(fn: () => T): { result: T; refused: string[] } {
 
 describe("pure rendering: planning reads no file", () => {
     it("no source under components/lib/render or components/lib/plan uses fs", () => {
-        const offenders = ["components/lib/render", "components/lib/plan"].flatMap((dir) => sources(path.join(PACKAGE_ROOT, dir)))
+        const offenders = ["components/lib/render", "components/lib/plan"]
+            .flatMap((dir) => sources(path.join(PACKAGE_ROOT, dir)))
             .filter((f) => /(?:from\s+|require\()["'](?:node:)?fs(?:\/promises)?["']/.test(fs.readFileSync(f, "utf8")))
             .map((f) => path.relative(PACKAGE_ROOT, f));
         assert.deepStrictEqual(offenders, []);
@@ -57,10 +71,12 @@ describe("pure rendering: planning reads no file", () => {
     it("plans and renders every golden stack (web, hosts of each kind, a shared board, a release uploaded from here) with the file system refused", () => {
         const stacks = goldenStacks().map((s) => ({ ...s, config: parseStack(s.raw) }));
         assert.ok(stacks.some((s) => s.config.web) && stacks.some((s) => (s.config.boards ?? []).length > 0), "the stacks cover a web and a board");
-        const { result, refused } = withFilesRefused(() => stacks.map((s) => {
-            const plans = planStack(s.config, s.baseDir, GOLDEN_ARTIFACTS);
-            return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
-        }));
+        const { result, refused } = withFilesRefused(() =>
+            stacks.map((s) => {
+                const plans = planStack(s.config, s.baseDir, GOLDEN_ARTIFACTS);
+                return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
+            }),
+        );
         assert.deepStrictEqual(refused, []);
         const wrapper = GOLDEN_ARTIFACTS.built().wrapper;
         const uploaded = result.flat().flatMap((h) => h.manifest.files.filter((f) => f.uploadedFrom === wrapper.path));

@@ -19,7 +19,9 @@ const HOST_COMMAND = "pulumi-nodejs:dynamic/gpu-workers:HostCommand";
 /** The README's ```ts block that builds a RuncWrapper by itself. */
 function componentsExample(): string {
     const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
-    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).filter((code) => code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+        .map((m) => m[1])
+        .filter((code) => code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
     assert.strictEqual(blocks.length, 1, "the README has one example of the components used alone");
     return blocks[0];
 }
@@ -45,11 +47,19 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
     before(async () => {
         project = consumerProject(componentsExample());
         const program = ts.createProgram([path.join(project, "index.ts")], {
-            strict: true, module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, target: ts.ScriptTarget.ES2022,
-            esModuleInterop: true, skipLibCheck: true, types: ["node"], outDir: path.join(project, "out"),
+            strict: true,
+            module: ts.ModuleKind.CommonJS,
+            moduleResolution: ts.ModuleResolutionKind.Node10,
+            target: ts.ScriptTarget.ES2022,
+            esModuleInterop: true,
+            skipLibCheck: true,
+            types: ["node"],
+            outDir: path.join(project, "out"),
         });
         const emitted = program.emit();
-        const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) => `${d.file ? path.relative(project, d.file.fileName) : ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+        const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map(
+            (d) => `${d.file ? path.relative(project, d.file.fileName) : ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
+        );
         assert.deepStrictEqual(problems, [], "the example compiles against the package's entry point");
         graph = recordGraph();
         pulumi.runtime.setConfig("gpu-workers:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n");
@@ -69,8 +79,15 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
     });
 
     it("builds GpuHost, GpuDriver and RuncWrapper, and nothing of the rest of the chain", () => {
-        const components = graph.resources.filter((r) => r.type.startsWith("gpu-workers:")).map((r) => `${r.type}::${r.name}`).sort();
-        assert.deepStrictEqual(components, ["gpu-workers:driver:GpuDriver::gpu-a-driver", "gpu-workers:host:GpuHost::gpu-a", "gpu-workers:wrapper:RuncWrapper::gpu-a-wrapper"]);
+        const components = graph.resources
+            .filter((r) => r.type.startsWith("gpu-workers:"))
+            .map((r) => `${r.type}::${r.name}`)
+            .sort();
+        assert.deepStrictEqual(components, [
+            "gpu-workers:driver:GpuDriver::gpu-a-driver",
+            "gpu-workers:host:GpuHost::gpu-a",
+            "gpu-workers:wrapper:RuncWrapper::gpu-a-wrapper",
+        ]);
     });
 
     it("the wrapper planned from the inventory, selection and datasets: the AMD device nodes, runc behind it", () => {

@@ -15,16 +15,26 @@ describe("README examples", () => {
         assert.ok(examples.length >= 2, "a component-by-component example and a GpuWorker one");
     });
 
-    examples.forEach((code, i) => it(`example ${i + 1} compiles against components/index.ts`, function () {
-        this.timeout(60000);
-        const file = path.join(PACKAGE_ROOT, "test", "readme-example.generated.ts");
-        fs.writeFileSync(file, code.replace(/from "gpu-workers"/g, 'from "../components"'));
-        try {
-            const program = ts.createProgram([file], { strict: true, noEmit: true, module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, skipLibCheck: true, types: ["node"] });
-            const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-            assert.deepStrictEqual(problems, []);
-        } finally {
-            fs.rmSync(file, { force: true });
-        }
-    }));
+    examples.forEach((code, i) =>
+        it(`example ${i + 1} compiles against components/index.ts`, function () {
+            this.timeout(60000);
+            const file = path.join(PACKAGE_ROOT, "test", "readme-example.generated.ts");
+            fs.writeFileSync(file, code.replace(/from "gpu-workers"/g, 'from "../components"'));
+            try {
+                const program = ts.createProgram([file], {
+                    strict: true,
+                    noEmit: true,
+                    module: ts.ModuleKind.CommonJS,
+                    target: ts.ScriptTarget.ES2022,
+                    esModuleInterop: true,
+                    skipLibCheck: true,
+                    types: ["node"],
+                });
+                const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+                assert.deepStrictEqual(problems, []);
+            } finally {
+                fs.rmSync(file, { force: true });
+            }
+        }),
+    );
 });

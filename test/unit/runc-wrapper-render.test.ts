@@ -7,7 +7,17 @@ import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
 import { builtArtifact } from "../../components/chain/artifacts";
 import { sha256Text } from "../../components/lib/file-hash";
 import { Artifact, HOST_LIB_DIR } from "../../components/lib/host/steps";
-import { renderRuncWrapperComponent, renderWrapperConfig, RUNC_REAL_PATH, WRAPPER_BUILD_OUTPUT, WRAPPER_CONFIG_PATH, WRAPPER_LOG_PATH, WRAPPER_PATH, WRAPPER_STATE_DIR, wrapperConfigSchema } from "../../components/lib/render/runc-wrapper";
+import {
+    renderRuncWrapperComponent,
+    renderWrapperConfig,
+    RUNC_REAL_PATH,
+    WRAPPER_BUILD_OUTPUT,
+    WRAPPER_CONFIG_PATH,
+    WRAPPER_LOG_PATH,
+    WRAPPER_PATH,
+    WRAPPER_STATE_DIR,
+    wrapperConfigSchema,
+} from "../../components/lib/render/runc-wrapper";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };
@@ -19,7 +29,16 @@ describe("runc wrapper settings (render)", () => {
         const text = renderWrapperConfig({ plan, datasets, realRuntime: "/usr/bin/nvidia-container-runtime" });
         assert.ok(text.endsWith("}\n"));
         const config = JSON.parse(text);
-        assert.deepStrictEqual(Object.keys(config), ["realRuntime", "datasetRoot", "writableSuffixes", "env", "unsetEnv", "deviceNodes", "allowPrivileged", "log"]);
+        assert.deepStrictEqual(Object.keys(config), [
+            "realRuntime",
+            "datasetRoot",
+            "writableSuffixes",
+            "env",
+            "unsetEnv",
+            "deviceNodes",
+            "allowPrivileged",
+            "log",
+        ]);
         assert.strictEqual(config.allowPrivileged, false, "privileged specs are refused unless the plan allows them");
         assert.deepStrictEqual(config.env, { NVIDIA_DRIVER_CAPABILITIES: "compute,utility", NVIDIA_VISIBLE_DEVICES: "1,3" });
         assert.deepStrictEqual(config.unsetEnv, plan.unsetEnv);
@@ -47,16 +66,30 @@ describe("runc wrapper settings (render)", () => {
     it("is deterministic: the same input gives the same bytes", () => {
         const plan = planWorkerGpus(inventorySchema.parse(NO_GPU), base);
         const a = renderWrapperConfig({ plan, datasets, realRuntime: RUNC_REAL_PATH });
-        const b = renderWrapperConfig({ plan: { ...plan, env: Object.fromEntries(Object.entries(plan.env).reverse()) }, datasets, realRuntime: RUNC_REAL_PATH });
+        const b = renderWrapperConfig({
+            plan: { ...plan, env: Object.fromEntries(Object.entries(plan.env).reverse()) },
+            datasets,
+            realRuntime: RUNC_REAL_PATH,
+        });
         assert.strictEqual(a, b);
         assert.deepStrictEqual(JSON.parse(a).env, {});
     });
 
     it("bad input: every problem named with its key", () => {
         const plan = { env: { "A=B": "1" }, unsetEnv: [], deviceNodes: ["dev/kfd"] };
-        assert.throws(() => renderWrapperConfig({ plan, datasets: { root: "srv", writableSuffixes: ["a/b"] }, realRuntime: "runc" }), (e: Error) =>
-            /realRuntime: expected an absolute path/.test(e.message) && /datasetRoot/.test(e.message) && /writableSuffixes\.0/.test(e.message) && /deviceNodes\.0/.test(e.message) && /env/.test(e.message));
-        assert.throws(() => renderWrapperConfig({ plan: { env: { X: "1" }, unsetEnv: ["X"], deviceNodes: [] }, datasets, realRuntime: "/r" }), /both set and unset: X/);
+        assert.throws(
+            () => renderWrapperConfig({ plan, datasets: { root: "srv", writableSuffixes: ["a/b"] }, realRuntime: "runc" }),
+            (e: Error) =>
+                /realRuntime: expected an absolute path/.test(e.message) &&
+                /datasetRoot/.test(e.message) &&
+                /writableSuffixes\.0/.test(e.message) &&
+                /deviceNodes\.0/.test(e.message) &&
+                /env/.test(e.message),
+        );
+        assert.throws(
+            () => renderWrapperConfig({ plan: { env: { X: "1" }, unsetEnv: ["X"], deviceNodes: [] }, datasets, realRuntime: "/r" }),
+            /both set and unset: X/,
+        );
     });
 });
 
@@ -68,19 +101,29 @@ describe("RuncWrapper component (render)", () => {
 
     it("places settings, binary and script, and one step that installs and removes", () => {
         const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary });
-        assert.deepStrictEqual(r.files.map((f) => [f.path, f.mode]), [
-            [`${HOST_LIB_DIR}/runtime-packages.sh`, "0755"],
-            [`${HOST_LIB_DIR}/ownership.sh`, "0755"],
-            [WRAPPER_CONFIG_PATH, "0644"],
-            [WRAPPER_PATH, "0755"],
-            [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
-        ]);
+        assert.deepStrictEqual(
+            r.files.map((f) => [f.path, f.mode]),
+            [
+                [`${HOST_LIB_DIR}/runtime-packages.sh`, "0755"],
+                [`${HOST_LIB_DIR}/ownership.sh`, "0755"],
+                [WRAPPER_CONFIG_PATH, "0644"],
+                [WRAPPER_PATH, "0755"],
+                [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, "0755"],
+            ],
+        );
         assert.strictEqual(r.files[3].artifact, binary);
         assert.strictEqual(r.files[3].content, "");
         assert.ok(r.files[4].content.startsWith("#!/usr/bin/env bash"));
-        assert.deepStrictEqual(r.steps.map((s) => s.name), ["runtime-packages", "runc-wrapper"], "the host's runc from the distribution where it has none, then the wrapper in its place");
+        assert.deepStrictEqual(
+            r.steps.map((s) => s.name),
+            ["runtime-packages", "runc-wrapper"],
+            "the host's runc from the distribution where it has none, then the wrapper in its place",
+        );
         const step = r.steps[1];
-        assert.match(step.create, new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH}$`));
+        assert.match(
+            step.create,
+            new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH}$`),
+        );
         assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
         assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH, "runtime-packages"]);
     });
@@ -99,11 +142,15 @@ describe("RuncWrapper component (render)", () => {
     });
 
     it("a missing build says how to make it (where the program hashes it, before planning)", () => {
-        assert.throws(() => builtArtifact(path.join(dir, "none"), "runc wrapper", "dev/build-wrapper.sh"), /runc wrapper: .*none is missing; build it first \(npm run build/);
+        assert.throws(
+            () => builtArtifact(path.join(dir, "none"), "runc wrapper", "dev/build-wrapper.sh"),
+            /runc wrapper: .*none is missing; build it first \(npm run build/,
+        );
     });
 
     it("the built wrapper holds the very paths the program places and names (they are fixed at build time)", () => {
         const binary = fs.readFileSync(WRAPPER_BUILD_OUTPUT).toString("latin1");
-        for (const p of [WRAPPER_CONFIG_PATH, RUNC_REAL_PATH, WRAPPER_LOG_PATH, WRAPPER_STATE_DIR]) assert.ok(binary.includes(`${p}\0`), `${WRAPPER_BUILD_OUTPUT} lacks ${p}`);
+        for (const p of [WRAPPER_CONFIG_PATH, RUNC_REAL_PATH, WRAPPER_LOG_PATH, WRAPPER_STATE_DIR])
+            assert.ok(binary.includes(`${p}\0`), `${WRAPPER_BUILD_OUTPUT} lacks ${p}`);
     });
 });

@@ -25,7 +25,11 @@ function tableUnder(markdown: string, heading: string): Record<string, string>[]
     const block: string[] = [];
     for (let i = start; i < lines.length && lines[i].startsWith("|"); i++) block.push(lines[i]);
     // Cells split on | outside backquotes, the way the tables write `a | b` in code.
-    const cells = (row: string) => row.replace(/^\||\|$/g, "").split(/\|(?=(?:[^`]*`[^`]*`)*[^`]*$)/).map((c) => c.trim());
+    const cells = (row: string) =>
+        row
+            .replace(/^\||\|$/g, "")
+            .split(/\|(?=(?:[^`]*`[^`]*`)*[^`]*$)/)
+            .map((c) => c.trim());
     const [head, , ...rows] = block;
     const names = cells(head);
     return rows.map((r) => Object.fromEntries(cells(r).map((c, i) => [names[i], c])));
@@ -40,14 +44,21 @@ for (const readmeTable of README_TABLES) {
         it("is the table npm run docs:settings writes from the schema", () => {
             const { start, end } = tableMarkers(readmeTable);
             const table = (readme: string) => readme.slice(readme.indexOf(start), readme.indexOf(end)).split("\n");
-            assert.deepStrictEqual(table(README), table(readmeWithSettingsTables(README)), `README.md's ${readmeTable.name} table differs from the schema: run npm run docs:settings`);
+            assert.deepStrictEqual(
+                table(README),
+                table(readmeWithSettingsTables(README)),
+                `README.md's ${readmeTable.name} table differs from the schema: run npm run docs:settings`,
+            );
         });
 
         it("lists every field of the schema with the schema's default and a meaning", () => {
             const problems: string[] = [];
             for (const f of fields) {
                 const row = listed.get(f.path);
-                if (!row) { problems.push(`${f.path}: not in the README`); continue; }
+                if (!row) {
+                    problems.push(`${f.path}: not in the README`);
+                    continue;
+                }
                 if (row.default !== (f.default ?? "–")) problems.push(`${f.path}: README default ${row.default}, schema ${f.default ?? "none"}`);
                 if (!row.meaning) problems.push(`${f.path}: no meaning in the README`);
             }
@@ -56,11 +67,17 @@ for (const readmeTable of README_TABLES) {
 
         it("has no row the schema lacks", () => {
             const known = new Set(fields.map((f) => f.path));
-            assert.deepStrictEqual([...listed.keys()].filter((k) => !known.has(k)), []);
+            assert.deepStrictEqual(
+                [...listed.keys()].filter((k) => !known.has(k)),
+                [],
+            );
         });
 
         it("gives every field a description in the schema", () => {
-            assert.deepStrictEqual(fields.filter((f) => !f.description).map((f) => f.path), []);
+            assert.deepStrictEqual(
+                fields.filter((f) => !f.description).map((f) => f.path),
+                [],
+            );
         });
     });
 }
@@ -73,20 +90,29 @@ describe("README host table", () => {
 
     it("lists every key of a host entry besides the settings, and nothing else", () => {
         const keys = ["name", "renamedFrom", "transport.ssh", "transport.lxd", ...Object.keys(inventorySchema.shape), "fabric", "board"];
-        assert.deepStrictEqual({
-            notInTheReadme: keys.filter((k) => !listed.has(k)),
-            notInTheSchema: [...listed.keys()].filter((k) => !keys.includes(k)),
-        }, { notInTheReadme: [], notInTheSchema: [] });
+        assert.deepStrictEqual(
+            {
+                notInTheReadme: keys.filter((k) => !listed.has(k)),
+                notInTheSchema: [...listed.keys()].filter((k) => !keys.includes(k)),
+            },
+            { notInTheReadme: [], notInTheSchema: [] },
+        );
     });
 
     it("names every key of each transport and of a GPU", () => {
-        const missing = (row: string, schema: z.ZodObject) => Object.keys(schema.shape).filter((k) => !named(listed.get(row) ?? "").has(k)).map((k) => `${row}: ${k}`);
-        assert.deepStrictEqual([
-            ...missing("transport.ssh", sshTransportSchema),
-            ...missing("transport.lxd", lxdTransportFields),
-            ...missing("transport.lxd", lxdServerSchema),
-            ...missing("gpus", gpuSchema),
-        ], []);
+        const missing = (row: string, schema: z.ZodObject) =>
+            Object.keys(schema.shape)
+                .filter((k) => !named(listed.get(row) ?? "").has(k))
+                .map((k) => `${row}: ${k}`);
+        assert.deepStrictEqual(
+            [
+                ...missing("transport.ssh", sshTransportSchema),
+                ...missing("transport.lxd", lxdTransportFields),
+                ...missing("transport.lxd", lxdServerSchema),
+                ...missing("gpus", gpuSchema),
+            ],
+            [],
+        );
     });
 });
 
@@ -95,7 +121,11 @@ describe("settings defaults", () => {
         assert.deepStrictEqual(WORKER_DEFAULTS, defaultsOf(workerSettingsSchema));
         assert.strictEqual(formatDefault(z.array(z.string()).default(["_writable", "_rw"]).parse(undefined)), "[_writable, _rw]");
         // Parsing nothing but the groups gives the same defaults the merge starts from.
-        const groups = Object.fromEntries(Object.keys(workerSettingsSchema.shape).filter((k) => k !== "selection").map((k) => [k, {}]));
+        const groups = Object.fromEntries(
+            Object.keys(workerSettingsSchema.shape)
+                .filter((k) => k !== "selection")
+                .map((k) => [k, {}]),
+        );
         assert.deepStrictEqual(workerSettingsSchema.parse(groups), WORKER_DEFAULTS);
     });
 });

@@ -19,15 +19,33 @@ describe("shared boards in the stack config", () => {
         assert.deepStrictEqual(stack.hosts, [], "no host is a worker on its own");
         assert.strictEqual(stack.boards.length, 1);
         const [board] = stack.boards;
-        assert.deepStrictEqual(board.workers.map((w) => [w.name, w.board]), [["hgx-a-w1", { name: "hgx-a", gpus: 4 }], ["hgx-a-w2", { name: "hgx-a", gpus: 4 }]]);
+        assert.deepStrictEqual(
+            board.workers.map((w) => [w.name, w.board]),
+            [
+                ["hgx-a-w1", { name: "hgx-a", gpus: 4 }],
+                ["hgx-a-w2", { name: "hgx-a", gpus: 4 }],
+            ],
+        );
         const plan = planBoard(boardSpecOf(board));
-        assert.deepStrictEqual(plan.partitions.map((p) => [p.worker, p.partition.id, p.partition.modules]), [["hgx-a-w1", 1, [1, 2, 3, 4]], ["hgx-a-w2", 2, [5, 6, 7, 8]]]);
-        assert.deepStrictEqual(plan.workers.map((w) => w.gpu.tags.filter((t) => /^gpu-(count|fabric-partition|devices)=/.test(t))), [
-            ["gpu-count=4", "gpu-devices=0,1,2,3", "gpu-fabric-partition=1"],
-            ["gpu-count=4", "gpu-devices=0,1,2,3", "gpu-fabric-partition=2"],
-        ]);
+        assert.deepStrictEqual(
+            plan.partitions.map((p) => [p.worker, p.partition.id, p.partition.modules]),
+            [
+                ["hgx-a-w1", 1, [1, 2, 3, 4]],
+                ["hgx-a-w2", 2, [5, 6, 7, 8]],
+            ],
+        );
+        assert.deepStrictEqual(
+            plan.workers.map((w) => w.gpu.tags.filter((t) => /^gpu-(count|fabric-partition|devices)=/.test(t))),
+            [
+                ["gpu-count=4", "gpu-devices=0,1,2,3", "gpu-fabric-partition=1"],
+                ["gpu-count=4", "gpu-devices=0,1,2,3", "gpu-fabric-partition=2"],
+            ],
+        );
         // Each worker's LXD VM gets its partition's GPUs by the board's PCI addresses, as modules 1-4 and 5-8 sit there.
-        const gpus = (i: number) => Object.values(plan.workers[i].hostTransport.lxd!.devices).filter((d) => d.type === "gpu").map((d) => d.pci);
+        const gpus = (i: number) =>
+            Object.values(plan.workers[i].hostTransport.lxd!.devices)
+                .filter((d) => d.type === "gpu")
+                .map((d) => d.pci);
         assert.deepStrictEqual(gpus(0), ["0000:0d:00.0", "0000:0e:00.0", "0000:0f:00.0", "0000:10:00.0"]);
         assert.deepStrictEqual(gpus(1), ["0000:11:00.0", "0000:12:00.0", "0000:13:00.0", "0000:14:00.0"]);
         // The same ids in the GPU plan: CDI ids as nvidia-ctk names them inside the VM.
@@ -36,14 +54,17 @@ describe("shared boards in the stack config", () => {
 
     it("refuses three workers of three GPUs, listing the shapes the board allows", () => {
         assert.deepStrictEqual(problemsOf(boardStack([{ gpus: 3 }, { gpus: 3 }, { gpus: 3 }])), [
-            "hosts[0] (board hgx): no partitions of the HGX H100 8-GPU table that share no GPU give these workers (hgx-w1 3 GPUs, hgx-w2 3 GPUs, hgx-w3 3 GPUs): "
-            + `its partitions have 8, 4, 2 or 1 GPUs, and the shapes possible on this board are ${SHAPES} (the workers' sizes must be part of one)`,
+            "hosts[0] (board hgx): no partitions of the HGX H100 8-GPU table that share no GPU give these workers (hgx-w1 3 GPUs, hgx-w2 3 GPUs, hgx-w3 3 GPUs): " +
+                `its partitions have 8, 4, 2 or 1 GPUs, and the shapes possible on this board are ${SHAPES} (the workers' sizes must be part of one)`,
         ]);
     });
 
     it("one of four and two of two; a partition by id; a clash between ids, named on the worker", () => {
         const plan = planBoard(boardSpecOf(parseStack(boardStack([{ gpus: 2 }, { gpus: 4 }, { partition: 6 }])).boards[0]));
-        assert.deepStrictEqual(plan.partitions.map((p) => p.partition.id), [5, 1, 6]);
+        assert.deepStrictEqual(
+            plan.partitions.map((p) => p.partition.id),
+            [5, 1, 6],
+        );
         assert.deepStrictEqual(problemsOf(boardStack([{ partition: 1 }, { partition: 3 }])), [
             "hosts[2].board: partition 3 shares GPUs (modules 1, 3) with partition 1 of hgx-w1: active partitions cannot share a GPU",
         ]);
@@ -62,7 +83,12 @@ describe("shared boards in the stack config", () => {
         board.fabricManager = { mode: "service-vm", partitions: [1] };
         Object.assign(raw.hosts[1], { vendor: "nvidia", selection: [0], fabricManager: { mode: "off" } });
         (raw.hosts[2] as { transport: { lxd: Record<string, unknown> } }).transport.lxd.type = "container";
-        raw.hosts.push(boardWorker("stray", "nowhere", { gpus: 1 }, 5), boardWorker("stray2", "plain", {}, 6), { name: "plain", transport: { ssh: { host: "10.0.0.9", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey" } }, vendor: "none", fabric: { nvswitchPci: [] } });
+        raw.hosts.push(boardWorker("stray", "nowhere", { gpus: 1 }, 5), boardWorker("stray2", "plain", {}, 6), {
+            name: "plain",
+            transport: { ssh: { host: "10.0.0.9", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey" } },
+            vendor: "none",
+            fabric: { nvswitchPci: [] },
+        });
         assert.deepStrictEqual(problemsOf(raw), [
             "hosts[0].concourse: a shared board is no worker itself; give worker settings to its workers (or under defaults)",
             "hosts[0].fabricManager.partitions: a board's partitions come from its workers (board: {name, gpus} or {name, partition} on each)",
@@ -101,12 +127,21 @@ describe("shared boards in the stack config", () => {
 
     it("a declared partition table, and a board GPU without a module id", () => {
         const custom = boardStack([{ gpus: 2 }, { gpus: 2 }], {});
-        (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = [{ id: 20, modules: [1, 2] }, { id: 21, modules: [3, 4] }, { id: 22, modules: [1, 2, 3, 4] }];
-        assert.deepStrictEqual(planBoard(boardSpecOf(parseStack(custom).boards[0])).partitions.map((p) => p.partition.id), [20, 21]);
+        (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = [
+            { id: 20, modules: [1, 2] },
+            { id: 21, modules: [3, 4] },
+            { id: 22, modules: [1, 2, 3, 4] },
+        ];
+        assert.deepStrictEqual(
+            planBoard(boardSpecOf(parseStack(custom).boards[0])).partitions.map((p) => p.partition.id),
+            [20, 21],
+        );
         (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = "hgx-b200";
         assert.match(problemsOf(custom)[0], /^hosts\[0\]\.fabric\.partitionTable: expected a built-in table \(hgx-h100-8gpu\) or a list of \{id, modules\}$/);
         const noModule = boardStack([{ gpus: 4 }]);
         delete (noModule.hosts[0] as { gpus: Record<string, unknown>[] }).gpus[2].moduleId;
-        assert.deepStrictEqual(problemsOf(noModule), ["hosts[0] (board hgx): GPU 2 has no moduleId: fabric partitions name GPUs by module id (npm run discover reads them from nvidia-smi -q)"]);
+        assert.deepStrictEqual(problemsOf(noModule), [
+            "hosts[0] (board hgx): GPU 2 has no moduleId: fabric partitions name GPUs by module id (npm run discover reads them from nvidia-smi -q)",
+        ]);
     });
 });

@@ -17,22 +17,33 @@ describe("stack config", () => {
     });
 
     it("reports a bad GPU index with its full path", () => {
-        const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU }, { name: "c", inventory: { vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }] } });
+        const raw = stackWith(
+            { name: "a", inventory: NO_GPU },
+            { name: "b", inventory: NO_GPU },
+            { name: "c", inventory: { vendor: "nvidia", gpus: [{ index: -1, model: "X", memoryMiB: 1 }] } },
+        );
         assert.deepStrictEqual(problemsOf(raw), ["hosts[2].gpus[0].index: expected a non-negative integer"]);
     });
 
     it("reports every problem at once", () => {
-        const raw = stackWith({ name: "Bad_Name", inventory: { vendor: "nvidia", gpus: [{ index: 0, model: "", memoryMiB: 1.5 }] }, extra: { colour: "red", datasets: { root: "srv" } } });
+        const raw = stackWith({
+            name: "Bad_Name",
+            inventory: { vendor: "nvidia", gpus: [{ index: 0, model: "", memoryMiB: 1.5 }] },
+            extra: { colour: "red", datasets: { root: "srv" } },
+        });
         raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
         const problems = problemsOf(raw);
-        assert.deepStrictEqual(problems.sort(), [
-            "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
-            "hosts[0]: unknown key colour",
-            "hosts[0].datasets.root: expected an absolute path",
-            "hosts[0].gpus[0].memoryMiB: expected a non-negative integer",
-            "hosts[0].gpus[0].model: expected the GPU model name",
-            "hosts[0].name: expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a",
-        ].sort());
+        assert.deepStrictEqual(
+            problems.sort(),
+            [
+                "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
+                "hosts[0]: unknown key colour",
+                "hosts[0].datasets.root: expected an absolute path",
+                "hosts[0].gpus[0].memoryMiB: expected a non-negative integer",
+                "hosts[0].gpus[0].model: expected the GPU model name",
+                "hosts[0].name: expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a",
+            ].sort(),
+        );
     });
 
     it("rejects unknown keys inside nested objects", () => {
@@ -44,7 +55,12 @@ describe("stack config", () => {
         const raw = stackWith({ name: "a", inventory: NO_GPU });
         raw.defaults = { concourse: { binary: raw.defaults.concourse.binary } } as typeof raw.defaults;
         const problems = problemsOf(raw);
-        assert.ok(problems.some((p) => p.startsWith("hosts[0].concourse.tsaHost: required") && p.endsWith("set it under defaults or on this host, or declare gpu-workers:web")), problems.join("\n"));
+        assert.ok(
+            problems.some(
+                (p) => p.startsWith("hosts[0].concourse.tsaHost: required") && p.endsWith("set it under defaults or on this host, or declare gpu-workers:web"),
+            ),
+            problems.join("\n"),
+        );
     });
 
     it("rejects two hosts with one name and two LXD hosts on one loopback port", () => {
@@ -58,13 +74,21 @@ describe("stack config", () => {
     it("refuses two hosts on one machine: one SSH address and port, or one LXD instance (the web may share a worker's)", () => {
         const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU }, { name: "c", inventory: NO_GPU });
         (raw.hosts[1].transport as { ssh: { host: string } }).ssh.host = "10.0.0.10";
-        const lxd = (name: string, instance: string, sshPort: number) => ({ name, transport: { lxd: { instance, image: "debian-12", sshPort } }, vendor: "none" });
+        const lxd = (name: string, instance: string, sshPort: number) => ({
+            name,
+            transport: { lxd: { instance, image: "debian-12", sshPort } },
+            vendor: "none",
+        });
         assert.deepStrictEqual(problemsOf({ defaults: raw.defaults, hosts: [...raw.hosts, lxd("x", "gpu-x", 2201), lxd("y", "gpu-x", 2202)] }), [
             "hosts[1].transport.ssh.host: 10.0.0.10:22 is the machine of hosts[0] too: one machine is one host of the stack",
             "hosts[4].transport.lxd.instance: gpu-x is the machine of hosts[3] too: one machine is one host of the stack",
         ]);
         const other = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU });
-        (other.hosts[1].transport as { ssh: { host: string; port?: number } }).ssh = { ...(other.hosts[1].transport as { ssh: { host: string } }).ssh, host: "10.0.0.10", port: 2222 };
+        (other.hosts[1].transport as { ssh: { host: string; port?: number } }).ssh = {
+            ...(other.hosts[1].transport as { ssh: { host: string } }).ssh,
+            host: "10.0.0.10",
+            port: 2222,
+        };
         assert.strictEqual(parseStackConfig(other).length, 2, "another port of one address is another machine (a forwarded port)");
     });
 
@@ -88,20 +112,45 @@ describe("stack config", () => {
     });
 
     it("an LXD worker host of its own is a container reached as root: a VM (a shared board's worker only) or another user is refused, saying why", () => {
-        const vm = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", user: "ubuntu" } }, vendor: "none" };
+        const vm = {
+            name: "v",
+            transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", user: "ubuntu" } },
+            vendor: "none",
+        };
         assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [vm] }).sort(), [
             "hosts[0].transport.lxd.address: required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
             "hosts[0].transport.lxd.network: required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
             "hosts[0].transport.lxd.user: expected root (the SSH key placed in the instance is root's)",
         ]);
-        const alone = { name: "v", transport: { lxd: { instance: "v", image: "debian-12", sshPort: 2202, type: "virtual-machine", network: "lxdbr0", address: "10.10.0.2", sshAddress: "10.0.0.2" } }, vendor: "none" };
+        const alone = {
+            name: "v",
+            transport: {
+                lxd: {
+                    instance: "v",
+                    image: "debian-12",
+                    sshPort: 2202,
+                    type: "virtual-machine",
+                    network: "lxdbr0",
+                    address: "10.10.0.2",
+                    sshAddress: "10.0.0.2",
+                },
+            },
+            vendor: "none",
+        };
         assert.deepStrictEqual(problemsOf({ defaults: stackWith().defaults, hosts: [alone] }), [
             "hosts[0].transport.lxd.type: virtual-machine is for the workers of a shared board (board: {name, gpus}); other LXD workers are containers",
         ]);
     });
 
     it("rejects a transport that is neither ssh nor lxd, and inventory contradictions", () => {
-        const raw = stackWith({ name: "a", inventory: { vendor: "amd", gpus: [{ index: 0, model: "MI210", memoryMiB: 65536, mig: [{ index: 0, profile: "1g.10gb", gi: 0, ci: 0 }] }], nvswitches: 2 } });
+        const raw = stackWith({
+            name: "a",
+            inventory: {
+                vendor: "amd",
+                gpus: [{ index: 0, model: "MI210", memoryMiB: 65536, mig: [{ index: 0, profile: "1g.10gb", gi: 0, ci: 0 }] }],
+                nvswitches: 2,
+            },
+        });
         (raw.hosts[0] as Record<string, unknown>).transport = { winrm: {} };
         const problems = problemsOf(raw);
         assert.ok(problems.includes("hosts[0].transport: expected exactly one of ssh: {...} or lxd: {...}"), problems.join("\n"));
@@ -113,7 +162,12 @@ describe("stack config", () => {
         const raw = stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU, extra: { concourse: { tsaHost: "ci-b.example.test" } } });
         // tsaPublicKey (valid) must still reach both hosts; the bad tsaHost and the typo'd mode (whose
         // built-in stand-in, auto, would reject the partitions) must not make hosts look misconfigured.
-        raw.defaults = { ...raw.defaults, concourse: { ...raw.defaults.concourse, tsaHost: "" }, toolkit: { version: "latest" }, fabricManager: { mode: "of", partitions: [1] } } as typeof raw.defaults;
+        raw.defaults = {
+            ...raw.defaults,
+            concourse: { ...raw.defaults.concourse, tsaHost: "" },
+            toolkit: { version: "latest" },
+            fabricManager: { mode: "of", partitions: [1] },
+        } as typeof raw.defaults;
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "defaults.concourse.tsaHost: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
             "defaults.fabricManager.mode: expected auto, host, service-vm or off (on is the older name of host)",
@@ -122,7 +176,11 @@ describe("stack config", () => {
     });
 
     it("reports a host's bad settings together with the settings it is missing", () => {
-        const raw = stackWith({ name: "a", inventory: NO_GPU, extra: { datasets: { root: "srv" }, concourse: { tsaHost: "ci.example.test", binary: { path: "concourse.tgz" } } } });
+        const raw = stackWith({
+            name: "a",
+            inventory: NO_GPU,
+            extra: { datasets: { root: "srv" }, concourse: { tsaHost: "ci.example.test", binary: { path: "concourse.tgz" } } },
+        });
         raw.defaults = {} as typeof raw.defaults;
         assert.deepStrictEqual(problemsOf(raw), [
             "hosts[0].datasets.root: expected an absolute path",
@@ -139,14 +197,17 @@ describe("stack config", () => {
         );
         raw.defaults = { ...raw.defaults, toolkit: { version: "latest" } } as typeof raw.defaults;
         const problems = problemsOf({ defaults: raw.defaults, hosts: [...raw.hosts, lxd("x"), lxd("y")] });
-        assert.deepStrictEqual(problems.sort(), [
-            "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
-            "hosts[1].name: a is already used by hosts[0]",
-            "hosts[1].selection: GPU index 9 is not in the inventory (declared: 0, 1, 2, 3, 4, 5, 6, 7)",
-            "hosts[2].datasets.root: expected an absolute path",
-            "hosts[2].fabricManager.mode: on needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)",
-            "hosts[4].transport.lxd.sshPort: 2201 is already used by hosts[3] on the same LXD server",
-        ].sort());
+        assert.deepStrictEqual(
+            problems.sort(),
+            [
+                "defaults.toolkit.version: expected preinstalled or a version such as 1.17.8",
+                "hosts[1].name: a is already used by hosts[0]",
+                "hosts[1].selection: GPU index 9 is not in the inventory (declared: 0, 1, 2, 3, 4, 5, 6, 7)",
+                "hosts[2].datasets.root: expected an absolute path",
+                "hosts[2].fabricManager.mode: on needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)",
+                "hosts[4].transport.lxd.sshPort: 2201 is already used by hosts[3] on the same LXD server",
+            ].sort(),
+        );
     });
 
     it("wants a list of hosts", () => {

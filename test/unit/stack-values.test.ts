@@ -26,7 +26,20 @@ const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
 /** One SSH worker and a web with an external database: every field below is valid in it. */
 function baseStack(): RawStackConfig & { hosts: Record<string, unknown>[]; web: Record<string, unknown> } {
     const raw = stackWith({ name: "a", inventory: NO_GPU });
-    const lxd = { name: "b", transport: { lxd: { instance: "b", image: "gpu-workers/debian-12", sshPort: 2201, profiles: ["default"], datasetSource: "/var/lib/datasets", datasetFolders: ["models"] } }, vendor: "none" };
+    const lxd = {
+        name: "b",
+        transport: {
+            lxd: {
+                instance: "b",
+                image: "gpu-workers/debian-12",
+                sshPort: 2201,
+                profiles: ["default"],
+                datasetSource: "/var/lib/datasets",
+                datasetFolders: ["models"],
+            },
+        },
+        vendor: "none",
+    };
     return {
         defaults: raw.defaults,
         hosts: [...raw.hosts, lxd] as Record<string, unknown>[],
@@ -74,7 +87,7 @@ const FIELDS: { at: string; reported: string; kind: "text" | "path" | "list" | "
 ];
 
 /** What an attacker or a slip of the keyboard would put there. */
-const HOSTILE = ["gpu\nCONCOURSE_WORK_DIR=/", "x$(touch /tmp/pwned)", "x`touch /tmp/pwned`", "-oProxyCommand=touch /tmp/pwned #", "x'y", "x\"y", "x\\y", " x"];
+const HOSTILE = ["gpu\nCONCOURSE_WORK_DIR=/", "x$(touch /tmp/pwned)", "x`touch /tmp/pwned`", "-oProxyCommand=touch /tmp/pwned #", "x'y", 'x"y', "x\\y", " x"];
 const CARELESS_PATHS = ["/srv/../etc", "/", "/etc", "srv", "/srv/", "/srv//x", "/srv/./x"];
 
 describe("stack values: hostile and careless values are refused at their path", () => {
@@ -85,17 +98,29 @@ describe("stack values: hostile and careless values are refused at their path", 
     for (const field of FIELDS) {
         it(`${field.reported}: a line break, $(), a backquote, a leading -, quotes, a backslash, a leading space${field.kind === "path" ? ", .., /, /etc, a relative path, // and trailing /" : ""}`, () => {
             const urlShaped = field.kind === "url" || field.kind === "binary";
-            const values = field.kind === "path" ? [...HOSTILE.map((v) => `/srv/${v}`), ...HOSTILE, ...CARELESS_PATHS]
-                : urlShaped ? [...HOSTILE.map((v) => `https://ci.example.test/${v}`), ...HOSTILE.map((v) => `https://${v}/`), "file:///etc/passwd"] : HOSTILE;
+            const values =
+                field.kind === "path"
+                    ? [...HOSTILE.map((v) => `/srv/${v}`), ...HOSTILE, ...CARELESS_PATHS]
+                    : urlShaped
+                      ? [...HOSTILE.map((v) => `https://ci.example.test/${v}`), ...HOSTILE.map((v) => `https://${v}/`), "file:///etc/passwd"]
+                      : HOSTILE;
             for (const value of values) {
                 const raw = baseStack();
-                const given = field.kind === "list" ? [value]
-                    : field.kind === "binary" ? { url: value, sha256: "0".repeat(64) }
-                    : field.at.endsWith("registration") ? { url: value, username: "admin", passwordSecret: "ci-pw" } : value;
+                const given =
+                    field.kind === "list"
+                        ? [value]
+                        : field.kind === "binary"
+                          ? { url: value, sha256: "0".repeat(64) }
+                          : field.at.endsWith("registration")
+                            ? { url: value, username: "admin", passwordSecret: "ci-pw" }
+                            : value;
                 set(raw, field.at, given);
                 const problems = problemsOf(raw);
                 assert.strictEqual(problems.length, 1, `${JSON.stringify(value)}:\n${problems.join("\n")}`);
-                assert.ok(problems[0].startsWith(`${field.reported}: expected `) || problems[0].startsWith(`${field.reported}: ${value} `), `${JSON.stringify(value)}: ${problems[0]}`);
+                assert.ok(
+                    problems[0].startsWith(`${field.reported}: expected `) || problems[0].startsWith(`${field.reported}: ${value} `),
+                    `${JSON.stringify(value)}: ${problems[0]}`,
+                );
             }
         });
     }
@@ -128,7 +153,12 @@ describe("stack values: hostile and careless values are refused at their path", 
 
     it("a shared board's service VM: its network, libvirt URI, name and image", () => {
         const raw = boardStack([{ gpus: 4 }]) as RawStackConfig & { hosts: { fabric: { serviceVm: object } }[] };
-        Object.assign(raw.hosts[0].fabric.serviceVm, { network: "default\"/><hostdev", libvirtUri: "qemu:///system\n", name: "-fabric", image: "/var/lib/images/../../../etc/shadow" });
+        Object.assign(raw.hosts[0].fabric.serviceVm, {
+            network: 'default"/><hostdev',
+            libvirtUri: "qemu:///system\n",
+            name: "-fabric",
+            image: "/var/lib/images/../../../etc/shadow",
+        });
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "hosts[0].fabric.serviceVm.image: expected the path in normal form (no . or .. segment, no // and no trailing /): /etc/shadow",
             "hosts[0].fabric.serviceVm.libvirtUri: expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)",
@@ -165,8 +195,14 @@ describe("stack values: careless folders", () => {
             "hosts[0].datasets.root: /etc is a system folder: every folder of the dataset root is mounted into every task; give a folder of its own, such as /srv or /data/datasets",
         ]);
         assert.match(withFolders("/var/lib", "/opt/concourse/worker")[0], /^hosts\[0\]\.datasets\.root: \/var\/lib is a system folder: /);
-        assert.match(withFolders("/home/ml", "/opt/concourse/worker")[0], /^hosts\[0\]\.datasets\.root: \/home\/ml is in \/home, the users' folders \(their owners could put there what a task then gets\)/);
-        assert.match(withFolders("/tmp/sets", "/opt/concourse/worker")[0], /^hosts\[0\]\.datasets\.root: \/tmp\/sets is in \/tmp, which every user may write to/);
+        assert.match(
+            withFolders("/home/ml", "/opt/concourse/worker")[0],
+            /^hosts\[0\]\.datasets\.root: \/home\/ml is in \/home, the users' folders \(their owners could put there what a task then gets\)/,
+        );
+        assert.match(
+            withFolders("/tmp/sets", "/opt/concourse/worker")[0],
+            /^hosts\[0\]\.datasets\.root: \/tmp\/sets is in \/tmp, which every user may write to/,
+        );
         for (const tree of [...SYSTEM_TREES, ...USER_TREES, ...SHARED_TREES]) {
             assert.strictEqual(withFolders(tree, "/opt/concourse/worker").length, 1, tree);
             assert.strictEqual(withFolders(`${tree}/x`, "/opt/concourse/worker").length, 1, `${tree}/x`);
@@ -175,12 +211,24 @@ describe("stack values: careless folders", () => {
     });
 
     it("concourse.workDir: not /, a system folder, a shared one, nor the dataset root, inside it or holding it", () => {
-        assert.deepStrictEqual(withFolders("/srv", "/"), ["hosts[0].concourse.workDir: / is the whole file system: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker"]);
-        assert.deepStrictEqual(withFolders("/srv", "/usr/local/concourse"), ["hosts[0].concourse.workDir: /usr/local/concourse is in /usr, a system folder: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker"]);
-        assert.deepStrictEqual(withFolders("/srv", "/opt"), ["hosts[0].concourse.workDir: /opt is a folder other software shares: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker"]);
-        assert.deepStrictEqual(withFolders("/data/sets", "/data/sets"), ["hosts[0].concourse.workDir: /data/sets is datasets.root too: destroy deletes the work dir, and with it every dataset"]);
-        assert.deepStrictEqual(withFolders("/srv", "/srv/concourse"), ["hosts[0].concourse.workDir: /srv/concourse is inside datasets.root /srv: every task would get the worker's own files, and destroy would delete them from under the datasets"]);
-        assert.deepStrictEqual(withFolders("/data/sets", "/data"), ["hosts[0].concourse.workDir: /data holds datasets.root /data/sets: destroy deletes the work dir, and with it every dataset"]);
+        assert.deepStrictEqual(withFolders("/srv", "/"), [
+            "hosts[0].concourse.workDir: / is the whole file system: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker",
+        ]);
+        assert.deepStrictEqual(withFolders("/srv", "/usr/local/concourse"), [
+            "hosts[0].concourse.workDir: /usr/local/concourse is in /usr, a system folder: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker",
+        ]);
+        assert.deepStrictEqual(withFolders("/srv", "/opt"), [
+            "hosts[0].concourse.workDir: /opt is a folder other software shares: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker",
+        ]);
+        assert.deepStrictEqual(withFolders("/data/sets", "/data/sets"), [
+            "hosts[0].concourse.workDir: /data/sets is datasets.root too: destroy deletes the work dir, and with it every dataset",
+        ]);
+        assert.deepStrictEqual(withFolders("/srv", "/srv/concourse"), [
+            "hosts[0].concourse.workDir: /srv/concourse is inside datasets.root /srv: every task would get the worker's own files, and destroy would delete them from under the datasets",
+        ]);
+        assert.deepStrictEqual(withFolders("/data/sets", "/data"), [
+            "hosts[0].concourse.workDir: /data holds datasets.root /data/sets: destroy deletes the work dir, and with it every dataset",
+        ]);
         for (const folder of SHARED_FOLDERS) assert.strictEqual(withFolders("/data/sets", folder).length, 1, folder);
         assert.deepStrictEqual(withFolders("/srv", "/var/lib/concourse"), [], "a folder of its own below /var/lib is fine");
     });
@@ -196,8 +244,16 @@ describe("stack values: careless folders", () => {
     });
 
     it("a GpuWorker made without the stack refuses a work dir inside its dataset root too", () => {
-        assert.throws(() => workerSpec("w", { transport: { ssh: { host: "10.0.0.1", privateKey: "k", hostKey: HOST_KEY } }, inventory: { vendor: "none", gpus: [], nvswitches: 0, tegra: false }, datasets: { root: "/srv" }, concourse: { workDir: "/srv/w" } }),
-            /GpuWorker w: concourse\.workDir: \/srv\/w is inside datasets\.root \/srv/);
+        assert.throws(
+            () =>
+                workerSpec("w", {
+                    transport: { ssh: { host: "10.0.0.1", privateKey: "k", hostKey: HOST_KEY } },
+                    inventory: { vendor: "none", gpus: [], nvswitches: 0, tegra: false },
+                    datasets: { root: "/srv" },
+                    concourse: { workDir: "/srv/w" },
+                }),
+            /GpuWorker w: concourse\.workDir: \/srv\/w is inside datasets\.root \/srv/,
+        );
     });
 });
 
@@ -205,41 +261,79 @@ describe("stack values: keys of the project's namespace and fabric partitions", 
     it("a typo'd top-level key is an error naming it and the known keys; secret keys, named or left over, are fine", () => {
         const raw = baseStack();
         const keys = namespaceKeysOf({
-            "gpu-workers:default": JSON.stringify(raw.defaults), "gpu-workers:hosts": JSON.stringify(raw.hosts), "gpu-workers:web": JSON.stringify(raw.web),
-            "gpu-workers:a-ssh-key": "-----BEGIN OPENSSH PRIVATE KEY-----\n...", "gpu-workers:old-host-key": "-----BEGIN OPENSSH PRIVATE KEY-----\n...",
-            "gpu-workers:allowNoHost": "true", "gpu-workers:extra": "{\"concourse\": {}}", "gpu-workers:more": "[1]", "aws:region": "{\"x\": 1}",
+            "gpu-workers:default": JSON.stringify(raw.defaults),
+            "gpu-workers:hosts": JSON.stringify(raw.hosts),
+            "gpu-workers:web": JSON.stringify(raw.web),
+            "gpu-workers:a-ssh-key": "-----BEGIN OPENSSH PRIVATE KEY-----\n...",
+            "gpu-workers:old-host-key": "-----BEGIN OPENSSH PRIVATE KEY-----\n...",
+            "gpu-workers:allowNoHost": "true",
+            "gpu-workers:extra": '{"concourse": {}}',
+            "gpu-workers:more": "[1]",
+            "aws:region": '{"x": 1}',
         });
-        const known = "the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)";
+        const known =
+            "the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)";
         assert.deepStrictEqual(problemsOf({ ...raw, keys }), [
             `gpu-workers:default: unknown key (did you mean gpu-workers:defaults?); ${known}`,
             `gpu-workers:allowNoHost: unknown key (did you mean gpu-workers:allowNoHosts?); ${known}`,
             `gpu-workers:extra: unknown key, and it holds settings; ${known}`,
             `gpu-workers:more: unknown key, and it holds settings; ${known}`,
         ]);
-        assert.deepStrictEqual(problemsOf({ ...raw, keys: namespaceKeysOf({ "gpu-workers:defaults": "{}", "gpu-workers:hosts": "[]", "gpu-workers:a-ssh-key": "{\"not\": \"really\"}" }) }), []);
-        assert.deepStrictEqual(namespaceKeysOf({ "gpu-workers:k": { secure: "v1:abc" }, "gpu-workers:d": { concourse: {} }, "gpu-workers:l": ["x"] }), [
-            { name: "k", structured: false }, { name: "d", structured: true }, { name: "l", structured: true },
-        ], "a stack file's own values: a secure: value is text");
+        assert.deepStrictEqual(
+            problemsOf({
+                ...raw,
+                keys: namespaceKeysOf({ "gpu-workers:defaults": "{}", "gpu-workers:hosts": "[]", "gpu-workers:a-ssh-key": '{"not": "really"}' }),
+            }),
+            [],
+        );
+        assert.deepStrictEqual(
+            namespaceKeysOf({ "gpu-workers:k": { secure: "v1:abc" }, "gpu-workers:d": { concourse: {} }, "gpu-workers:l": ["x"] }),
+            [
+                { name: "k", structured: false },
+                { name: "d", structured: true },
+                { name: "l", structured: true },
+            ],
+            "a stack file's own values: a secure: value is text",
+        );
     });
 
     it("a fabric partition the board's table lacks is refused naming the table's ids; a declared table is used", () => {
-        const host = (extra: Record<string, unknown>) => problemsOf(stackWith({ name: "hgx", inventory: HGX_H100_8X, extra: { fabricManager: { mode: "host", partitions: [1, 99] }, ...extra } }));
+        const host = (extra: Record<string, unknown>) =>
+            problemsOf(stackWith({ name: "hgx", inventory: HGX_H100_8X, extra: { fabricManager: { mode: "host", partitions: [1, 99] }, ...extra } }));
         assert.deepStrictEqual(host({}), [
             "hosts[0].fabricManager.partitions[1]: partition 99 is not in the HGX H100 8-GPU table (ids: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14) (the default table; another board declares its own as fabric.partitionTable)",
         ]);
-        assert.deepStrictEqual(host({ fabric: { partitionTable: [{ id: 1, modules: [1, 2, 3, 4] }, { id: 99, modules: [5, 6, 7, 8] }] } }), []);
-        assert.deepStrictEqual(host({ fabric: { partitionTable: [{ id: 1, modules: [1, 2, 3, 4] }] } }), ["hosts[0].fabricManager.partitions[1]: partition 99 is not in the hgx table (ids: 1)"]);
+        assert.deepStrictEqual(
+            host({
+                fabric: {
+                    partitionTable: [
+                        { id: 1, modules: [1, 2, 3, 4] },
+                        { id: 99, modules: [5, 6, 7, 8] },
+                    ],
+                },
+            }),
+            [],
+        );
+        assert.deepStrictEqual(host({ fabric: { partitionTable: [{ id: 1, modules: [1, 2, 3, 4] }] } }), [
+            "hosts[0].fabricManager.partitions[1]: partition 99 is not in the hgx table (ids: 1)",
+        ]);
         assert.deepStrictEqual(problemsOf(stackWith({ name: "cpu", inventory: NO_GPU, extra: { fabric: { partitionTable: "hgx-h100-8gpu" } } })), [
             "hosts[0].fabric: only for a board: a shared one (fabricManager.mode: service-vm), or one that runs fabricmanager itself (NVSwitches declared, fabricManager.mode host or auto)",
         ]);
-        assert.deepStrictEqual(problemsOf(boardStack([{ partition: 99 }])), ["hosts[1].board: partition 99 is not in the HGX H100 8-GPU table (ids: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)"]);
+        assert.deepStrictEqual(problemsOf(boardStack([{ partition: 99 }])), [
+            "hosts[1].board: partition 99 is not in the HGX H100 8-GPU table (ids: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)",
+        ]);
     });
 
     it("npm run render: a typo'd key fails with the message", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-typo-"));
         const raw = stackWith({ name: "a", inventory: NO_GPU });
         fs.writeFileSync(path.join(dir, "Pulumi.test.yaml"), stringify({ config: { "gpu-workers:default": raw.defaults, "gpu-workers:hosts": raw.hosts } }));
-        const r = spawnSync("node", [path.join(__dirname, "..", "..", "cli", "render.js"), "--stack", "test", "--out", path.join(dir, "out"), "--project-dir", dir], { encoding: "utf8" });
+        const r = spawnSync(
+            "node",
+            [path.join(__dirname, "..", "..", "cli", "render.js"), "--stack", "test", "--out", path.join(dir, "out"), "--project-dir", dir],
+            { encoding: "utf8" },
+        );
         fs.rmSync(dir, { recursive: true, force: true });
         assert.strictEqual(r.status, 1, r.stdout);
         assert.match(r.stderr, /gpu-workers:default: unknown key \(did you mean gpu-workers:defaults\?\)/);
@@ -248,40 +342,94 @@ describe("stack values: keys of the project's namespace and fabric partitions", 
 
 describe("the env-file renderer", () => {
     it("writes KEY=value lines, and refuses what systemd would not carry verbatim, naming the key and never the value", () => {
-        assert.strictEqual(renderEnvFile([["A", "1"], ["B_2", "x=y:z/@,"]], "Rendered."), "# Rendered.\nA=1\nB_2=x=y:z/@,\n");
+        assert.strictEqual(
+            renderEnvFile(
+                [
+                    ["A", "1"],
+                    ["B_2", "x=y:z/@,"],
+                ],
+                "Rendered.",
+            ),
+            "# Rendered.\nA=1\nB_2=x=y:z/@,\n",
+        );
         const bad: [string, RegExp][] = [
-            ["s3cr3t\nB=1", /holds a line break/], ["s3cr3t\rb", /holds a line break/], ["s3cr3t\0b", /holds a control character/], ["s3cr3t\x1bb", /holds a control character/],
-            ["s3cr3t\"b", /holds a quote or backquote/], ["s3cr3t'b", /holds a quote or backquote/], ["s3cr3t`id`", /holds a quote or backquote/],
-            ["s3cr3t\\b", /holds a backslash/], ["s3cr3t$(touch x)", /holds a \$/], [" s3cr3t", /begins or ends with a space/], ["s3cr3t\t", /begins or ends with a space/],
+            ["s3cr3t\nB=1", /holds a line break/],
+            ["s3cr3t\rb", /holds a line break/],
+            ["s3cr3t\0b", /holds a control character/],
+            ["s3cr3t\x1bb", /holds a control character/],
+            ['s3cr3t"b', /holds a quote or backquote/],
+            ["s3cr3t'b", /holds a quote or backquote/],
+            ["s3cr3t`id`", /holds a quote or backquote/],
+            ["s3cr3t\\b", /holds a backslash/],
+            ["s3cr3t$(touch x)", /holds a \$/],
+            [" s3cr3t", /begins or ends with a space/],
+            ["s3cr3t\t", /begins or ends with a space/],
         ];
         for (const [value, why] of bad) {
-            assert.throws(() => renderEnvFile([["OK", "1"], ["SECRET_KEY", value]]), (e: Error) => {
-                assert.ok(e instanceof EnvFileError);
-                assert.match(e.message, /^env file: the value of SECRET_KEY /);
-                assert.match(e.message, why);
-                assert.ok(!e.message.includes("s3cr3t"), "the value is not in the message");
-                return true;
-            }, JSON.stringify(value));
+            assert.throws(
+                () =>
+                    renderEnvFile([
+                        ["OK", "1"],
+                        ["SECRET_KEY", value],
+                    ]),
+                (e: Error) => {
+                    assert.ok(e instanceof EnvFileError);
+                    assert.match(e.message, /^env file: the value of SECRET_KEY /);
+                    assert.match(e.message, why);
+                    assert.ok(!e.message.includes("s3cr3t"), "the value is not in the message");
+                    return true;
+                },
+                JSON.stringify(value),
+            );
         }
         assert.throws(() => renderEnvFile([["A B", "1"]]), /"A B" is no variable name/);
-        assert.throws(() => renderEnvFile([["A", "1"], ["A", "2"]]), /A is set twice/);
+        assert.throws(
+            () =>
+                renderEnvFile([
+                    ["A", "1"],
+                    ["A", "2"],
+                ]),
+            /A is set twice/,
+        );
     });
 
     it("every env file goes through it: the worker's, the web's and the web's secret one", () => {
         const worker = {
-            name: "w", version: "8.2.5", tsaHost: "ci.example.test", tsaPort: 2222, tsaPublicKey: "ssh-rsa AAAAtsa", tags: ["gpu"],
-            workDir: "/opt/concourse/worker", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, containerdConfig: "", inUserNamespace: false, privilegedMode: "ignore" as const,
+            name: "w",
+            version: "8.2.5",
+            tsaHost: "ci.example.test",
+            tsaPort: 2222,
+            tsaPublicKey: "ssh-rsa AAAAtsa",
+            tags: ["gpu"],
+            workDir: "/opt/concourse/worker",
+            binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) },
+            containerdConfig: "",
+            inUserNamespace: false,
+            privilegedMode: "ignore" as const,
         };
         assert.throws(() => renderWorkerEnv({ ...worker, team: "gpu\nCONCOURSE_WORK_DIR=/" }), /the value of CONCOURSE_TEAM holds a line break/);
         assert.throws(() => renderWorkerEnv({ ...worker, workDir: "/opt/x$(touch pwned)" }), /the value of CONCOURSE_WORK_DIR holds a \$/);
         assert.match(renderWorkerEnv({ ...worker, tsaHost: "fd00::2" }), /^CONCOURSE_TSA_HOST=\[fd00::2\]:2222$/m, "an IPv6 TSA in brackets");
-        assert.throws(() => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-rsa AAAAtsa\nssh-rsa AAAAevil" }), /the TSA public key must be one key on one line/);
+        assert.throws(
+            () => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-rsa AAAAtsa\nssh-rsa AAAAevil" }),
+            /the TSA public key must be one key on one line/,
+        );
         assert.throws(() => renderConcourseWorker({ ...worker, tags: ["gpu\nExecStartPre=/bin/sh"] }), /is not one plain word/);
         const web = {
-            version: "8.2.5", binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) }, externalUrl: "http://127.0.0.1:8080", bindIp: "127.0.0.1", port: 8080, tsaPort: 2222,
-            postgres: { external: { host: "db`id`", port: 5432, database: "atc", user: "ci", sslmode: "require" } }, mainTeamUser: "admin", keepDatabase: false,
+            version: "8.2.5",
+            binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) },
+            externalUrl: "http://127.0.0.1:8080",
+            bindIp: "127.0.0.1",
+            port: 8080,
+            tsaPort: 2222,
+            postgres: { external: { host: "db`id`", port: 5432, database: "atc", user: "ci", sslmode: "require" } },
+            mainTeamUser: "admin",
+            keepDatabase: false,
         };
         assert.throws(() => renderWebEnv(web), /the value of CONCOURSE_POSTGRES_HOST holds a quote or backquote/);
-        assert.throws(() => renderWebSecretEnv("admin", "pw", "p$w"), (e: Error) => /the value of CONCOURSE_POSTGRES_PASSWORD holds a \$/.test(e.message) && !e.message.includes("p$w"));
+        assert.throws(
+            () => renderWebSecretEnv("admin", "pw", "p$w"),
+            (e: Error) => /the value of CONCOURSE_POSTGRES_PASSWORD holds a \$/.test(e.message) && !e.message.includes("p$w"),
+        );
     });
 });

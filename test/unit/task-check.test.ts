@@ -7,7 +7,9 @@ const sse = (id: number, event: string, data: object) => `id: ${id}\nevent: even
 
 describe("the task check: a one-off build with the worker's tags", () => {
     it("plans what fly execute posts: no inputs, one task with the tags on the mock resource's image", () => {
-        const plan = taskCheckPlan(["gpu", "gpu-count=2"]) as { do: { task?: { tags?: string[]; config: { image_resource: object; run: { path: string } } } }[] };
+        const plan = taskCheckPlan(["gpu", "gpu-count=2"]) as {
+            do: { task?: { tags?: string[]; config: { image_resource: object; run: { path: string } } } }[];
+        };
         const task = plan.do[1].task!;
         assert.deepStrictEqual(task.tags, ["gpu", "gpu-count=2"]);
         assert.deepStrictEqual(task.config.image_resource, { type: "mock", source: { mirror_self: true } });
@@ -37,14 +39,19 @@ describe("the task check: a one-off build with the worker's tags", () => {
     });
 
     it("a build that did not succeed fails the check with its status, worker and last output", () => {
-        const events = parseBuildEvents([
-            sse(0, "selected-worker", { origin: { id: "gw-task" }, selected_worker: "gpu-a" }),
-            sse(1, "log", { origin: { id: "gw-task" }, payload: "exec: nvidia-container-cli: no such device\n" }),
-            sse(2, "error", { origin: { id: "gw-task" }, message: "task errored" }),
-            sse(3, "status", { status: "errored", time: 1 }),
-        ].join("")).events;
+        const events = parseBuildEvents(
+            [
+                sse(0, "selected-worker", { origin: { id: "gw-task" }, selected_worker: "gpu-a" }),
+                sse(1, "log", { origin: { id: "gw-task" }, payload: "exec: nvidia-container-cli: no such device\n" }),
+                sse(2, "error", { origin: { id: "gw-task" }, message: "task errored" }),
+                sse(3, "status", { status: "errored", time: 1 }),
+            ].join(""),
+        ).events;
         const problem = taskCheckProblem({ worker: "gpu-a", tags: ["gpu", "gpu-type=nvidia"] }, 12, taskCheckOutcome(events));
-        assert.strictEqual(problem, "worker gpu-a: the task check (one-off build 12, tags [gpu, gpu-type=nvidia]) ended errored on worker gpu-a; its output:\nexec: nvidia-container-cli: no such device\nerror: task errored");
+        assert.strictEqual(
+            problem,
+            "worker gpu-a: the task check (one-off build 12, tags [gpu, gpu-type=nvidia]) ended errored on worker gpu-a; its output:\nexec: nvidia-container-cli: no such device\nerror: task errored",
+        );
     });
 
     it("a stream cut before the status is no success", () => {

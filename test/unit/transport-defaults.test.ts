@@ -7,7 +7,11 @@ describe("transport defaults", () => {
     it("an LXD transport given only its instance, image and port gets the components' defaults from the stack schema too", () => {
         const given = { instance: "gpu-a", image: "debian-12", sshPort: 2201 };
         const { server: _server, ...stack } = lxdTransportSchema.parse(given);
-        assert.deepStrictEqual(stack, { ...lxdTransportShape(given), gpuCdi: LXD_TRANSPORT_DEFAULTS.gpuCdi, shiftWritable: LXD_TRANSPORT_DEFAULTS.shiftWritable });
+        assert.deepStrictEqual(stack, {
+            ...lxdTransportShape(given),
+            gpuCdi: LXD_TRANSPORT_DEFAULTS.gpuCdi,
+            shiftWritable: LXD_TRANSPORT_DEFAULTS.shiftWritable,
+        });
     });
 
     it("an SSH transport's user is the same default", () => {

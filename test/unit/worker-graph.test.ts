@@ -29,7 +29,10 @@ const COMPONENT_TYPES = {
 async function buildWorkers(...hosts: { name: string; inventory: GpuInventoryInput; extra?: Record<string, unknown> }[]): Promise<GraphRecorder> {
     const recorder = recordGraph();
     for (const host of parseStackConfig(stackWith(...hosts))) {
-        new GpuWorker(host.name, workerArgs(host, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()));
+        new GpuWorker(
+            host.name,
+            workerArgs(host, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()),
+        );
     }
     await settle(recorder);
     return recorder;
@@ -78,7 +81,10 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assertOrdered(g, c.containerd!, c.wrapper!);
         assertOrdered(g, c.wrapper!, c.concourse!);
         assert.strictEqual(c.fabric, undefined);
-        assert.ok(g.dependsOn(g.byName("laptop-driver-gpu-driver"), g.byName("laptop-host-inventory")), "nothing touches the host before its inventory is verified");
+        assert.ok(
+            g.dependsOn(g.byName("laptop-driver-gpu-driver"), g.byName("laptop-host-inventory")),
+            "nothing touches the host before its inventory is verified",
+        );
         assert.ok(g.dependsOn(g.byName("laptop-host-inventory"), g.byName("laptop-host-discover")));
         const unit = g.byName("laptop-concourse-file-etc-systemd-system-concourse-worker.service");
         assert.match(String(unit.inputs.stdin), /--tag=gpu-devices=0/);
@@ -130,7 +136,10 @@ describe("worker resource graph (Pulumi mocks)", function () {
     it("a shared board: vfio step, then the service VM, then each worker VM (its partition active first)", async () => {
         const g = recordGraph();
         const [board] = parseStack(boardStack([{ gpus: 4 }, { gpus: 2 }, { gpus: 2 }])).boards;
-        new SharedGpuBoard(board.name, boardArgs(board, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()));
+        new SharedGpuBoard(
+            board.name,
+            boardArgs(board, () => pulumi.secret("-----BEGIN OPENSSH PRIVATE KEY-----test"), process.cwd()),
+        );
         await settle(g);
         const top = g.byName("hgx");
         assert.strictEqual(top.type, "gpu-workers:board:SharedGpuBoard");
@@ -143,7 +152,11 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assert.ok(g.dependsOn(vfio, inventory), "the board is checked before its NVSwitches move");
         assert.ok(g.dependsOn(serviceVm, vfio), "the VM starts with its functions on vfio-pci");
         assert.ok(g.dependsOn(serviceVm, g.byName("hgx-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-fabric-domain.xml")));
-        for (const [worker, partition, pci] of [["hgx-w1", 1, "0000:18:00.0"], ["hgx-w2", 5, "0000:ba:00.0"], ["hgx-w3", 6, "0000:9a:00.0"]] as const) {
+        for (const [worker, partition, pci] of [
+            ["hgx-w1", 1, "0000:18:00.0"],
+            ["hgx-w2", 5, "0000:ba:00.0"],
+            ["hgx-w3", 6, "0000:9a:00.0"],
+        ] as const) {
             const w = g.byName(worker);
             assert.strictEqual(w.type, COMPONENT_TYPES.worker);
             assert.strictEqual(w.parent, top.urn);
@@ -154,14 +167,22 @@ describe("worker resource graph (Pulumi mocks)", function () {
             assert.strictEqual(devices.gpu0.pci, pci, `${worker}: the first GPU of partition ${partition}`);
             assert.strictEqual(devices.sshd.nat, "true");
             assert.ok(!("nvidia.runtime" in (instance.inputs.config as object)), "a VM has its own driver");
-            assert.match(String(g.byName(`${worker}-concourse-file-etc-systemd-system-concourse-worker.service`).inputs.stdin), new RegExp(`--tag=gpu-fabric-partition=${partition}`));
+            assert.match(
+                String(g.byName(`${worker}-concourse-file-etc-systemd-system-concourse-worker.service`).inputs.stdin),
+                new RegExp(`--tag=gpu-fabric-partition=${partition}`),
+            );
         }
         assert.strictEqual(g.ofType(COMPONENT_TYPES.fabric).length, 0, "no worker runs fabricmanager itself");
     });
 
     it("the worker key is generated and stays secret", async () => {
         const g = await buildWorkers({ name: "k", inventory: NO_GPU });
-        assert.strictEqual(g.ofType("pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret").filter((r) => r.name === "k-concourse-key" && r.inputs.kind === "rsa-private-key").length, 1, "an RSA key: Concourse reads no other");
+        assert.strictEqual(
+            g.ofType("pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret").filter((r) => r.name === "k-concourse-key" && r.inputs.kind === "rsa-private-key")
+                .length,
+            1,
+            "an RSA key: Concourse reads no other",
+        );
         const keyFile = g.byName("k-concourse-file-etc-concourse-worker_key");
         const stdin = keyFile.inputs.stdin as { [k: string]: unknown };
         assert.strictEqual(stdin?.[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, "the key file's content is sent as a secret");

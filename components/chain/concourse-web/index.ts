@@ -2,7 +2,15 @@ import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { ConcourseRelease } from "../../lib/render/concourse-release";
-import { CONCOURSE_WEB_PATHS, renderAuthorizedWorkerKeys, renderConcourseWeb, renderWebSecretEnv, WebDatabase, WebKeysTarget, webKeysTarget } from "../../lib/render/concourse-web";
+import {
+    CONCOURSE_WEB_PATHS,
+    renderAuthorizedWorkerKeys,
+    renderConcourseWeb,
+    renderWebSecretEnv,
+    WebDatabase,
+    WebKeysTarget,
+    webKeysTarget,
+} from "../../lib/render/concourse-web";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
@@ -25,31 +33,31 @@ export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
 /** The web's PostgreSQL: its own on the web host (the default), or one you run. */
 export type ConcourseWebDatabase =
     | {
-        /** PostgreSQL on the web host, installed from the distribution where missing. */
-        local: {
-            /** The database's name. Default: "atc". */
-            database?: string;
-            /** The user the web connects as (its password is generated). Default: "concourse". */
-            user?: string;
-        };
-    }
+          /** PostgreSQL on the web host, installed from the distribution where missing. */
+          local: {
+              /** The database's name. Default: "atc". */
+              database?: string;
+              /** The user the web connects as (its password is generated). Default: "concourse". */
+              user?: string;
+          };
+      }
     | {
-        /** A PostgreSQL server you run. */
-        external: {
-            /** Its host name or address. */
-            host: string;
-            /** Its port. Default: 5432. */
-            port?: number;
-            /** The database's name. Default: "atc". */
-            database?: string;
-            /** The user the web connects as. Default: "concourse". */
-            user?: string;
-            /** libpq's sslmode. Default: "require". */
-            sslmode?: string;
-            /** The user's password. Pass a secret. */
-            password: pulumi.Input<string>;
-        };
-    };
+          /** A PostgreSQL server you run. */
+          external: {
+              /** Its host name or address. */
+              host: string;
+              /** Its port. Default: 5432. */
+              port?: number;
+              /** The database's name. Default: "atc". */
+              database?: string;
+              /** The user the web connects as. Default: "concourse". */
+              user?: string;
+              /** libpq's sslmode. Default: "require". */
+              sslmode?: string;
+              /** The user's password. Pass a secret. */
+              password: pulumi.Input<string>;
+          };
+      };
 
 /**
  * ConcourseWeb's arguments: the host, the release, and the web's settings, which are
@@ -172,20 +180,25 @@ export class ConcourseWeb extends HostStepsComponent {
         const signingKey = new GeneratedSecret(`${name}-session-signing-key`, { kind: "rsa-private-key" }, { parent: this });
         // Concourse reads only RSA keys in PEM for the TSA (and the workers').
         const tsaKey = new GeneratedSecret(`${name}-tsa-host-key`, { kind: "rsa-private-key", comment: `${name}-tsa` }, { parent: this });
-        const database = args.postgres && "external" in args.postgres
-            ? pulumi.secret(args.postgres.external.password)
-            : new GeneratedSecret(`${name}-database-password`, { kind: "password" }, { parent: this }).value;
+        const database =
+            args.postgres && "external" in args.postgres
+                ? pulumi.secret(args.postgres.external.password)
+                : new GeneratedSecret(`${name}-database-password`, { kind: "password" }, { parent: this }).value;
         const s = this.plan.settings;
-        this.placeOnHost(renderConcourseWeb(s), { connection, user: this.plan.access.user }, {
-            after: reachable,
-            values: {
-                [CONCOURSE_WEB_PATHS.secretEnv]: pulumi.all([password.value, database]).apply(([p, d]) => renderWebSecretEnv(s.mainTeamUser, p, d)),
-                [CONCOURSE_WEB_PATHS.sessionSigningKey]: signingKey.value,
-                [CONCOURSE_WEB_PATHS.tsaHostKey]: tsaKey.value,
-                [CONCOURSE_WEB_PATHS.givenWorkerKeys]: pulumi.output(args.authorizedWorkerKeys ?? []).apply(renderAuthorizedWorkerKeys),
-                ...(args.tls ? { [CONCOURSE_WEB_PATHS.tlsCert]: args.tls.certificate, [CONCOURSE_WEB_PATHS.tlsKey]: args.tls.key } : {}),
+        this.placeOnHost(
+            renderConcourseWeb(s),
+            { connection, user: this.plan.access.user },
+            {
+                after: reachable,
+                values: {
+                    [CONCOURSE_WEB_PATHS.secretEnv]: pulumi.all([password.value, database]).apply(([p, d]) => renderWebSecretEnv(s.mainTeamUser, p, d)),
+                    [CONCOURSE_WEB_PATHS.sessionSigningKey]: signingKey.value,
+                    [CONCOURSE_WEB_PATHS.tsaHostKey]: tsaKey.value,
+                    [CONCOURSE_WEB_PATHS.givenWorkerKeys]: pulumi.output(args.authorizedWorkerKeys ?? []).apply(renderAuthorizedWorkerKeys),
+                    ...(args.tls ? { [CONCOURSE_WEB_PATHS.tlsCert]: args.tls.certificate, [CONCOURSE_WEB_PATHS.tlsKey]: args.tls.key } : {}),
+                },
             },
-        });
+        );
         for (const warning of this.plan.warnings) void pulumi.log.warn(warning, this);
         this.connection = connection;
         this.externalUrl = s.externalUrl;
@@ -193,7 +206,14 @@ export class ConcourseWeb extends HostStepsComponent {
         this.password = password.value;
         this.tsaPublicKey = tsaKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" "));
         this.ca = args.tls ? pulumi.output(args.tls.ca ?? args.tls.certificate) : undefined;
-        this.registerOutputs({ files: this.files, steps: this.steps, externalUrl: this.externalUrl, username: this.username, password: this.password, tsaPublicKey: this.tsaPublicKey });
+        this.registerOutputs({
+            files: this.files,
+            steps: this.steps,
+            externalUrl: this.externalUrl,
+            username: this.username,
+            password: this.password,
+            tsaPublicKey: this.tsaPublicKey,
+        });
     }
 
     /** What GpuWorker takes from this web (`concourse.web`). */

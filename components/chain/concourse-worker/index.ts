@@ -56,9 +56,10 @@ export class ConcourseWorker extends HostStepsComponent {
 
     constructor(name: string, args: ConcourseWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:concourse:ConcourseWorker", name, opts);
-        const key = args.workerPrivateKey === undefined
-            ? new GeneratedSecret(`${name}-key`, { kind: "rsa-private-key", comment: `concourse-worker-${name}` }, { parent: this })
-            : undefined;
+        const key =
+            args.workerPrivateKey === undefined
+                ? new GeneratedSecret(`${name}-key`, { kind: "rsa-private-key", comment: `concourse-worker-${name}` }, { parent: this })
+                : undefined;
         const privateKey = key ? key.value : pulumi.secret(args.workerPrivateKey!).apply(concourseKey(name));
         this.workerPublicKey = key ? key.publicKeyOpenssh : pulumi.unsecret(privateKey.apply((k) => publicKeyOfPrivateKey(k)));
         // A key known now is written in the plan; an output (the web's generated key) comes during up.
@@ -68,17 +69,32 @@ export class ConcourseWorker extends HostStepsComponent {
             ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
         };
         const admitted = args.admission ? [...this.admit(name, args.name, args.admission, args.after ?? []).values()] : [];
-        this.placeOnHost(renderConcourseWorker({ ...args, binary: LOCAL_ARTIFACTS.release(args.binary), tsaPublicKey: tsaKeyNow }), args, { values, after: [...(args.after ?? []), ...admitted], checks: {
-            "worker-registration": (checkName, check, after, checkOpts) => {
-                if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
-                return new WorkerRegistration(checkName, {
-                    worker: check.worker, tags: check.tags, team: check.team, unit: check.unit, timeoutSeconds: check.timeoutSeconds, task: check.task,
-                    api: pulumi.all([args.webPassword, args.webCa]).apply(([password, ca]) => ({ url: check.url, username: check.username, password, ...(ca ? { ca } : {}) })),
-                    connection: args.connection,
-                    converged: after.stdout,
-                }, checkOpts);
+        this.placeOnHost(renderConcourseWorker({ ...args, binary: LOCAL_ARTIFACTS.release(args.binary), tsaPublicKey: tsaKeyNow }), args, {
+            values,
+            after: [...(args.after ?? []), ...admitted],
+            checks: {
+                "worker-registration": (checkName, check, after, checkOpts) => {
+                    if (args.webPassword === undefined) throw new Error(`${name}: the registration check needs webPassword`);
+                    return new WorkerRegistration(
+                        checkName,
+                        {
+                            worker: check.worker,
+                            tags: check.tags,
+                            team: check.team,
+                            unit: check.unit,
+                            timeoutSeconds: check.timeoutSeconds,
+                            task: check.task,
+                            api: pulumi
+                                .all([args.webPassword, args.webCa])
+                                .apply(([password, ca]) => ({ url: check.url, username: check.username, password, ...(ca ? { ca } : {}) })),
+                            connection: args.connection,
+                            converged: after.stdout,
+                        },
+                        checkOpts,
+                    );
+                },
             },
-        } });
+        });
         this.tags = pulumi.output(args.tags);
         this.registerOutputs({ files: this.files, steps: this.steps, workerPublicKey: this.workerPublicKey, tags: this.tags });
     }

@@ -15,7 +15,10 @@ export interface ContainerdRuntimeArgs extends HostAccessArgs, ContainerdRuntime
 export class ContainerdRuntime extends HostStepsComponent {
     constructor(name: string, args: ContainerdRuntimeArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:containerd:ContainerdRuntime", name, opts);
-        this.placeOnHost(renderContainerdRuntimeComponent(planContainerdRuntime({ ...args, helperBinary: args.helperBinary ?? LOCAL_ARTIFACTS.built().containerdToml })), args);
+        this.placeOnHost(
+            renderContainerdRuntimeComponent(planContainerdRuntime({ ...args, helperBinary: args.helperBinary ?? LOCAL_ARTIFACTS.built().containerdToml })),
+            args,
+        );
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

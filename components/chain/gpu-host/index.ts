@@ -67,28 +67,39 @@ export class GpuHost extends pulumi.ComponentResource {
 
     constructor(name: string, args: GpuHostArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:host:GpuHost", name, {}, opts);
-        const plan = planGpuHost(name, onTransport<SshHostTransport, LxdHostTransport, Transport<SshHostShape, LxdInstancePlanInput>>(args.transport, {
-            ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
-            lxd: (lxd) => ({ lxd: { ...lxdTransportShape(lxd), devices: lxd.devices ?? {} } }),
-        }));
+        const plan = planGpuHost(
+            name,
+            onTransport<SshHostTransport, LxdHostTransport, Transport<SshHostShape, LxdInstancePlanInput>>(args.transport, {
+                ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
+                lxd: (lxd) => ({ lxd: { ...lxdTransportShape(lxd), devices: lxd.devices ?? {} } }),
+            }),
+        );
         this.user = plan.user;
         // Children do not inherit a component's dependsOn: what this host waits for, its first resources wait for.
         const d = opts?.dependsOn;
         const before = (d === undefined ? [] : Array.isArray(d) ? d : [d]) as pulumi.Input<pulumi.Resource>[];
         const { connection, reachable } = reachHost(this, name, args.transport, plan, before);
         this.connection = connection;
-        const discovery = new HostCommand(stepResourceName(name, "discover"), {
-            connection: this.connection,
-            create: plan.discover.command,
-            stdin: plan.discover.script,
-        }, { parent: this, dependsOn: [...reachable, ...before] });
-        const check = new InventoryCheck(stepResourceName(name, "inventory"), {
-            host: name,
-            declared: args.inventory,
-            discovery: discovery.stdout,
-            driverPin: args.driverVersion ?? "preinstalled",
-            warnOnly: args.warnOnly ?? [],
-        }, { parent: this, dependsOn: [discovery] });
+        const discovery = new HostCommand(
+            stepResourceName(name, "discover"),
+            {
+                connection: this.connection,
+                create: plan.discover.command,
+                stdin: plan.discover.script,
+            },
+            { parent: this, dependsOn: [...reachable, ...before] },
+        );
+        const check = new InventoryCheck(
+            stepResourceName(name, "inventory"),
+            {
+                host: name,
+                declared: args.inventory,
+                discovery: discovery.stdout,
+                driverPin: args.driverVersion ?? "preinstalled",
+                warnOnly: args.warnOnly ?? [],
+            },
+            { parent: this, dependsOn: [discovery] },
+        );
         this.inventoryWarnings = check.warnings;
         this.registerOutputs({ connection: this.connection, inventoryWarnings: this.inventoryWarnings });
     }

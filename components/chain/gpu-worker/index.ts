@@ -91,8 +91,8 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
     // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
     const concourseSettings = {
         ...given,
-        ...(given.tsaHost ?? web?.tsaHost ? { tsaHost: given.tsaHost ?? web?.tsaHost } : {}),
-        ...(given.tsaPort ?? web?.tsaPort ? { tsaPort: given.tsaPort ?? web?.tsaPort } : {}),
+        ...((given.tsaHost ?? web?.tsaHost) ? { tsaHost: given.tsaHost ?? web?.tsaHost } : {}),
+        ...((given.tsaPort ?? web?.tsaPort) ? { tsaPort: given.tsaPort ?? web?.tsaPort } : {}),
         ...(typeof tsaPublicKey === "string" ? { tsaPublicKey } : {}),
     };
     const merged = mergeSettings(WORKER_DEFAULTS, { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) });
@@ -109,18 +109,27 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
         ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
         lxd: (lxd) => ({
             lxd: {
-                ...lxdTransportShape(lxd), datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders,
-                gpuCdi: lxd.gpuCdi ?? LXD_TRANSPORT_DEFAULTS.gpuCdi, shiftWritable: lxd.shiftWritable ?? LXD_TRANSPORT_DEFAULTS.shiftWritable, serverPorts: lxd.serverPorts ?? {},
+                ...lxdTransportShape(lxd),
+                datasetSource: lxd.datasetSource,
+                datasetFolders: lxd.datasetFolders,
+                gpuCdi: lxd.gpuCdi ?? LXD_TRANSPORT_DEFAULTS.gpuCdi,
+                shiftWritable: lxd.shiftWritable ?? LXD_TRANSPORT_DEFAULTS.shiftWritable,
+                serverPorts: lxd.serverPorts ?? {},
             },
         }),
     });
     const check = registration ?? (web ? { url: web.url, username: web.username } : undefined);
     const { binary, ...concourseSpec } = parsed.data.concourse;
     return {
-        ...parsed.data, name, transport: shape, inventory,
+        ...parsed.data,
+        name,
+        transport: shape,
+        inventory,
         concourse: { ...concourseSpec, ...(binary ? { binary: artifacts.release(binary) } : {}) },
         artifacts: artifacts.built(),
-        ...(check ? { registration: { url: check.url, username: check.username, timeoutSeconds: registration?.timeoutSeconds ?? REGISTRATION_TIMEOUT_SECONDS } } : {}),
+        ...(check
+            ? { registration: { url: check.url, username: check.username, timeoutSeconds: registration?.timeoutSeconds ?? REGISTRATION_TIMEOUT_SECONDS } }
+            : {}),
         ...(fabricPartition ? { fabricPartition } : {}),
     };
 }
@@ -146,19 +155,27 @@ export class GpuWorker extends pulumi.ComponentResource {
         this.hostName = name;
         const spec = workerSpec(name, args);
         const plan = planHost(spec);
-        const gpuHost = new GpuHost(plan.hostComponent, {
-            transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
-                ssh: (ssh) => ({ ssh }),
-                lxd: (lxd) => ({ lxd: { ...lxd, ...plan.hostTransport.lxd! } }),
-            }),
-            inventory: args.inventory,
-            driverVersion: plan.verify.driverPin,
-            warnOnly: plan.verify.warnOnly,
-        }, { parent: this, dependsOn: opts?.dependsOn });
-        const guard = new HostDriftGuard(`${name}-drift`, {
-            connection: gpuHost.connection,
-            check: chainDriftCheck(plan.links),
-        }, { parent: this, dependsOn: [gpuHost] });
+        const gpuHost = new GpuHost(
+            plan.hostComponent,
+            {
+                transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
+                    ssh: (ssh) => ({ ssh }),
+                    lxd: (lxd) => ({ lxd: { ...lxd, ...plan.hostTransport.lxd! } }),
+                }),
+                inventory: args.inventory,
+                driverVersion: plan.verify.driverPin,
+                warnOnly: plan.verify.warnOnly,
+            },
+            { parent: this, dependsOn: opts?.dependsOn },
+        );
+        const guard = new HostDriftGuard(
+            `${name}-drift`,
+            {
+                connection: gpuHost.connection,
+                check: chainDriftCheck(plan.links),
+            },
+            { parent: this, dependsOn: [gpuHost] },
+        );
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
 
         const c = args.concourse ?? {};
@@ -198,17 +215,43 @@ interface ConcourseExtras {
 }
 
 /** Each link's component; the leaf components take the worker's terms and plan as planHost did (the same functions). */
-function createLink(link: PlannedLink, spec: WorkerSpec, s: ChainSettings, access: HostAccessArgs, worker: ConcourseExtras, o: pulumi.ComponentResourceOptions): pulumi.Resource {
+function createLink(
+    link: PlannedLink,
+    spec: WorkerSpec,
+    s: ChainSettings,
+    access: HostAccessArgs,
+    worker: ConcourseExtras,
+    o: pulumi.ComponentResourceOptions,
+): pulumi.Resource {
     switch (link.component) {
-        case "GpuDriver": return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
-        case "FabricManager": return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
-        case "ContainerToolkit": return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
-        case "ContainerdRuntime": return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
-        case "RuncWrapper": return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
-        case "WorkerValidator": return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
+        case "GpuDriver":
+            return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
+        case "FabricManager":
+            return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
+        case "ContainerToolkit":
+            return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
+        case "ContainerdRuntime":
+            return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
+        case "RuncWrapper":
+            return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
+        case "WorkerValidator":
+            return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
         case "ConcourseWorker": {
             const { tsaPublicKey: planned, ...settings } = s.concourse!;
-            return new ConcourseWorker(link.name, { ...access, ...settings, tsaPublicKey: planned ?? worker.tsaPublicKey!, workerPrivateKey: worker.workerPrivateKey, webPassword: worker.webPassword, webCa: worker.webCa, after: worker.after, admission: worker.admission }, o);
+            return new ConcourseWorker(
+                link.name,
+                {
+                    ...access,
+                    ...settings,
+                    tsaPublicKey: planned ?? worker.tsaPublicKey!,
+                    workerPrivateKey: worker.workerPrivateKey,
+                    webPassword: worker.webPassword,
+                    webCa: worker.webCa,
+                    after: worker.after,
+                    admission: worker.admission,
+                },
+                o,
+            );
         }
     }
 }

@@ -59,7 +59,11 @@ export function boardSpec(name: string, args: SharedGpuBoardArgs, artifacts: Art
         memoryControllerPci: args.memoryControllerPci ?? [],
         serviceVm: serviceVmSpec(name, args.serviceVm),
         workers: args.workers.map(({ name: worker, gpus, partition, lxd, ...settings }) => {
-            const { inventory: _board, fabricPartition: _none, ...spec } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory }, artifacts);
+            const {
+                inventory: _board,
+                fabricPartition: _none,
+                ...spec
+            } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory }, artifacts);
             return { spec, ask: { ...(gpus !== undefined ? { gpus } : {}), ...(partition !== undefined ? { partition } : {}) } };
         }),
     };
@@ -84,28 +88,52 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
         super("gpu-workers:board:SharedGpuBoard", name, {}, opts);
         this.boardName = name;
         const plan = planBoard(boardSpec(name, args));
-        const host = new GpuHost(plan.hostComponent, {
-            transport: { ssh: args.ssh },
-            inventory: args.inventory,
-            driverVersion: plan.verify.driverPin,
-            warnOnly: plan.verify.warnOnly,
-        }, { parent: this });
-        const guard = new HostDriftGuard(`${name}-drift`, { connection: host.connection, check: chainDriftCheck([plan.serviceVm]) }, { parent: this, dependsOn: [host] });
-        this.serviceVm = new FabricServiceVm(plan.serviceVm.name, {
-            connection: host.connection, user: host.user, epoch: guard.epoch, ...plan.serviceVm.settings,
-        }, { parent: this, dependsOn: [host, guard] });
+        const host = new GpuHost(
+            plan.hostComponent,
+            {
+                transport: { ssh: args.ssh },
+                inventory: args.inventory,
+                driverVersion: plan.verify.driverPin,
+                warnOnly: plan.verify.warnOnly,
+            },
+            { parent: this },
+        );
+        const guard = new HostDriftGuard(
+            `${name}-drift`,
+            { connection: host.connection, check: chainDriftCheck([plan.serviceVm]) },
+            { parent: this, dependsOn: [host] },
+        );
+        this.serviceVm = new FabricServiceVm(
+            plan.serviceVm.name,
+            {
+                connection: host.connection,
+                user: host.user,
+                epoch: guard.epoch,
+                ...plan.serviceVm.settings,
+            },
+            { parent: this, dependsOn: [host, guard] },
+        );
         this.workers = args.workers.map(({ name: worker, gpus: _gpus, partition: _partition, lxd, ...settings }, i) => {
             const spec = plan.workerSpecs[i];
-            return new GpuWorker(worker, {
-                ...settings,
-                transport: { lxd: { ...lxd, type: "virtual-machine" } },
-                inventory: spec.inventory,
-                selection: spec.selection,
-                fabricManager: spec.fabricManager,
-                fabricPartition: spec.fabricPartition,
-            }, { parent: this, dependsOn: [this.serviceVm] });
+            return new GpuWorker(
+                worker,
+                {
+                    ...settings,
+                    transport: { lxd: { ...lxd, type: "virtual-machine" } },
+                    inventory: spec.inventory,
+                    selection: spec.selection,
+                    fabricManager: spec.fabricManager,
+                    fabricPartition: spec.fabricPartition,
+                },
+                { parent: this, dependsOn: [this.serviceVm] },
+            );
         });
-        this.partitions = plan.partitions.map((p) => ({ worker: p.worker, partition: p.partition.id, modules: p.partition.modules, pci: p.gpus.map((g) => g.pciBusId ?? "") }));
+        this.partitions = plan.partitions.map((p) => ({
+            worker: p.worker,
+            partition: p.partition.id,
+            modules: p.partition.modules,
+            pci: p.gpus.map((g) => g.pciBusId ?? ""),
+        }));
         this.registerOutputs({ partitions: this.partitions });
     }
 }

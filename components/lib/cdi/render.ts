@@ -37,7 +37,11 @@ function edits(input: CdiEditsInput | undefined): CdiContainerEdits {
     const out: CdiContainerEdits = {};
     if (!input) return out;
     if (input.env !== undefined) {
-        out.env = Array.isArray(input.env) ? [...input.env] : Object.keys(input.env).sort().map((k) => `${k}=${(input.env as Record<string, string>)[k]}`);
+        out.env = Array.isArray(input.env)
+            ? [...input.env]
+            : Object.keys(input.env)
+                  .sort()
+                  .map((k) => `${k}=${(input.env as Record<string, string>)[k]}`);
     }
     if (input.deviceNodes?.length) out.deviceNodes = input.deviceNodes.map((n) => ({ ...n }));
     if (input.mounts?.length) out.mounts = input.mounts.map((m) => ({ ...m, ...(m.options ? { options: [...m.options] } : {}) }));

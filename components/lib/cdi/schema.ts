@@ -38,9 +38,15 @@ function atLeast(declared: string, needed: CdiVersion): boolean {
 const absolutePath = z.string({ error: "expected an absolute path" }).regex(/^\//, { error: "expected an absolute path" });
 
 /** "KEY=VALUE": the reference ValidateEnv rejects an entry whose first "=" is missing or at position 0. */
-const envEntry = z.string({ error: "expected a KEY=VALUE string" }).refine((v) => v.indexOf("=") > 0, { error: (i) => `environment entry ${JSON.stringify(i.input)} is not KEY=VALUE` });
+const envEntry = z
+    .string({ error: "expected a KEY=VALUE string" })
+    .refine((v) => v.indexOf("=") > 0, { error: (i) => `environment entry ${JSON.stringify(i.input)} is not KEY=VALUE` });
 
-const uint32 = z.number({ error: "expected a non-negative integer" }).int({ error: "expected an integer" }).min(0, { error: "expected a non-negative integer" }).max(0xffffffff, { error: "expected a 32-bit unsigned integer" });
+const uint32 = z
+    .number({ error: "expected a non-negative integer" })
+    .int({ error: "expected an integer" })
+    .min(0, { error: "expected a non-negative integer" })
+    .max(0xffffffff, { error: "expected a 32-bit unsigned integer" });
 
 export const deviceNodeSchema = z.strictObject({
     /** Path in the container. */
@@ -53,7 +59,10 @@ export const deviceNodeSchema = z.strictObject({
     minor: z.number().int().min(0, { error: "expected a non-negative device number" }).optional(),
     fileMode: z.number().int().min(0, { error: "expected a file mode" }).optional(),
     /** cgroup access: any of r (read), w (write), m (mknod). */
-    permissions: z.string().regex(/^[rwm]*$/, { error: "expected cgroup permissions made of r, w and m" }).optional(),
+    permissions: z
+        .string()
+        .regex(/^[rwm]*$/, { error: "expected cgroup permissions made of r, w and m" })
+        .optional(),
     uid: uint32.optional(),
     gid: uint32.optional(),
 });
@@ -77,7 +86,10 @@ export const hookSchema = z.strictObject({
 });
 
 export const intelRdtSchema = z.strictObject({
-    closID: z.string().refine((c) => c === "/" || (c.length < 4096 && c !== "." && c !== ".." && !/[/\n]/.test(c)), { error: "expected a valid CLOS name (a file name)" }).optional(),
+    closID: z
+        .string()
+        .refine((c) => c === "/" || (c.length < 4096 && c !== "." && c !== ".." && !/[/\n]/.test(c)), { error: "expected a valid CLOS name (a file name)" })
+        .optional(),
     l3CacheSchema: z.string().optional(),
     memBwSchema: z.string().optional(),
     enableCMT: z.boolean().optional(),
@@ -111,7 +123,11 @@ const annotationsSchema = z.record(z.string(), z.string({ error: "expected a str
         const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
         const name = slash >= 0 ? key.slice(slash + 1) : key;
         if (!ANNOTATION_NAME.test(name) || (prefix !== undefined && !isDnsSubdomain(prefix))) {
-            ctx.addIssue({ code: "custom", path: [key], message: `invalid annotation key ${JSON.stringify(key)} (expected [prefix/]name, name up to 63 letters, digits, -, _ and .)` });
+            ctx.addIssue({
+                code: "custom",
+                path: [key],
+                message: `invalid annotation key ${JSON.stringify(key)} (expected [prefix/]name, name up to 63 letters, digits, -, _ and .)`,
+            });
         }
     }
     if (size > 256 * 1024) ctx.addIssue({ code: "custom", message: "annotations exceed 256 KiB in total" });
@@ -124,7 +140,7 @@ export const deviceSchema = z.strictObject({
 });
 
 export const cdiSpecSchema = z.strictObject({
-    cdiVersion: z.string({ error: "expected the CDI version, e.g. \"0.5.0\"" }),
+    cdiVersion: z.string({ error: 'expected the CDI version, e.g. "0.5.0"' }),
     kind: z.string({ error: "expected the kind, vendor/class" }),
     annotations: annotationsSchema.optional(),
     devices: z.array(deviceSchema, { error: "expected a list of devices" }).min(1, { error: "a CDI spec needs at least one device" }),
@@ -153,8 +169,12 @@ function kindProblems(kind: string): string[] {
     if (parts.length !== 2 || !parts[0] || !parts[1]) return [`kind ${JSON.stringify(kind)} must be vendor/class, e.g. vendor.com/gpu`];
     const [vendor, cls] = parts;
     const problems: string[] = [];
-    if (!isDnsSubdomain(vendor) || !/^[A-Za-z]/.test(vendor)) problems.push(`vendor ${JSON.stringify(vendor)} must be a DNS subdomain starting with a letter (e.g. vendor.com)`);
-    if (cls.length > 63 || !/^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$/.test(cls)) problems.push(`class ${JSON.stringify(cls)} must start with a letter, end with a letter or digit, and hold only letters, digits, -, _ and . (63 at most)`);
+    if (!isDnsSubdomain(vendor) || !/^[A-Za-z]/.test(vendor))
+        problems.push(`vendor ${JSON.stringify(vendor)} must be a DNS subdomain starting with a letter (e.g. vendor.com)`);
+    if (cls.length > 63 || !/^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$/.test(cls))
+        problems.push(
+            `class ${JSON.stringify(cls)} must start with a letter, end with a letter or digit, and hold only letters, digits, -, _ and . (63 at most)`,
+        );
     return problems;
 }
 
@@ -177,13 +197,18 @@ function editsIssues(raw: unknown, base: (string | number)[], version: string): 
     const need = (what: string, path: (string | number)[], v: CdiVersion) => {
         if (!atLeast(version, v)) issues.push({ path, message: `${what} needs cdiVersion ${v} or later (the spec declares ${version})` });
     };
-    arr(edits.deviceNodes).forEach((n, i) => { if (obj(n)?.hostPath !== undefined) need("hostPath", [...base, "deviceNodes", i, "hostPath"], "0.5.0"); });
-    arr(edits.mounts).forEach((m, i) => { if (obj(m)?.type !== undefined) need("a mount type", [...base, "mounts", i, "type"], "0.4.0"); });
+    arr(edits.deviceNodes).forEach((n, i) => {
+        if (obj(n)?.hostPath !== undefined) need("hostPath", [...base, "deviceNodes", i, "hostPath"], "0.5.0");
+    });
+    arr(edits.mounts).forEach((m, i) => {
+        if (obj(m)?.type !== undefined) need("a mount type", [...base, "mounts", i, "type"], "0.4.0");
+    });
     const rdt = obj(edits.intelRdt);
     if (rdt) {
         need("intelRdt", [...base, "intelRdt"], "0.7.0");
         for (const f of ["enableCMT", "enableMBM"]) {
-            if (rdt[f] !== undefined && atLeast(version, "1.1.0")) issues.push({ path: [...base, "intelRdt", f], message: `${f} is not valid from cdiVersion 1.1.0 on (use enableMonitoring)` });
+            if (rdt[f] !== undefined && atLeast(version, "1.1.0"))
+                issues.push({ path: [...base, "intelRdt", f], message: `${f} is not valid from cdiVersion 1.1.0 on (use enableMonitoring)` });
         }
         for (const f of ["schemata", "enableMonitoring"]) {
             if (rdt[f] !== undefined) need(f, [...base, "intelRdt", f], "1.1.0");
@@ -197,7 +222,11 @@ function editsIssues(raw: unknown, base: (string | number)[], version: string): 
         arr(edits.netDevices).forEach((raw, i) => {
             const d = obj(raw);
             if (!d) return;
-            if (hosts.has(d.hostInterfaceName)) issues.push({ path: [...base, "netDevices", i, "hostInterfaceName"], message: `duplicate host interface ${JSON.stringify(d.hostInterfaceName)}` });
+            if (hosts.has(d.hostInterfaceName))
+                issues.push({
+                    path: [...base, "netDevices", i, "hostInterfaceName"],
+                    message: `duplicate host interface ${JSON.stringify(d.hostInterfaceName)}`,
+                });
             if (names.has(d.name)) issues.push({ path: [...base, "netDevices", i, "name"], message: `duplicate interface name ${JSON.stringify(d.name)}` });
             hosts.add(d.hostInterfaceName);
             names.add(d.name);
@@ -209,7 +238,15 @@ function editsIssues(raw: unknown, base: (string | number)[], version: string): 
 function isEmptyEdits(raw: unknown): boolean {
     const e = obj(raw);
     if (!e) return true;
-    return !(arr(e.env).length || arr(e.deviceNodes).length || arr(e.mounts).length || arr(e.hooks).length || arr(e.additionalGids).length || obj(e.intelRdt) || arr(e.netDevices).length);
+    return !(
+        arr(e.env).length ||
+        arr(e.deviceNodes).length ||
+        arr(e.mounts).length ||
+        arr(e.hooks).length ||
+        arr(e.additionalGids).length ||
+        obj(e.intelRdt) ||
+        arr(e.netDevices).length
+    );
 }
 
 /** Rules across fields: versions, kind and names, uniqueness, non-empty device edits. */
@@ -239,16 +276,24 @@ function specIssues(raw: unknown): Issue[] {
         if (!d) return;
         if (typeof d.name === "string") {
             if (!DEVICE_NAME.test(d.name)) {
-                issues.push({ path: ["devices", i, "name"], message: `device name ${JSON.stringify(d.name)} must begin and end with a letter or digit and hold only letters, digits, -, _, . and :` });
+                issues.push({
+                    path: ["devices", i, "name"],
+                    message: `device name ${JSON.stringify(d.name)} must begin and end with a letter or digit and hold only letters, digits, -, _, . and :`,
+                });
             } else {
                 needs(/^[0-9]/.test(d.name), ["devices", i, "name"], `a device name starting with a digit (${JSON.stringify(d.name)})`, "0.5.0");
             }
             const first = seen.get(d.name);
-            if (first !== undefined) issues.push({ path: ["devices", i, "name"], message: `duplicate device name ${JSON.stringify(d.name)} (also devices[${first}])` });
+            if (first !== undefined)
+                issues.push({ path: ["devices", i, "name"], message: `duplicate device name ${JSON.stringify(d.name)} (also devices[${first}])` });
             else seen.set(d.name, i);
         }
         needs(nonEmptyMap(d.annotations), ["devices", i, "annotations"], "the annotations field", "0.6.0");
-        if (d.containerEdits !== undefined && isEmptyEdits(d.containerEdits)) issues.push({ path: ["devices", i, "containerEdits"], message: "a device needs at least one container edit (env, deviceNodes, mounts, hooks, ...)" });
+        if (d.containerEdits !== undefined && isEmptyEdits(d.containerEdits))
+            issues.push({
+                path: ["devices", i, "containerEdits"],
+                message: "a device needs at least one container edit (env, deviceNodes, mounts, hooks, ...)",
+            });
         if (known) issues.push(...editsIssues(d.containerEdits, ["devices", i, "containerEdits"], known));
     });
     return issues;
@@ -262,8 +307,13 @@ function formatPath(path: readonly PropertyKey[]): string {
 }
 
 export class CdiSpecError extends Error {
-    constructor(public readonly source: string, public readonly problems: string[]) {
-        super(`${source}: invalid CDI spec (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n${problems.map((p) => `  - ${source}: ${p}`).join("\n")}`);
+    constructor(
+        public readonly source: string,
+        public readonly problems: string[],
+    ) {
+        super(
+            `${source}: invalid CDI spec (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n${problems.map((p) => `  - ${source}: ${p}`).join("\n")}`,
+        );
         this.name = "CdiSpecError";
     }
 }
@@ -291,10 +341,15 @@ export function validateCdiSpec(input: unknown, source = "CDI spec"): CdiSpec {
         }
     }
     const parsed = cdiSpecSchema.safeParse(raw);
-    const problems = parsed.success ? [] : parsed.error.issues.map((i) => {
-        const message = i.code === "unrecognized_keys" ? `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.join(", ")} (not part of CDI up to ${CDI_VERSIONS[CDI_VERSIONS.length - 1]})` : i.message;
-        return `${formatPath(i.path)}: ${message}`;
-    });
+    const problems = parsed.success
+        ? []
+        : parsed.error.issues.map((i) => {
+              const message =
+                  i.code === "unrecognized_keys"
+                      ? `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.join(", ")} (not part of CDI up to ${CDI_VERSIONS[CDI_VERSIONS.length - 1]})`
+                      : i.message;
+              return `${formatPath(i.path)}: ${message}`;
+          });
     for (const i of specIssues(raw)) {
         const line = `${formatPath(i.path)}: ${i.message}`;
         if (!problems.includes(line)) problems.push(line);

@@ -20,7 +20,13 @@ export function taskCheckPlan(tags: string[]): object {
             run: { path: "sh", args: ["-c", TASK_CHECK_SCRIPT] },
         },
     };
-    return { id: "gw-task-check", do: [{ id: "gw-inputs", in_parallel: { steps: [] } }, { id: "gw-task", task }] };
+    return {
+        id: "gw-task-check",
+        do: [
+            { id: "gw-inputs", in_parallel: { steps: [] } },
+            { id: "gw-task", task },
+        ],
+    };
 }
 
 /** One event of a build's stream (GET /api/v1/builds/:id/events), as the web writes it. */
@@ -41,12 +47,18 @@ export function parseBuildEvents(text: string): { events: BuildEvent[]; ended: b
     let ended = false;
     for (const block of blocks) {
         const lines = block.split("\n");
-        const name = lines.find((l) => l.startsWith("event:"))?.slice(6).trim();
+        const name = lines
+            .find((l) => l.startsWith("event:"))
+            ?.slice(6)
+            .trim();
         if (name === "end") {
             ended = true;
             continue;
         }
-        const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+        const data = lines
+            .filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(5).trimStart())
+            .join("\n");
         if (name !== "event" || data === "") continue;
         const envelope = JSON.parse(data) as { event?: string; data?: Record<string, unknown> };
         if (envelope.event) events.push({ event: envelope.event, data: envelope.data ?? {} });

@@ -35,5 +35,8 @@ export function parseRocmSmi(text: string): AmdToolGpu[] {
         else gpu.name = m[3];
         byGpu.set(Number(m[1]), gpu);
     }
-    return [...byGpu.entries()].sort((a, b) => a[0] - b[0]).map(([, g]) => g).filter((g) => g.name !== "");
+    return [...byGpu.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([, g]) => g)
+        .filter((g) => g.name !== "");
 }

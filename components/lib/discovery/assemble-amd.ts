@@ -45,10 +45,16 @@ export function assembleAmd(sources: DiscoverySources, errors: Record<string, To
             let modelSource: ModelSource = "kfd";
             const fromAmdSmi = toolGpuFor(amdSmi, node.busId, index, kfd.length);
             const fromRocmSmi = toolGpuFor(rocmSmi, node.busId, index, kfd.length);
-            if (fromAmdSmi) { model = fromAmdSmi.name; modelSource = "amd-smi"; }
-            else if (fromRocmSmi) { model = fromRocmSmi.name; modelSource = "rocm-smi"; }
-            else if (pci) { model = pciModelName(pci, "amd"); modelSource = pci.name ? "lspci" : "pci-id"; }
-            else model = node.name && !/^gfx/i.test(node.name) ? `AMD ${node.name}` : `AMD GPU ${node.gfxTarget ?? `node ${node.node}`}`;
+            if (fromAmdSmi) {
+                model = fromAmdSmi.name;
+                modelSource = "amd-smi";
+            } else if (fromRocmSmi) {
+                model = fromRocmSmi.name;
+                modelSource = "rocm-smi";
+            } else if (pci) {
+                model = pciModelName(pci, "amd");
+                modelSource = pci.name ? "lspci" : "pci-id";
+            } else model = node.name && !/^gfx/i.test(node.name) ? `AMD ${node.name}` : `AMD GPU ${node.gfxTarget ?? `node ${node.node}`}`;
             const gpu: FoundGpu = {
                 index,
                 model,
@@ -64,16 +70,30 @@ export function assembleAmd(sources: DiscoverySources, errors: Record<string, To
             if (node.renderNode) gpu.renderNode = node.renderNode;
             const renders = sources["render-nodes"];
             if (node.renderNode && renders && !renders.includes(node.renderNode)) {
-                problems.push(`AMD GPU ${index}: the KFD names /dev/dri/${node.renderNode}, which does not exist (render nodes: ${renders.join(", ") || "none"})`);
+                problems.push(
+                    `AMD GPU ${index}: the KFD names /dev/dri/${node.renderNode}, which does not exist (render nodes: ${renders.join(", ") || "none"})`,
+                );
             }
             return gpu;
         });
         if (sources["dev-kfd"] === false) problems.push("the KFD lists AMD GPUs but /dev/kfd is missing: ROCm cannot reach them");
         for (const f of pciGpus) {
-            if (!kfd.some((n) => n.busId === f.busId)) warnings.push(`PCI lists AMD GPU ${f.busId}${f.name ? ` (${f.name})` : ""} that the KFD does not (not supported by ROCm, or bound to another driver)`);
+            if (!kfd.some((n) => n.busId === f.busId))
+                warnings.push(
+                    `PCI lists AMD GPU ${f.busId}${f.name ? ` (${f.name})` : ""} that the KFD does not (not supported by ROCm, or bound to another driver)`,
+                );
         }
     } else {
-        gpus = pciGpus.map((f, index) => ({ index, model: pciModelName(f, "amd"), memoryMiB: 0, pciBusId: f.busId, integrated: false, mig: [], modelSource: (f.name ? "lspci" : "pci-id"), memoryKnown: false }));
+        gpus = pciGpus.map((f, index) => ({
+            index,
+            model: pciModelName(f, "amd"),
+            memoryMiB: 0,
+            pciBusId: f.busId,
+            integrated: false,
+            mig: [],
+            modelSource: f.name ? "lspci" : "pci-id",
+            memoryKnown: false,
+        }));
         if (gpus.length > 0) warnings.push("no AMD KFD (amdgpu not loaded, or no ROCm-capable GPU): AMD GPUs taken from PCI, memory and gfx target unknown");
     }
     return { found: { vendor: "amd", gpus, nvswitches: 0, tegra: false }, problems, warnings };

@@ -38,7 +38,12 @@ function outputOf(sources: DiscoverySources, errors: Record<string, ToolFailure>
 }
 
 function firstLine(text: string): string {
-    return text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== "") ?? "(no output)";
+    return (
+        text
+            .split(/\r?\n/)
+            .map((l) => l.trim())
+            .find((l) => l !== "") ?? "(no output)"
+    );
 }
 
 function describePci(f: PciFunction): string {
@@ -56,14 +61,21 @@ function classifyFailure(failure: ToolFailure, pciGpus: PciFunction[], problems:
     }
     if (failure.exit === 6 || /No devices were found/i.test(text)) {
         if (pciGpus.length > 0) {
-            problems.push(`the NVIDIA driver is loaded but finds no GPU (nvidia-smi: "${said}", exit ${failure.exit}), while PCI lists ${pciGpus.length}: ${pciGpus.map(describePci).join(", ")}; the kernel log (dmesg | grep NVRM) says why the driver did not take it`);
+            problems.push(
+                `the NVIDIA driver is loaded but finds no GPU (nvidia-smi: "${said}", exit ${failure.exit}), while PCI lists ${pciGpus.length}: ${pciGpus.map(describePci).join(", ")}; the kernel log (dmesg | grep NVRM) says why the driver did not take it`,
+            );
         } else {
             warnings.push(`nvidia-smi finds no GPU ("${said}") and PCI lists none`);
         }
         return;
     }
-    if ([9, 12, 18].includes(failure.exit) || /couldn't communicate with the NVIDIA driver|Driver\/library version mismatch|NVML Shared Library Not Found|Failed to initialize NVML/i.test(text)) {
-        warnings.push(`the NVIDIA driver is not usable yet (nvidia-smi: "${said}", exit ${failure.exit}): GPUs taken from PCI, memory unknown; after a driver update a reboot usually fixes this`);
+    if (
+        [9, 12, 18].includes(failure.exit) ||
+        /couldn't communicate with the NVIDIA driver|Driver\/library version mismatch|NVML Shared Library Not Found|Failed to initialize NVML/i.test(text)
+    ) {
+        warnings.push(
+            `the NVIDIA driver is not usable yet (nvidia-smi: "${said}", exit ${failure.exit}): GPUs taken from PCI, memory unknown; after a driver update a reboot usually fixes this`,
+        );
         return;
     }
     problems.push(`nvidia-smi failed (exit ${failure.exit}): ${said}`);
@@ -86,13 +98,17 @@ function migFor(gpu: number, listed: NvidiaListedGpu | undefined, table: NvidiaM
             inferred = true;
         }
         if (gi === undefined || ci === undefined) {
-            warnings.push(`GPU ${gpu} MIG device ${m.index}: GPU/compute instance ids unknown (no MIG table and no \`nvidia-smi mig -lci\`); set gi and ci by hand`);
+            warnings.push(
+                `GPU ${gpu} MIG device ${m.index}: GPU/compute instance ids unknown (no MIG table and no \`nvidia-smi mig -lci\`); set gi and ci by hand`,
+            );
             gi = gi ?? 0;
             ci = ci ?? 0;
         }
         // The inventory schema's own pattern, so discovery warns exactly where the stack would refuse.
         if (!MIG_PROFILE_PATTERN.test(m.profile)) {
-            warnings.push(`GPU ${gpu} MIG device ${m.index}: profile "${m.profile}" is not a MIG profile the stack accepts (such as 3g.40gb, 1c.3g.20gb or 1g.10gb+me)`);
+            warnings.push(
+                `GPU ${gpu} MIG device ${m.index}: profile "${m.profile}" is not a MIG profile the stack accepts (such as 3g.40gb, 1c.3g.20gb or 1g.10gb+me)`,
+            );
         }
         const mig: MigInstance = { index: m.index, profile: m.profile, gi, ci };
         if (m.uuid && MIG_UUID.test(m.uuid)) mig.uuid = m.uuid;
@@ -122,16 +138,23 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
 
     let failure: ToolFailure | undefined = errors["nvidia-smi-query"] ?? errors["nvidia-smi-L"] ?? errors["nvidia-smi"];
     // Where only the query fails (JetPack 6's nvidia-smi supports few fields), -L still lists the GPUs.
-    const queryOnly = errors["nvidia-smi-query"] && !errors["nvidia-smi-L"] && list.gpus.length > 0 && !new RegExp(LOST.source).test(errors["nvidia-smi-query"].output);
+    const queryOnly =
+        errors["nvidia-smi-query"] && !errors["nvidia-smi-L"] && list.gpus.length > 0 && !new RegExp(LOST.source).test(errors["nvidia-smi-query"].output);
     if (queryOnly) {
-        warnings.push(`nvidia-smi --query-gpu failed (exit ${errors["nvidia-smi-query"].exit}: ${firstLine(errors["nvidia-smi-query"].output)}); GPUs taken from nvidia-smi -L`);
+        warnings.push(
+            `nvidia-smi --query-gpu failed (exit ${errors["nvidia-smi-query"].exit}: ${firstLine(errors["nvidia-smi-query"].output)}); GPUs taken from nvidia-smi -L`,
+        );
         failure = undefined;
     }
     if (failure) classifyFailure(failure, pciGpus, problems, warnings);
     const capabilities = sources["nvidia-smi-compute-cap"] ? parseComputeCapabilities(sources["nvidia-smi-compute-cap"]) : new Map<number, string>();
-    if (errors["nvidia-smi-compute-cap"]) warnings.push(`nvidia-smi --query-gpu=compute_cap failed (exit ${errors["nvidia-smi-compute-cap"].exit}: ${firstLine(errors["nvidia-smi-compute-cap"].output)}); compute capabilities unknown (a driver older than the compute_cap field?)`);
+    if (errors["nvidia-smi-compute-cap"])
+        warnings.push(
+            `nvidia-smi --query-gpu=compute_cap failed (exit ${errors["nvidia-smi-compute-cap"].exit}: ${firstLine(errors["nvidia-smi-compute-cap"].output)}); compute capabilities unknown (a driver older than the compute_cap field?)`,
+        );
     for (const key of ["nvidia-smi-mig-lgi", "nvidia-smi-mig-lci"] as const) {
-        if (errors[key]) warnings.push(`\`nvidia-smi mig ${key.endsWith("lgi") ? "-lgi" : "-lci"}\` failed (exit ${errors[key].exit}): ${firstLine(errors[key].output)}`);
+        if (errors[key])
+            warnings.push(`\`nvidia-smi mig ${key.endsWith("lgi") ? "-lgi" : "-lci"}\` failed (exit ${errors[key].exit}): ${firstLine(errors[key].output)}`);
     }
 
     // GPUs the driver cannot reach, named by bus id in nvidia-smi's messages.
@@ -169,7 +192,8 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
             if (row.pciBusId && normalizeBusId(row.pciBusId)) gpu.pciBusId = row.pciBusId;
             const moduleId = moduleIds.get(normalizeBusId(row.pciBusId) ?? "");
             if (moduleId !== undefined) gpu.moduleId = moduleId;
-            if (row.migEnabled && gpu.mig.length === 0) warnings.push(`GPU ${row.index} is in MIG mode but has no MIG devices: it runs no CUDA work until GPU and compute instances are created`);
+            if (row.migEnabled && gpu.mig.length === 0)
+                warnings.push(`GPU ${row.index} is in MIG mode but has no MIG devices: it runs no CUDA work until GPU and compute instances are created`);
             return gpu;
         });
         // A GPU on the bus the driver does not report: lost, or bound to another driver.
@@ -181,27 +205,61 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
         }
     } else if (list.gpus.length > 0) {
         gpus = list.gpus.map((g) => {
-            const gpu: FoundGpu = { index: g.index, model: g.name, memoryMiB: 0, integrated: isTegra, mig: migFor(g.index, g, summary.migDevices, cis, warnings), modelSource: "nvidia-smi", memoryKnown: false };
+            const gpu: FoundGpu = {
+                index: g.index,
+                model: g.name,
+                memoryMiB: 0,
+                integrated: isTegra,
+                mig: migFor(g.index, g, summary.migDevices, cis, warnings),
+                modelSource: "nvidia-smi",
+                memoryKnown: false,
+            };
             if (g.uuid && GPU_UUID.test(g.uuid)) gpu.uuid = g.uuid;
             return gpu;
         });
         warnings.push("nvidia-smi -L lists the GPUs, the query table did not: memory and PCI addresses unknown");
     } else if (pciGpus.length > 0) {
         // nvidia-smi numbers GPUs in PCI bus order; so does this.
-        gpus = pciGpus.map((f, index) => ({ index, model: pciModelName(f, "nvidia"), memoryMiB: 0, pciBusId: f.busId, integrated: false, mig: [], modelSource: f.name ? "lspci" : "pci-id", memoryKnown: false }));
-        if (!failure) warnings.push(sources["driver-version"] ? "nvidia-smi is not installed: GPUs taken from PCI, memory unknown" : "no NVIDIA driver loaded: inventory from PCI only, memory unknown");
+        gpus = pciGpus.map((f, index) => ({
+            index,
+            model: pciModelName(f, "nvidia"),
+            memoryMiB: 0,
+            pciBusId: f.busId,
+            integrated: false,
+            mig: [],
+            modelSource: f.name ? "lspci" : "pci-id",
+            memoryKnown: false,
+        }));
+        if (!failure)
+            warnings.push(
+                sources["driver-version"]
+                    ? "nvidia-smi is not installed: GPUs taken from PCI, memory unknown"
+                    : "no NVIDIA driver loaded: inventory from PCI only, memory unknown",
+            );
     }
 
     for (const [bus, message] of lost) {
         const gpu = gpus.find((g) => normalizeBusId(g.pciBusId) === bus);
         const where = gpu ? `GPU ${gpu.index} at ${bus}` : `the GPU at ${bus}`;
-        problems.push(`${where} is lost to the driver (fell off the bus?): nvidia-smi says "${message}"; reseat or power-cycle it, or remove it from the inventory`);
+        problems.push(
+            `${where} is lost to the driver (fell off the bus?): nvidia-smi says "${message}"; reseat or power-cycle it, or remove it from the inventory`,
+        );
     }
 
     if (isTegra && gpus.length === 0) {
         const memory = parseMemTotalMiB(sources.meminfo);
         const board = sources["device-tree-model"]?.replace(/\0/g, "").trim();
-        gpus = [{ index: 0, model: board || `NVIDIA Jetson (L4T ${tegra.l4t})`, memoryMiB: memory ?? 0, integrated: true, mig: [], modelSource: "tegra", memoryKnown: memory !== undefined }];
+        gpus = [
+            {
+                index: 0,
+                model: board || `NVIDIA Jetson (L4T ${tegra.l4t})`,
+                memoryMiB: memory ?? 0,
+                integrated: true,
+                mig: [],
+                modelSource: "tegra",
+                memoryKnown: memory !== undefined,
+            },
+        ];
     }
     if (isTegra) {
         for (const gpu of gpus) {
@@ -219,7 +277,9 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
     const driverSwitches = sources["nvswitch-devices"];
     let nvswitches = driverSwitches ? driverSwitches.length : pciSwitches.length;
     if (driverSwitches && pciSwitches.length > driverSwitches.length) {
-        warnings.push(`PCI lists ${pciSwitches.length} NVSwitches but the NVIDIA driver has ${driverSwitches.length} (the others are bound to another driver, e.g. vfio-pci for a fabric manager service VM)`);
+        warnings.push(
+            `PCI lists ${pciSwitches.length} NVSwitches but the NVIDIA driver has ${driverSwitches.length} (the others are bound to another driver, e.g. vfio-pci for a fabric manager service VM)`,
+        );
         nvswitches = pciSwitches.length;
     }
     if (gpus.length === 0 && nvswitches > 0) warnings.push(`${nvswitches} NVSwitches but no NVIDIA GPU on this host`);
@@ -237,6 +297,7 @@ export function assembleNvidia(sources: DiscoverySources, errors: Record<string,
 /** GPU instances without a compute instance run nothing: worth saying. */
 function gisWithoutDevices(gis: { gpu: number; gi: number; profile: string }[], cis: ComputeInstance[]): string[] {
     if (cis.length === 0) return [];
-    return gis.filter((g) => !cis.some((c) => c.gpu === g.gpu && c.gi === g.gi))
+    return gis
+        .filter((g) => !cis.some((c) => c.gpu === g.gpu && c.gi === g.gi))
         .map((g) => `GPU ${g.gpu}: GPU instance ${g.gi} (${g.profile}) has no compute instance, so no MIG device`);
 }

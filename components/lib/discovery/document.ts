@@ -15,30 +15,32 @@ const kfdNodeSchema = z.object({
 });
 
 /** Known sources; unknown ones are kept (a newer script may add some) but not used. */
-export const sourcesSchema = z.object({
-    "nvidia-smi-query": z.string().optional(),
-    "nvidia-smi-L": z.string().optional(),
-    "nvidia-smi": z.string().optional(),
-    "nvidia-smi-compute-cap": z.string().optional(),
-    "rocm-version": z.string().optional(),
-    "nvidia-smi-mig-lgi": z.string().optional(),
-    "nvidia-smi-mig-lci": z.string().optional(),
-    /** `nvidia-smi -q`, run on hosts with NVSwitches (for the GPUs' module ids). */
-    "nvidia-smi-q": z.string().optional(),
-    "driver-version": z.string().optional(),
-    "nvswitch-devices": z.array(z.string()).optional(),
-    tegra: z.string().optional(),
-    "device-tree-model": z.string().optional(),
-    lspci: z.string().optional(),
-    /** sysfs PCI functions of NVIDIA and AMD: address -> [vendor, device, class]. */
-    "pci-devices": z.record(z.string(), z.tuple([z.string(), z.string(), z.string()])).optional(),
-    "kfd-nodes": z.array(kfdNodeSchema).optional(),
-    "dev-kfd": z.boolean().optional(),
-    "render-nodes": z.array(z.string()).optional(),
-    "amd-smi": z.string().optional(),
-    "rocm-smi": z.string().optional(),
-    meminfo: z.string().optional(),
-}).loose();
+export const sourcesSchema = z
+    .object({
+        "nvidia-smi-query": z.string().optional(),
+        "nvidia-smi-L": z.string().optional(),
+        "nvidia-smi": z.string().optional(),
+        "nvidia-smi-compute-cap": z.string().optional(),
+        "rocm-version": z.string().optional(),
+        "nvidia-smi-mig-lgi": z.string().optional(),
+        "nvidia-smi-mig-lci": z.string().optional(),
+        /** `nvidia-smi -q`, run on hosts with NVSwitches (for the GPUs' module ids). */
+        "nvidia-smi-q": z.string().optional(),
+        "driver-version": z.string().optional(),
+        "nvswitch-devices": z.array(z.string()).optional(),
+        tegra: z.string().optional(),
+        "device-tree-model": z.string().optional(),
+        lspci: z.string().optional(),
+        /** sysfs PCI functions of NVIDIA and AMD: address -> [vendor, device, class]. */
+        "pci-devices": z.record(z.string(), z.tuple([z.string(), z.string(), z.string()])).optional(),
+        "kfd-nodes": z.array(kfdNodeSchema).optional(),
+        "dev-kfd": z.boolean().optional(),
+        "render-nodes": z.array(z.string()).optional(),
+        "amd-smi": z.string().optional(),
+        "rocm-smi": z.string().optional(),
+        meminfo: z.string().optional(),
+    })
+    .loose();
 
 export const toolFailureSchema = z.object({ exit: z.number().int(), output: z.string() });
 

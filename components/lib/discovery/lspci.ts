@@ -23,9 +23,16 @@ export interface PciFunction {
 /** NVSwitch device ids: Volta/Turing NVSwitch (1ac0-1ac2), A100 (1af1), H100 (22a3). */
 export const NVSWITCH_DEVICE_IDS = new Set(["1ac0", "1ac1", "1ac2", "1af1", "22a3"]);
 
-const LINE = /^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?)\s+\[([0-9a-fA-F]{4})\]:\s+(.*?)\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\](?:\s+\(rev [0-9a-fA-F]+\))?(?:\s+\(prog-if [^)]*\))?\s*$/;
+const LINE =
+    /^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?)\s+\[([0-9a-fA-F]{4})\]:\s+(.*?)\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\](?:\s+\(rev [0-9a-fA-F]+\))?(?:\s+\(prog-if [^)]*\))?\s*$/;
 
-const VENDOR_PREFIXES = [/^NVIDIA Corporation\s+/i, /^nVidia Corporation\s+/i, /^Advanced Micro Devices, Inc\.\s+\[AMD\/ATI\]\s+/i, /^Advanced Micro Devices, Inc\.\s+\[AMD\]\s+/i, /^ATI Technologies Inc\s+/i];
+const VENDOR_PREFIXES = [
+    /^NVIDIA Corporation\s+/i,
+    /^nVidia Corporation\s+/i,
+    /^Advanced Micro Devices, Inc\.\s+\[AMD\/ATI\]\s+/i,
+    /^Advanced Micro Devices, Inc\.\s+\[AMD\]\s+/i,
+    /^ATI Technologies Inc\s+/i,
+];
 
 export function parseLspci(text: string): PciFunction[] {
     const out: PciFunction[] = [];

@@ -43,7 +43,10 @@ export function parseNvidiaSmiQuery(text: string): NvidiaQueryResult {
         }
         // A name with a comma in it spreads over several fields: the name takes the surplus.
         const extra = fields.length - n;
-        const name = fields.slice(2, 3 + extra).join(",").trim();
+        const name = fields
+            .slice(2, 3 + extra)
+            .join(",")
+            .trim();
         const [memory, busId, driver, mig] = fields.slice(3 + extra);
         const memoryText = value(memory);
         const migText = value(mig);

@@ -22,7 +22,12 @@ export function interpretDiscovery(doc: DiscoveryDocument): DiscoveryResult {
     // "6.2.2-116" -> "6.2.2": the release the driver step pins.
     const rocmVersion = /^([0-9]+(\.[0-9]+)+)/.exec(doc.sources["rocm-version"]?.trim() ?? "")?.[1];
     const primary = vendors[0];
-    const versions = primary === "nvidia" ? { driverVersion: nvidia.driverVersion, cudaVersion: nvidia.cudaVersion } : primary === "amd" ? { driverVersion: rocmVersion } : {};
+    const versions =
+        primary === "nvidia"
+            ? { driverVersion: nvidia.driverVersion, cudaVersion: nvidia.cudaVersion }
+            : primary === "amd"
+              ? { driverVersion: rocmVersion }
+              : {};
     return {
         vendors,
         found,

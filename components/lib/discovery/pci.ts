@@ -7,7 +7,10 @@ export function normalizeBusId(id: string | undefined): string | undefined {
     if (!id) return undefined;
     const m = BUS_ID.exec(id.trim());
     if (!m) return undefined;
-    const domain = (m[1] ?? "0").toLowerCase().replace(/^0+(?=[0-9a-f]{4}$)/, "").padStart(4, "0");
+    const domain = (m[1] ?? "0")
+        .toLowerCase()
+        .replace(/^0+(?=[0-9a-f]{4}$)/, "")
+        .padStart(4, "0");
     return `${domain}:${m[2].toLowerCase()}:${m[3].toLowerCase()}.${m[4]}`;
 }
 

@@ -52,7 +52,10 @@ export function toInventoryGpu(gpu: FoundGpu): Gpu {
 export function inventoryOf(found: FoundVendor | undefined, versions: { driverVersion?: string; cudaVersion?: string } = {}): GpuInventory {
     if (!found || found.gpus.length === 0) return { vendor: "none", gpus: [], nvswitches: 0, tegra: false };
     return {
-        vendor: found.vendor, gpus: found.gpus.map(toInventoryGpu), nvswitches: found.nvswitches, tegra: found.tegra,
+        vendor: found.vendor,
+        gpus: found.gpus.map(toInventoryGpu),
+        nvswitches: found.nvswitches,
+        tegra: found.tegra,
         ...(versions.driverVersion ? { driverVersion: versions.driverVersion } : {}),
         ...(found.vendor === "nvidia" && versions.cudaVersion ? { cudaVersion: versions.cudaVersion } : {}),
     };

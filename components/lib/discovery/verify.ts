@@ -14,7 +14,24 @@ export { parseDiscoveryDocument } from "./parse";
 export type { DiscoveryResult } from "./result";
 
 /** Fields whose differences a stack can downgrade to warnings. */
-export const VERIFY_FIELDS = ["vendor", "count", "model", "memory", "uuid", "pci", "module", "integrated", "gfx", "render", "mig", "nvswitches", "tegra", "driver", "compute", "cuda"] as const;
+export const VERIFY_FIELDS = [
+    "vendor",
+    "count",
+    "model",
+    "memory",
+    "uuid",
+    "pci",
+    "module",
+    "integrated",
+    "gfx",
+    "render",
+    "mig",
+    "nvswitches",
+    "tegra",
+    "driver",
+    "compute",
+    "cuda",
+] as const;
 export type VerifyField = (typeof VERIFY_FIELDS)[number];
 
 const fieldSchema = z.enum(VERIFY_FIELDS, { error: `expected one of ${VERIFY_FIELDS.join(", ")}` });
@@ -86,7 +103,10 @@ function compareMig(path: string, declared: MigInstance[], found: MigInstance[],
     for (const d of declared) {
         const f = found.find((m) => m.index === d.index);
         if (!f) {
-            out.add("mig", `${path}.mig: MIG device ${d.index} ${describeMig(d)} declared, not found${found.length ? ` (found: ${found.map((m) => `${m.index}=${describeMig(m)}`).join(", ")})` : " (no MIG devices)"}`);
+            out.add(
+                "mig",
+                `${path}.mig: MIG device ${d.index} ${describeMig(d)} declared, not found${found.length ? ` (found: ${found.map((m) => `${m.index}=${describeMig(m)}`).join(", ")})` : " (no MIG devices)"}`,
+            );
             continue;
         }
         if (d.profile !== f.profile || d.gi !== f.gi || d.ci !== f.ci) {
@@ -109,7 +129,9 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
     } else if (d.memoryMiB !== f.memoryMiB) {
         const off = Math.abs(d.memoryMiB - f.memoryMiB) / Math.max(f.memoryMiB, 1);
         if (off <= MEMORY_TOLERANCE) {
-            out.warn(`${path}: declared ${d.memoryMiB} MiB, the driver reports ${f.memoryMiB} MiB (within ${MEMORY_TOLERANCE * 100}%: accepted; declare ${f.memoryMiB} to silence this)`);
+            out.warn(
+                `${path}: declared ${d.memoryMiB} MiB, the driver reports ${f.memoryMiB} MiB (within ${MEMORY_TOLERANCE * 100}%: accepted; declare ${f.memoryMiB} to silence this)`,
+            );
         } else {
             out.add("memory", `${path}: declared memory ${d.memoryMiB} MiB, found ${f.memoryMiB} MiB`);
         }
@@ -136,12 +158,16 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
     if (vendor === "amd" && f.renderNode) {
         const declared = d.renderNode ?? `renderD${128 + d.index}`;
         if (declared !== f.renderNode) {
-            out.add("render", `${path}: ${d.renderNode ? `declared render node ${d.renderNode}` : `no render node declared (default ${declared})`}, but the GPU's is ${f.renderNode}: the worker would get the wrong /dev/dri node`);
+            out.add(
+                "render",
+                `${path}: ${d.renderNode ? `declared render node ${d.renderNode}` : `no render node declared (default ${declared})`}, but the GPU's is ${f.renderNode}: the worker would get the wrong /dev/dri node`,
+            );
         }
     }
     if (d.computeCapability) {
         if (!f.computeCapability) out.warn(`${path}: compute capability ${d.computeCapability} not verified (nvidia-smi did not report compute_cap)`);
-        else if (d.computeCapability !== f.computeCapability) out.add("compute", `${path}: declared compute capability ${d.computeCapability}, found ${f.computeCapability}`);
+        else if (d.computeCapability !== f.computeCapability)
+            out.add("compute", `${path}: declared compute capability ${d.computeCapability}, found ${f.computeCapability}`);
     }
     compareMig(path, d.mig, f.mig, out);
 }
@@ -152,7 +178,8 @@ function compareVersionsDeclared(declared: GpuInventory, found: DiscoveryResult,
     const what = declared.vendor === "amd" ? "ROCm" : "NVIDIA driver";
     if (declared.driverVersion) {
         if (!foundDriver) out.warn(`driverVersion: ${what} ${declared.driverVersion} not verified (discovery found no version)`);
-        else if (compareVersions(foundDriver, declared.driverVersion) !== 0) out.add("driver", `driverVersion: declared ${what} ${declared.driverVersion}, found ${foundDriver}`);
+        else if (compareVersions(foundDriver, declared.driverVersion) !== 0)
+            out.add("driver", `driverVersion: declared ${what} ${declared.driverVersion}, found ${foundDriver}`);
     }
     if (declared.cudaVersion) {
         if (!found.cudaVersion) out.warn(`cudaVersion: ${declared.cudaVersion} not verified (nvidia-smi did not report one)`);
@@ -164,7 +191,8 @@ function compareDriver(declared: GpuInventory, found: DiscoveryResult, pin: stri
     if (declared.vendor !== "nvidia" || pin === undefined) return;
     const loaded = found.driverVersion;
     if (pin === "preinstalled") {
-        if (!loaded) out.add("driver", "driver: pinned as preinstalled, but no NVIDIA driver is loaded; install one or pin a version for the driver step to install");
+        if (!loaded)
+            out.add("driver", "driver: pinned as preinstalled, but no NVIDIA driver is loaded; install one or pin a version for the driver step to install");
         return;
     }
     if (!loaded) {
@@ -172,7 +200,11 @@ function compareDriver(declared: GpuInventory, found: DiscoveryResult, pin: stri
         return;
     }
     const order = compareVersions(loaded, pin);
-    if (order < 0) out.add("driver", `driver: the loaded NVIDIA driver ${loaded} is below the pinned ${pin}; install ${pin} (and reboot), or list driver under warnOnly to let the driver step upgrade it`);
+    if (order < 0)
+        out.add(
+            "driver",
+            `driver: the loaded NVIDIA driver ${loaded} is below the pinned ${pin}; install ${pin} (and reboot), or list driver under warnOnly to let the driver step upgrade it`,
+        );
     else if (order > 0) out.warn(`driver: the loaded NVIDIA driver ${loaded} is newer than the pinned ${pin}`);
 }
 
@@ -183,7 +215,9 @@ function compareDriver(declared: GpuInventory, found: DiscoveryResult, pin: stri
 export function compareInventory(declared: GpuInventory, found: DiscoveryResult, options: VerifyOptions = {}): VerificationResult {
     const parsed = verifyOptionsSchema.safeParse(options);
     if (!parsed.success) {
-        throw new Error(`invalid verification options: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")} (fields: ${VERIFY_FIELDS.join(", ")})`);
+        throw new Error(
+            `invalid verification options: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")} (fields: ${VERIFY_FIELDS.join(", ")})`,
+        );
     }
     const out = new Collector(parsed.data.warnOnly);
     for (const p of found.problems) out.errors.push(p);
@@ -198,13 +232,20 @@ export function compareInventory(declared: GpuInventory, found: DiscoveryResult,
     if (declared.vendor === "none") {
         if (found.vendors.length > 0) out.add("vendor", `vendor: declared none (no GPU), found ${found.vendors.map(summary).join(" and ")}`);
     } else if (!foundVendor || foundVendor.gpus.length === 0) {
-        out.add("vendor", `vendor: declared ${declared.vendor} with ${declared.gpus.length} GPU${declared.gpus.length === 1 ? "" : "s"}, but discovery found no ${VENDOR_LABEL[declared.vendor]} GPU${others.length ? `; it found ${others.map(summary).join(" and ")}` : ""}`);
+        out.add(
+            "vendor",
+            `vendor: declared ${declared.vendor} with ${declared.gpus.length} GPU${declared.gpus.length === 1 ? "" : "s"}, but discovery found no ${VENDOR_LABEL[declared.vendor]} GPU${others.length ? `; it found ${others.map(summary).join(" and ")}` : ""}`,
+        );
     } else {
         if (others.length > 0) out.warn(`vendor: this host also has ${others.map(summary).join(" and ")}, which this worker does not use`);
         declared.gpus.forEach((d, i) => {
             const path = d.index === i ? `gpus[${i}]` : `gpus[${i}] (GPU ${d.index})`;
             const f = foundVendor.gpus.find((g) => g.index === d.index);
-            if (!f) out.add("count", `${path}: ${describeGpu(d)} declared, not found (found ${foundVendor.gpus.length}: ${foundVendor.gpus.map((g) => g.index).join(", ")})`);
+            if (!f)
+                out.add(
+                    "count",
+                    `${path}: ${describeGpu(d)} declared, not found (found ${foundVendor.gpus.length}: ${foundVendor.gpus.map((g) => g.index).join(", ")})`,
+                );
             else compareGpu(path, d, f, declared.vendor, out);
         });
         for (const f of foundVendor.gpus) {
@@ -213,10 +254,17 @@ export function compareInventory(declared: GpuInventory, found: DiscoveryResult,
     }
     const foundSwitches = declared.vendor === "nvidia" ? (found.found.nvidia?.nvswitches ?? 0) : 0;
     if (declared.nvswitches !== foundSwitches) {
-        out.add("nvswitches", `nvswitches: declared ${declared.nvswitches}, found ${foundSwitches}${foundSwitches > 0 ? " (fabricmanager must run on this host)" : declared.nvswitches > 0 ? " (fabricmanager would start without NVSwitches)" : ""}`);
+        out.add(
+            "nvswitches",
+            `nvswitches: declared ${declared.nvswitches}, found ${foundSwitches}${foundSwitches > 0 ? " (fabricmanager must run on this host)" : declared.nvswitches > 0 ? " (fabricmanager would start without NVSwitches)" : ""}`,
+        );
     }
     const foundTegra = declared.vendor === "nvidia" ? (found.found.nvidia?.tegra ?? false) : false;
-    if (declared.tegra !== foundTegra) out.add("tegra", `tegra: declared ${declared.tegra}, found ${foundTegra}${foundTegra ? " (/etc/nv_tegra_release: a Jetson needs CDI in csv mode)" : ""}`);
+    if (declared.tegra !== foundTegra)
+        out.add(
+            "tegra",
+            `tegra: declared ${declared.tegra}, found ${foundTegra}${foundTegra ? " (/etc/nv_tegra_release: a Jetson needs CDI in csv mode)" : ""}`,
+        );
     compareDriver(declared, found, parsed.data.driverPin, out);
     compareVersionsDeclared(declared, found, out);
     return { errors: out.errors, warnings: out.warnings };

@@ -57,7 +57,11 @@ function renderInventory(found: FoundVendor | undefined, inv: GpuInventory): Doc
 
 /** Each line prefixed "# " (for blocks shown as an alternative). */
 function commentOut(text: string): string {
-    return text.trimEnd().split("\n").map((l) => `# ${l}`).join("\n");
+    return text
+        .trimEnd()
+        .split("\n")
+        .map((l) => `# ${l}`)
+        .join("\n");
 }
 
 export function renderInventoryYaml(result: DiscoveryResult, origin: string): string {

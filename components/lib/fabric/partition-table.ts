@@ -19,25 +19,35 @@ export interface PartitionTable {
     partitions: FabricPartition[];
 }
 
-const int = (what: string, min: number) => z.number({ error: `expected ${what}` }).int({ error: `expected ${what}` }).min(min, { error: `expected ${what}` });
+const int = (what: string, min: number) =>
+    z
+        .number({ error: `expected ${what}` })
+        .int({ error: `expected ${what}` })
+        .min(min, { error: `expected ${what}` });
 
 /** A declared table: `[{id: 1, modules: [1, 2, 3, 4]}, ...]`. */
-export const partitionListSchema = z.array(z.strictObject({
-    id: int("a partition id (0 or more)", 0),
-    modules: z.array(int("a module id (1 or more)", 1)).min(1, { error: "a partition holds at least one GPU" }),
-}), { error: "expected a list of {id, modules}" }).min(1, { error: "expected at least one partition" }).superRefine((list, ctx) => {
-    const ids = new Map<number, number>();
-    list.forEach((p, i) => {
-        const first = ids.get(p.id);
-        if (first !== undefined) ctx.addIssue({ code: "custom", path: [i, "id"], message: `partition ${p.id} is already listed at [${first}]` });
-        else ids.set(p.id, i);
-        const seen = new Set<number>();
-        p.modules.forEach((m, j) => {
-            if (seen.has(m)) ctx.addIssue({ code: "custom", path: [i, "modules", j], message: `module ${m} is listed twice in partition ${p.id}` });
-            seen.add(m);
+export const partitionListSchema = z
+    .array(
+        z.strictObject({
+            id: int("a partition id (0 or more)", 0),
+            modules: z.array(int("a module id (1 or more)", 1)).min(1, { error: "a partition holds at least one GPU" }),
+        }),
+        { error: "expected a list of {id, modules}" },
+    )
+    .min(1, { error: "expected at least one partition" })
+    .superRefine((list, ctx) => {
+        const ids = new Map<number, number>();
+        list.forEach((p, i) => {
+            const first = ids.get(p.id);
+            if (first !== undefined) ctx.addIssue({ code: "custom", path: [i, "id"], message: `partition ${p.id} is already listed at [${first}]` });
+            else ids.set(p.id, i);
+            const seen = new Set<number>();
+            p.modules.forEach((m, j) => {
+                if (seen.has(m)) ctx.addIssue({ code: "custom", path: [i, "modules", j], message: `module ${m} is listed twice in partition ${p.id}` });
+                seen.add(m);
+            });
         });
     });
-});
 
 function range(from: number, to: number): number[] {
     return Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -79,6 +89,9 @@ export function partitionIdProblem(table: PartitionTable, id: number): string | 
 export function partitionTable(source: string | FabricPartition[], board: string): PartitionTable {
     if (typeof source !== "string") return { board, partitions: source.map((p) => ({ id: p.id, modules: [...p.modules].sort((a, b) => a - b) })) };
     const table = BUILTIN_PARTITION_TABLES[source];
-    if (!table) throw new Error(`unknown partition table ${source} (built in: ${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}; or declare one as a list of {id, modules})`);
+    if (!table)
+        throw new Error(
+            `unknown partition table ${source} (built in: ${Object.keys(BUILTIN_PARTITION_TABLES).join(", ")}; or declare one as a list of {id, modules})`,
+        );
     return table;
 }

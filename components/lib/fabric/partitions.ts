@@ -27,7 +27,10 @@ export interface PlannedPartition {
  * undefined when the fault is the board's (its inventory, or the set of requests as a whole).
  */
 export class PartitionPlanError extends Error {
-    constructor(public readonly request: number | undefined, message: string) {
+    constructor(
+        public readonly request: number | undefined,
+        message: string,
+    ) {
         super(message);
         this.name = "PartitionPlanError";
     }
@@ -74,7 +77,10 @@ export function possibleShapes(partitions: FabricPartition[]): string[] {
 function gpusByModule(inventory: GpuInventory): Map<number, Gpu> {
     const missing = inventory.gpus.filter((g) => g.moduleId === undefined);
     if (missing.length > 0) {
-        throw new PartitionPlanError(undefined, `${missing.map((g) => `GPU ${g.index}`).join(", ")} ${missing.length > 1 ? "have" : "has"} no moduleId: fabric partitions name GPUs by module id (npm run discover reads them from nvidia-smi -q)`);
+        throw new PartitionPlanError(
+            undefined,
+            `${missing.map((g) => `GPU ${g.index}`).join(", ")} ${missing.length > 1 ? "have" : "has"} no moduleId: fabric partitions name GPUs by module id (npm run discover reads them from nvidia-smi -q)`,
+        );
     }
     return new Map(inventory.gpus.map((g) => [g.moduleId!, g]));
 }
@@ -87,7 +93,10 @@ function sizesOf(table: PartitionTable): string {
 /** Picks one partition per request, none sharing a GPU; throws PartitionPlanError, saying what is possible. */
 export function planPartitions(table: PartitionTable, inventory: GpuInventory, requests: PartitionRequest[]): PlannedPartition[] {
     if (inventory.nvswitches === 0) {
-        throw new PartitionPlanError(undefined, "the board declares no NVSwitch (nvswitches: 0): it has no NVLink fabric to partition, so there is nothing for a fabricmanager service VM to do; give each worker its GPUs by selection instead");
+        throw new PartitionPlanError(
+            undefined,
+            "the board declares no NVSwitch (nvswitches: 0): it has no NVLink fabric to partition, so there is nothing for a fabricmanager service VM to do; give each worker its GPUs by selection instead",
+        );
     }
     const byModule = gpusByModule(inventory);
     // Partitions naming a module the board lacks cannot be activated here.
@@ -95,21 +104,34 @@ export function planPartitions(table: PartitionTable, inventory: GpuInventory, r
     const fixed = new Map<number, FabricPartition>();
     requests.forEach((r, i) => {
         if (r.partition === undefined) {
-            if (r.gpus === undefined || !Number.isInteger(r.gpus) || r.gpus < 1) throw new PartitionPlanError(i, "ask for a number of GPUs (gpus: 4) or a partition by id (partition: 1)");
+            if (r.gpus === undefined || !Number.isInteger(r.gpus) || r.gpus < 1)
+                throw new PartitionPlanError(i, "ask for a number of GPUs (gpus: 4) or a partition by id (partition: 1)");
             return;
         }
         const p = table.partitions.find((t) => t.id === r.partition);
         if (!p) throw new PartitionPlanError(i, partitionIdProblem(table, r.partition)!);
-        if (!usable.includes(p)) throw new PartitionPlanError(i, `partition ${p.id} holds modules ${p.modules.join(", ")}, and the board's GPUs have module ids ${[...byModule.keys()].sort((a, b) => a - b).join(", ")}`);
-        if (r.gpus !== undefined && r.gpus !== p.modules.length) throw new PartitionPlanError(i, `partition ${p.id} has ${p.modules.length} GPUs, not ${r.gpus}`);
+        if (!usable.includes(p))
+            throw new PartitionPlanError(
+                i,
+                `partition ${p.id} holds modules ${p.modules.join(", ")}, and the board's GPUs have module ids ${[...byModule.keys()].sort((a, b) => a - b).join(", ")}`,
+            );
+        if (r.gpus !== undefined && r.gpus !== p.modules.length)
+            throw new PartitionPlanError(i, `partition ${p.id} has ${p.modules.length} GPUs, not ${r.gpus}`);
         for (const [j, other] of fixed) {
-            if (overlaps(p, other)) throw new PartitionPlanError(i, `partition ${p.id} shares GPUs (modules ${p.modules.filter((m) => other.modules.includes(m)).join(", ")}) with partition ${other.id} of ${requests[j].worker}: active partitions cannot share a GPU`);
+            if (overlaps(p, other))
+                throw new PartitionPlanError(
+                    i,
+                    `partition ${p.id} shares GPUs (modules ${p.modules.filter((m) => other.modules.includes(m)).join(", ")}) with partition ${other.id} of ${requests[j].worker}: active partitions cannot share a GPU`,
+                );
         }
         fixed.set(i, p);
     });
 
     // The rest by size, largest first; partitions in table order, so the first fit is the lowest id.
-    const open = requests.map((r, i) => ({ r, i })).filter(({ i }) => !fixed.has(i)).sort((a, b) => b.r.gpus! - a.r.gpus! || a.i - b.i);
+    const open = requests
+        .map((r, i) => ({ r, i }))
+        .filter(({ i }) => !fixed.has(i))
+        .sort((a, b) => b.r.gpus! - a.r.gpus! || a.i - b.i);
     const chosen = new Map(fixed);
     const search = (k: number): boolean => {
         if (k === open.length) return true;
@@ -123,8 +145,13 @@ export function planPartitions(table: PartitionTable, inventory: GpuInventory, r
         return false;
     };
     if (!search(0)) {
-        const asked = requests.map((r) => `${r.worker} ${r.partition !== undefined ? `partition ${r.partition}` : `${r.gpus} GPU${r.gpus === 1 ? "" : "s"}`}`).join(", ");
-        throw new PartitionPlanError(undefined, `no partitions of the ${table.board} table that share no GPU give these workers (${asked}): its partitions have ${sizesOf(table)} GPUs, and the shapes possible on this board are ${possibleShapes(usable).join("; ")} (the workers' sizes must be part of one)`);
+        const asked = requests
+            .map((r) => `${r.worker} ${r.partition !== undefined ? `partition ${r.partition}` : `${r.gpus} GPU${r.gpus === 1 ? "" : "s"}`}`)
+            .join(", ");
+        throw new PartitionPlanError(
+            undefined,
+            `no partitions of the ${table.board} table that share no GPU give these workers (${asked}): its partitions have ${sizesOf(table)} GPUs, and the shapes possible on this board are ${possibleShapes(usable).join("; ")} (the workers' sizes must be part of one)`,
+        );
     }
     return requests.map((r, i) => {
         const partition = chosen.get(i)!;

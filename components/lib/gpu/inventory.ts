@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 
-const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
+const nonNegativeInt = z
+    .number({ error: "expected a non-negative integer" })
     .int({ error: "expected a non-negative integer" })
     .nonnegative({ error: "expected a non-negative integer" });
 
@@ -27,7 +28,10 @@ export const migInstanceSchema = z.strictObject({
     gi: nonNegativeInt,
     /** Compute instance id within the GPU instance. */
     ci: nonNegativeInt,
-    uuid: z.string().regex(/^MIG-[0-9a-fA-F-]+$/, { error: "expected a MIG UUID such as MIG-2f4e..." }).optional(),
+    uuid: z
+        .string()
+        .regex(/^MIG-[0-9a-fA-F-]+$/, { error: "expected a MIG UUID such as MIG-2f4e..." })
+        .optional(),
 });
 
 export const gpuSchema = z.strictObject({
@@ -37,15 +41,27 @@ export const gpuSchema = z.strictObject({
     model: z.string().min(1, { error: "expected the GPU model name" }),
     /** Total memory in MiB (nvidia-smi memory.total; for integrated parts the carve-out). */
     memoryMiB: nonNegativeInt,
-    uuid: z.string().regex(/^GPU-[0-9a-fA-F-]+$/, { error: "expected a GPU UUID such as GPU-5e8f..." }).optional(),
+    uuid: z
+        .string()
+        .regex(/^GPU-[0-9a-fA-F-]+$/, { error: "expected a GPU UUID such as GPU-5e8f..." })
+        .optional(),
     /** PCI bus id, e.g. 00000000:18:00.0. */
-    pciBusId: z.string().regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI bus id such as 0000:18:00.0" }).optional(),
+    pciBusId: z
+        .string()
+        .regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI bus id such as 0000:18:00.0" })
+        .optional(),
     /** Integrated (shares host memory: Tegra, AMD APUs) rather than a discrete card. */
     integrated: z.boolean().default(false),
     /** AMD only: the gfx target the KFD reports, e.g. gfx90a, gfx1103. */
-    gfxTarget: z.string().regex(/^gfx[0-9a-f]{3,4}$/, { error: "expected an AMD gfx target such as gfx1103" }).optional(),
+    gfxTarget: z
+        .string()
+        .regex(/^gfx[0-9a-f]{3,4}$/, { error: "expected an AMD gfx target such as gfx1103" })
+        .optional(),
     /** AMD only: the DRM render node, e.g. renderD128 (defaults to renderD<128+index>). */
-    renderNode: z.string().regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" }).optional(),
+    renderNode: z
+        .string()
+        .regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" })
+        .optional(),
     /** MIG devices configured on this GPU (empty when MIG is off). */
     mig: z.array(migInstanceSchema).default([]),
     /** NVIDIA only: the compute capability nvidia-smi reports (compute_cap), e.g. "9.0" for H100; it decides the family tag. */
@@ -54,64 +70,77 @@ export const gpuSchema = z.strictObject({
      * NVIDIA boards with NVSwitches: the GPU's module id (1-8 on an HGX H100), as `nvidia-smi -q`
      * reports it ("Module ID"). Fabric partitions name GPUs by module id, not by index.
      */
-    moduleId: z.number({ error: "expected a module id (1 or more)" }).int({ error: "expected a module id (1 or more)" }).min(1, { error: "expected a module id (1 or more)" }).optional(),
+    moduleId: z
+        .number({ error: "expected a module id (1 or more)" })
+        .int({ error: "expected a module id (1 or more)" })
+        .min(1, { error: "expected a module id (1 or more)" })
+        .optional(),
 });
 
-export const inventorySchema = z.strictObject({
-    /** The GPUs' vendor; none for a host without GPUs. */
-    vendor: z.enum(["nvidia", "amd", "none"], { error: "expected nvidia, amd or none" }),
-    /** Every GPU of the host, by index (`npm run discover` prints them). */
-    gpus: z.array(gpuSchema).default([]),
-    /** Number of NVSwitches (HGX boards); fabricmanager runs only where this is above 0. */
-    nvswitches: nonNegativeInt.default(0),
-    /** NVIDIA integrated GPU on Tegra/Jetson: CDI must be generated in csv mode. */
-    tegra: z.boolean().default(false),
-    /**
-     * The driver the host runs: NVIDIA's kernel driver (550.54.15), or for AMD the ROCm
-     * release (6.2.2). Discovery prints it; it gives the gpu-driver-major tag.
-     */
-    driverVersion: z.string().regex(DRIVER_VERSION_PATTERN, { error: "expected a driver version such as 550.54.15" }).optional(),
-    /** NVIDIA only: the highest CUDA version the driver supports (nvidia-smi's header), e.g. 12.4. */
-    cudaVersion: z.string().regex(CUDA_VERSION_PATTERN, { error: "expected a CUDA version such as 12.4" }).optional(),
-}).superRefine((inv, ctx) => {
-    if (inv.vendor === "none" && inv.gpus.length > 0) {
-        ctx.addIssue({ code: "custom", path: ["gpus"], message: "vendor none declares no GPUs; remove them or set the vendor" });
-    }
-    if (inv.vendor !== "none" && inv.gpus.length === 0) {
-        ctx.addIssue({ code: "custom", path: ["gpus"], message: `vendor ${inv.vendor} needs at least one GPU` });
-    }
-    const seen = new Set<number>();
-    const modules = new Set<number>();
-    inv.gpus.forEach((gpu, i) => {
-        if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
-        seen.add(gpu.index);
-        if (gpu.moduleId !== undefined) {
-            if (modules.has(gpu.moduleId)) ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: `duplicate module id ${gpu.moduleId}` });
-            modules.add(gpu.moduleId);
-            if (inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: "moduleId is for NVIDIA GPUs only" });
+export const inventorySchema = z
+    .strictObject({
+        /** The GPUs' vendor; none for a host without GPUs. */
+        vendor: z.enum(["nvidia", "amd", "none"], { error: "expected nvidia, amd or none" }),
+        /** Every GPU of the host, by index (`npm run discover` prints them). */
+        gpus: z.array(gpuSchema).default([]),
+        /** Number of NVSwitches (HGX boards); fabricmanager runs only where this is above 0. */
+        nvswitches: nonNegativeInt.default(0),
+        /** NVIDIA integrated GPU on Tegra/Jetson: CDI must be generated in csv mode. */
+        tegra: z.boolean().default(false),
+        /**
+         * The driver the host runs: NVIDIA's kernel driver (550.54.15), or for AMD the ROCm
+         * release (6.2.2). Discovery prints it; it gives the gpu-driver-major tag.
+         */
+        driverVersion: z.string().regex(DRIVER_VERSION_PATTERN, { error: "expected a driver version such as 550.54.15" }).optional(),
+        /** NVIDIA only: the highest CUDA version the driver supports (nvidia-smi's header), e.g. 12.4. */
+        cudaVersion: z.string().regex(CUDA_VERSION_PATTERN, { error: "expected a CUDA version such as 12.4" }).optional(),
+    })
+    .superRefine((inv, ctx) => {
+        if (inv.vendor === "none" && inv.gpus.length > 0) {
+            ctx.addIssue({ code: "custom", path: ["gpus"], message: "vendor none declares no GPUs; remove them or set the vendor" });
         }
-        if (gpu.gfxTarget && inv.vendor !== "amd") ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
-        if (gpu.computeCapability && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "computeCapability"], message: "computeCapability is for NVIDIA GPUs only (AMD GPUs are told apart by gfxTarget)" });
-        if (gpu.mig.length > 0 && inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });
-        const migIndexes = new Set<number>();
-        gpu.mig.forEach((m, j) => {
-            if (migIndexes.has(m.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "mig", j, "index"], message: `duplicate MIG index ${m.index}` });
-            migIndexes.add(m.index);
+        if (inv.vendor !== "none" && inv.gpus.length === 0) {
+            ctx.addIssue({ code: "custom", path: ["gpus"], message: `vendor ${inv.vendor} needs at least one GPU` });
+        }
+        const seen = new Set<number>();
+        const modules = new Set<number>();
+        inv.gpus.forEach((gpu, i) => {
+            if (seen.has(gpu.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "index"], message: `duplicate GPU index ${gpu.index}` });
+            seen.add(gpu.index);
+            if (gpu.moduleId !== undefined) {
+                if (modules.has(gpu.moduleId)) ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: `duplicate module id ${gpu.moduleId}` });
+                modules.add(gpu.moduleId);
+                if (inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: "moduleId is for NVIDIA GPUs only" });
+            }
+            if (gpu.gfxTarget && inv.vendor !== "amd")
+                ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
+            if (gpu.computeCapability && inv.vendor !== "nvidia")
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["gpus", i, "computeCapability"],
+                    message: "computeCapability is for NVIDIA GPUs only (AMD GPUs are told apart by gfxTarget)",
+                });
+            if (gpu.mig.length > 0 && inv.vendor !== "nvidia")
+                ctx.addIssue({ code: "custom", path: ["gpus", i, "mig"], message: "MIG is for NVIDIA GPUs only" });
+            const migIndexes = new Set<number>();
+            gpu.mig.forEach((m, j) => {
+                if (migIndexes.has(m.index)) ctx.addIssue({ code: "custom", path: ["gpus", i, "mig", j, "index"], message: `duplicate MIG index ${m.index}` });
+                migIndexes.add(m.index);
+            });
         });
+        if (inv.nvswitches > 0 && inv.vendor !== "nvidia") {
+            ctx.addIssue({ code: "custom", path: ["nvswitches"], message: "NVSwitches exist on NVIDIA boards only" });
+        }
+        if (inv.cudaVersion && inv.vendor !== "nvidia") {
+            ctx.addIssue({ code: "custom", path: ["cudaVersion"], message: "cudaVersion is for NVIDIA hosts only" });
+        }
+        if (inv.driverVersion && inv.vendor === "none") {
+            ctx.addIssue({ code: "custom", path: ["driverVersion"], message: "vendor none has no GPU driver" });
+        }
+        if (inv.tegra && inv.vendor !== "nvidia") {
+            ctx.addIssue({ code: "custom", path: ["tegra"], message: "tegra is for NVIDIA integrated GPUs only" });
+        }
     });
-    if (inv.nvswitches > 0 && inv.vendor !== "nvidia") {
-        ctx.addIssue({ code: "custom", path: ["nvswitches"], message: "NVSwitches exist on NVIDIA boards only" });
-    }
-    if (inv.cudaVersion && inv.vendor !== "nvidia") {
-        ctx.addIssue({ code: "custom", path: ["cudaVersion"], message: "cudaVersion is for NVIDIA hosts only" });
-    }
-    if (inv.driverVersion && inv.vendor === "none") {
-        ctx.addIssue({ code: "custom", path: ["driverVersion"], message: "vendor none has no GPU driver" });
-    }
-    if (inv.tegra && inv.vendor !== "nvidia") {
-        ctx.addIssue({ code: "custom", path: ["tegra"], message: "tegra is for NVIDIA integrated GPUs only" });
-    }
-});
 
 export type MigInstance = z.infer<typeof migInstanceSchema>;
 export type Gpu = z.infer<typeof gpuSchema>;

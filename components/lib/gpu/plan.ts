@@ -83,11 +83,14 @@ export const HSA_OVERRIDES: Readonly<Record<string, string>> = {
     gfx1035: "10.3.0", // Rembrandt iGPU (Radeon 680M)
     gfx1036: "10.3.0", // Raphael iGPU
     gfx1031: "10.3.0", // Navi 22 (RX 6700 XT)
-    gfx90c: "9.0.0",   // Renoir/Cezanne iGPU
+    gfx90c: "9.0.0", // Renoir/Cezanne iGPU
 };
 
 export class PlanError extends Error {
-    constructor(public readonly path: string, message: string) {
+    constructor(
+        public readonly path: string,
+        message: string,
+    ) {
         super(`${path}: ${message}`);
         this.name = "PlanError";
     }
@@ -124,10 +127,16 @@ function fabricManagerEnabled(inventory: GpuInventory, mode: FabricManagerMode):
     const normalized = normalizeFabricMode(mode);
     if (normalized === "off") return false;
     if (normalized === "service-vm") {
-        throw new PlanError("fabricManager.mode", "service-vm makes the host a board shared by several workers (each an LXD VM with one fabric partition), not a worker itself; a worker runs fabricmanager on its host (host) or not at all (off)");
+        throw new PlanError(
+            "fabricManager.mode",
+            "service-vm makes the host a board shared by several workers (each an LXD VM with one fabric partition), not a worker itself; a worker runs fabricmanager on its host (host) or not at all (off)",
+        );
     }
     if (normalized === "host" && inventory.nvswitches === 0) {
-        throw new PlanError("fabricManager.mode", `${mode} needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)`);
+        throw new PlanError(
+            "fabricManager.mode",
+            `${mode} needs NVSwitches, but the inventory declares nvswitches: 0 (fabricmanager must not start without them)`,
+        );
     }
     return inventory.nvswitches > 0;
 }
@@ -136,7 +145,10 @@ function hsaOverride(selected: Gpu[]): string | undefined {
     const versions = new Set(selected.map((g) => (g.gfxTarget ? HSA_OVERRIDES[g.gfxTarget] : undefined)));
     if (versions.size > 1) {
         const targets = selected.map((g) => `${g.index}=${g.gfxTarget ?? "?"}`).join(", ");
-        throw new PlanError("selection", `the selected AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (${targets}); select GPUs of one family per worker`);
+        throw new PlanError(
+            "selection",
+            `the selected AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (${targets}); select GPUs of one family per worker`,
+        );
     }
     return [...versions][0];
 }
@@ -150,7 +162,13 @@ function renderNode(gpu: Gpu): string {
     return `/dev/dri/${gpu.renderNode ?? `renderD${128 + gpu.index}`}`;
 }
 
-function computedTags(inventory: GpuInventory, selected: Gpu[], partitions: number[], fabric: boolean, options: Pick<PlanOptions, "driverPin" | "fabricPartition">): string[] {
+function computedTags(
+    inventory: GpuInventory,
+    selected: Gpu[],
+    partitions: number[],
+    fabric: boolean,
+    options: Pick<PlanOptions, "driverPin" | "fabricPartition">,
+): string[] {
     if (selected.length === 0) return [];
     const tags = ["gpu", `gpu-type=${inventory.vendor}`, `gpu-count=${selected.length}`, `gpu-devices=${selected.map((g) => g.index).join(",")}`];
     for (const slug of new Set(selected.map((g) => modelSlug(g.model)))) tags.push(`gpu-model=${slug}`);
@@ -210,7 +228,10 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     const selected = selectGpus(inventory, options.selection);
     const fabric = fabricManagerEnabled(inventory, options.fabricManager.mode);
     if (options.fabricPartition !== undefined && fabric) {
-        throw new PlanError("fabricManager.mode", `a worker on fabric partition ${options.fabricPartition} runs no fabricmanager of its own (the board's service VM does): set it off`);
+        throw new PlanError(
+            "fabricManager.mode",
+            `a worker on fabric partition ${options.fabricPartition} runs no fabricmanager of its own (the board's service VM does): set it off`,
+        );
     }
     if (!fabric && options.fabricManager.partitions.length > 0 && options.fabricManager.mode !== "off") {
         throw new PlanError("fabricManager.partitions", "partitions need fabricmanager, which runs only on hosts with NVSwitches");
@@ -236,7 +257,11 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     return {
         vendor: inventory.vendor,
         selected,
-        tags: [...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options), ...privilegedTags(options.privilegedMode), ...options.extraTags],
+        tags: [
+            ...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options),
+            ...privilegedTags(options.privilegedMode),
+            ...options.extraTags,
+        ],
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,

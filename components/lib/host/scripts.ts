@@ -64,17 +64,28 @@ export const OWNERSHIP_SCRIPT = "ownership.sh";
  * `<script> <removeAction> args...` on delete (default actions: ensure, remove). The script
  * file comes with it, and the host scripts it runs (`helpers`) beside it.
  */
-export function scriptStep(step: { name: string; script: string; action?: string; removeAction?: string; args: string[]; removeArgs?: string[]; dependsOn?: string[]; helpers?: string[] }): RenderedComponent {
+export function scriptStep(step: {
+    name: string;
+    script: string;
+    action?: string;
+    removeAction?: string;
+    args: string[];
+    removeArgs?: string[];
+    dependsOn?: string[];
+    helpers?: string[];
+}): RenderedComponent {
     const file = hostScriptFile(step.script);
     const helpers = (step.helpers ?? []).map(hostScriptFile);
     return {
         files: [file, ...helpers],
-        steps: [{
-            name: step.name,
-            create: shellCommand([file.path, step.action ?? "ensure", ...step.args]),
-            remove: shellCommand([file.path, step.removeAction ?? "remove", ...(step.removeArgs ?? step.args)]),
-            dependsOn: [file.path, ...helpers.map((h) => h.path), ...(step.dependsOn ?? [])],
-        }],
+        steps: [
+            {
+                name: step.name,
+                create: shellCommand([file.path, step.action ?? "ensure", ...step.args]),
+                remove: shellCommand([file.path, step.removeAction ?? "remove", ...(step.removeArgs ?? step.args)]),
+                dependsOn: [file.path, ...helpers.map((h) => h.path), ...(step.dependsOn ?? [])],
+            },
+        ],
     };
 }
 

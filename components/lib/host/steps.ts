@@ -67,7 +67,17 @@ export interface HostStep {
  */
 export type ProgramCheck = { name: string; after: string } & (
     | { kind: "cdi-spec"; path: string }
-    | { kind: "worker-registration"; worker: string; tags: string[]; team?: string; unit: string; url: string; username: string; timeoutSeconds: number; task: boolean }
+    | {
+          kind: "worker-registration";
+          worker: string;
+          tags: string[];
+          team?: string;
+          unit: string;
+          url: string;
+          username: string;
+          timeoutSeconds: number;
+          task: boolean;
+      }
 );
 
 /** What a program check does, in one line (the preview's and the offline render's words). */

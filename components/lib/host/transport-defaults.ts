@@ -54,8 +54,15 @@ export interface LxdTransportShape {
 export function lxdTransportShape(lxd: LxdTransportGiven): LxdTransportShape {
     const d = LXD_TRANSPORT_DEFAULTS;
     return {
-        instance: lxd.instance, image: lxd.image, type: lxd.type ?? d.type, profiles: lxd.profiles ?? [...d.profiles], config: lxd.config ?? { ...d.config },
-        sshAddress: lxd.sshAddress ?? d.sshAddress, sshPort: lxd.sshPort, user: lxd.user ?? d.user,
-        ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
+        instance: lxd.instance,
+        image: lxd.image,
+        type: lxd.type ?? d.type,
+        profiles: lxd.profiles ?? [...d.profiles],
+        config: lxd.config ?? { ...d.config },
+        sshAddress: lxd.sshAddress ?? d.sshAddress,
+        sshPort: lxd.sshPort,
+        user: lxd.user ?? d.user,
+        ...(lxd.network !== undefined ? { network: lxd.network } : {}),
+        ...(lxd.address !== undefined ? { address: lxd.address } : {}),
     };
 }

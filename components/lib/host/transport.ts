@@ -2,17 +2,19 @@
  * How a host is reached: a machine over SSH, or an LXD instance the same `up` creates. The
  * one dispatch between the two; every place that treats them differently goes through it.
  */
-export type Transport<Ssh, Lxd> = {
-    /** A machine reached over SSH. */
-    ssh: Ssh;
-    /** Not with ssh. */
-    lxd?: undefined;
-} | {
-    /** An LXD instance the same `up` creates. */
-    lxd: Lxd;
-    /** Not with lxd. */
-    ssh?: undefined;
-};
+export type Transport<Ssh, Lxd> =
+    | {
+          /** A machine reached over SSH. */
+          ssh: Ssh;
+          /** Not with ssh. */
+          lxd?: undefined;
+      }
+    | {
+          /** An LXD instance the same `up` creates. */
+          lxd: Lxd;
+          /** Not with lxd. */
+          ssh?: undefined;
+      };
 
 /** Calls the case of `transport`'s kind with its settings. */
 export function onTransport<Ssh, Lxd, R>(transport: Transport<Ssh, Lxd>, cases: { ssh: (ssh: Ssh) => R; lxd: (lxd: Lxd) => R }): R {

@@ -106,7 +106,8 @@ function datasetDevices(opts: WorkerDeviceOptions): LxdDevices {
     if (!opts.datasetFolders) return { datasets: { type: "disk", source, path: root, readonly: "true" } };
     const devices: LxdDevices = {};
     for (const folder of opts.datasetFolders) {
-        if (!/^[^/\0]+$/.test(folder) || folder === "." || folder === "..") throw new Error(`dataset folder "${folder}" must be one folder name under ${source}`);
+        if (!/^[^/\0]+$/.test(folder) || folder === "." || folder === "..")
+            throw new Error(`dataset folder "${folder}" must be one folder name under ${source}`);
         const writable = opts.datasets.writableSuffixes.some((s) => folder.endsWith(s));
         const name = `dataset-${folder.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
         const disk: LxdDevice = { type: "disk", source: `${source}/${folder}`, path: `${root}/${folder}`, readonly: writable ? "false" : "true" };

@@ -11,9 +11,10 @@ function stringValues(map: unknown): unknown {
 }
 
 export function normalizeSpec(raw: Partial<LxdInstanceSpec>): NormalizedSpec {
-    const devices = raw.devices && typeof raw.devices === "object"
-        ? Object.fromEntries(Object.entries(raw.devices).map(([name, d]) => [name, stringValues(d)])) as LxdDevices
-        : (raw.devices ?? {});
+    const devices =
+        raw.devices && typeof raw.devices === "object"
+            ? (Object.fromEntries(Object.entries(raw.devices).map(([name, d]) => [name, stringValues(d)])) as LxdDevices)
+            : (raw.devices ?? {});
     return {
         ...raw,
         server: raw.server ?? {},

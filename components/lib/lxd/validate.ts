@@ -29,8 +29,28 @@ const GPU_KEYS: Record<string, string[]> = {
     sriov: [...GPU_COMMON_KEYS],
 };
 const UNIX_KEYS = ["type", "source", "path", "major", "minor", "uid", "gid", "mode", "required"];
-const DISK_KEYS = ["type", "path", "source", "pool", "readonly", "shift", "propagation", "recursive", "required", "size", "size.state",
-    "limits.read", "limits.write", "limits.max", "raw.mount.options", "ceph.cluster_name", "ceph.user_name", "boot.priority", "io.cache", "io.bus"];
+const DISK_KEYS = [
+    "type",
+    "path",
+    "source",
+    "pool",
+    "readonly",
+    "shift",
+    "propagation",
+    "recursive",
+    "required",
+    "size",
+    "size.state",
+    "limits.read",
+    "limits.write",
+    "limits.max",
+    "raw.mount.options",
+    "ceph.cluster_name",
+    "ceph.user_name",
+    "boot.priority",
+    "io.cache",
+    "io.bus",
+];
 const PROXY_KEYS = ["type", "listen", "connect", "bind", "uid", "gid", "mode", "nat", "proxy_protocol", "security.uid", "security.gid"];
 
 /** `vendor.tld/class=name`, as CDI names a device (nvidia.com/gpu=0, nvidia.com/gpu=all, amd.com/gpu=0). */
@@ -89,7 +109,10 @@ function gpuProblems(d: LxdDevice): string[] {
     const allowed = GPU_KEYS[gputype];
     if (!allowed) return [`gputype "${gputype}" is not one of ${Object.keys(GPU_KEYS).join(", ")}`];
     const extra = unknownKeys(d, allowed);
-    if (extra.length > 0) problems.push(`${extra.join(", ")} ${extra.length > 1 ? "are not keys" : "is not a key"} of a ${gputype} gpu device (allowed: ${allowed.filter((k) => k !== "type").join(", ")})`);
+    if (extra.length > 0)
+        problems.push(
+            `${extra.join(", ")} ${extra.length > 1 ? "are not keys" : "is not a key"} of a ${gputype} gpu device (allowed: ${allowed.filter((k) => k !== "type").join(", ")})`,
+        );
     if (known(d.id)) {
         const cdi = !DRM_CARD_ID.test(d.id);
         if (cdi && !isCdiId(d.id)) problems.push(`id "${d.id}" is not a CDI id (expected vendor.com/class=name)`);
@@ -122,7 +145,8 @@ function unixProblems(d: LxdDevice): string[] {
     }
     // LXD takes the host node from source, or from path when source is absent; it must be in /dev.
     const hostNode = d.source ?? d.path;
-    if (known(hostNode) && hostNode.startsWith("/") && !hostNode.startsWith("/dev/")) problems.push(`${d.source !== undefined ? "source" : "path"} "${hostNode}" is not a device node under /dev (LXD takes host nodes from /dev only)`);
+    if (known(hostNode) && hostNode.startsWith("/") && !hostNode.startsWith("/dev/"))
+        problems.push(`${d.source !== undefined ? "source" : "path"} "${hostNode}" is not a device node under /dev (LXD takes host nodes from /dev only)`);
     problems.push(...idProblems(d, ["uid", "gid", "major", "minor"]), ...boolProblems(d, ["required"]), ...modeProblems(d));
     return problems;
 }
@@ -164,7 +188,8 @@ function natProblems(d: LxdDevice): string[] {
         return problems;
     }
     const ip = (host: string) => host.replace(/^\[|\]$/g, "");
-    if (["0.0.0.0", "::"].includes(ip(listen[2]))) problems.push(`listen "${d.listen}": a NAT proxy cannot listen on a wildcard address (give the host's own address)`);
+    if (["0.0.0.0", "::"].includes(ip(listen[2])))
+        problems.push(`listen "${d.listen}": a NAT proxy cannot listen on a wildcard address (give the host's own address)`);
     const v6 = (host: string) => ip(host).includes(":");
     if (v6(listen[2]) !== v6(connect[2])) problems.push("a NAT proxy cannot mix IPv4 and IPv6 between listen and connect");
     if (!/^[0-9.]+$|:/.test(ip(connect[2]))) problems.push(`connect "${d.connect}": a NAT proxy connects to the instance's static IP address, not a name`);
@@ -174,7 +199,8 @@ function natProblems(d: LxdDevice): string[] {
 function proxyProblems(d: LxdDevice, type: string | undefined): string[] {
     const problems: string[] = [];
     const nat = d.nat === "true";
-    if (type === "virtual-machine" && d.nat !== PULUMI_UNKNOWN && !nat) problems.push("a virtual machine's proxy must use NAT (nat=true), the only proxy mode LXD has for VMs; it needs a nic with a static ipv4.address");
+    if (type === "virtual-machine" && d.nat !== PULUMI_UNKNOWN && !nat)
+        problems.push("a virtual machine's proxy must use NAT (nat=true), the only proxy mode LXD has for VMs; it needs a nic with a static ipv4.address");
     const extra = unknownKeys(d, PROXY_KEYS);
     if (extra.length > 0) problems.push(`unknown key${extra.length > 1 ? "s" : ""} ${extra.join(", ")} (allowed: ${PROXY_KEYS.slice(1).join(", ")})`);
     for (const k of ["listen", "connect"]) {
@@ -197,19 +223,36 @@ export function lxdDeviceProblems(deviceName: string, device: unknown, type?: st
     if (device === PULUMI_UNKNOWN) return [];
     if (typeof device !== "object" || device === null || Array.isArray(device)) return [`${at}: expected a map of keys to values`];
     const d = device as LxdDevice;
-    const notStrings = Object.entries(d).filter(([, v]) => typeof v !== "string").map(([k]) => k);
+    const notStrings = Object.entries(d)
+        .filter(([, v]) => typeof v !== "string")
+        .map(([k]) => k);
     if (notStrings.length > 0) return [`${at}: ${notStrings.join(", ")} must be strings (LXD device values are strings)`];
     if (!known(d.type)) return d.type === undefined ? [`${at}: needs a type (one of ${LXD_DEVICE_TYPES.join(", ")})`] : [];
-    if (!(LXD_DEVICE_TYPES as readonly string[]).includes(d.type)) return [`${at}: unknown device type "${d.type}" (expected one of ${LXD_DEVICE_TYPES.join(", ")})`];
+    if (!(LXD_DEVICE_TYPES as readonly string[]).includes(d.type))
+        return [`${at}: unknown device type "${d.type}" (expected one of ${LXD_DEVICE_TYPES.join(", ")})`];
     let problems: string[] = [];
     switch (d.type) {
-        case "gpu": problems = gpuProblems(d); break;
-        case "unix-char": case "unix-block": problems = unixProblems(d); break;
-        case "disk": problems = diskProblems(d); break;
-        case "proxy": problems = proxyProblems(d, type); break;
-        case "nic": if (d.nictype === undefined && d.network === undefined) problems = ["a nic needs nictype or network"]; break;
-        case "none": if (Object.keys(d).length > 1) problems = ["a none device (it hides a profile's device of that name) takes no other keys"]; break;
-        default: break; // LXD checks the rest
+        case "gpu":
+            problems = gpuProblems(d);
+            break;
+        case "unix-char":
+        case "unix-block":
+            problems = unixProblems(d);
+            break;
+        case "disk":
+            problems = diskProblems(d);
+            break;
+        case "proxy":
+            problems = proxyProblems(d, type);
+            break;
+        case "nic":
+            if (d.nictype === undefined && d.network === undefined) problems = ["a nic needs nictype or network"];
+            break;
+        case "none":
+            if (Object.keys(d).length > 1) problems = ["a none device (it hides a profile's device of that name) takes no other keys"];
+            break;
+        default:
+            break; // LXD checks the rest
     }
     return problems.map((p) => `${at}: ${p}`);
 }
@@ -220,17 +263,20 @@ function serverProblems(server: unknown): string[] {
     const s = server as Record<string, unknown>;
     const problems: string[] = [];
     if (s.socket !== undefined && s.url !== undefined) problems.push("server: give either socket or url, not both");
-    if (known(s.socket) && (typeof s.socket !== "string" || !s.socket.startsWith("/"))) problems.push(`server: socket "${String(s.socket)}" is not an absolute path`);
+    if (known(s.socket) && (typeof s.socket !== "string" || !s.socket.startsWith("/")))
+        problems.push(`server: socket "${String(s.socket)}" is not an absolute path`);
     if (known(s.url)) {
         if (typeof s.url !== "string" || !/^https:\/\/[^/\s]+\/?$/.test(s.url)) problems.push(`server: url "${String(s.url)}" is not https://host:port`);
-        if (s.clientCert === undefined || s.clientKey === undefined) problems.push("server: an https url needs clientCert and clientKey (a certificate the server trusts)");
+        if (s.clientCert === undefined || s.clientKey === undefined)
+            problems.push("server: an https url needs clientCert and clientKey (a certificate the server trusts)");
     } else if (s.url === undefined && (s.clientCert !== undefined || s.clientKey !== undefined || s.serverCert !== undefined)) {
         problems.push("server: clientCert, clientKey and serverCert are for an https url only");
     }
     for (const k of ["clientCert", "serverCert"]) {
         if (known(s[k]) && (typeof s[k] !== "string" || !s[k].includes("-----BEGIN CERTIFICATE-----"))) problems.push(`server: ${k} is not a PEM certificate`);
     }
-    if (known(s.clientKey) && (typeof s.clientKey !== "string" || !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(s.clientKey))) problems.push("server: clientKey is not a PEM private key");
+    if (known(s.clientKey) && (typeof s.clientKey !== "string" || !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(s.clientKey)))
+        problems.push("server: clientKey is not a PEM private key");
     return problems;
 }
 
@@ -241,7 +287,10 @@ function fileProblems(files: unknown): string[] {
     files.forEach((f, i) => {
         if (f === PULUMI_UNKNOWN) return;
         const at = `files[${i}]`;
-        if (typeof f !== "object" || f === null) { problems.push(`${at}: expected {path, content}`); return; }
+        if (typeof f !== "object" || f === null) {
+            problems.push(`${at}: expected {path, content}`);
+            return;
+        }
         const file = f as Record<string, unknown>;
         if (known(file.path) && (typeof file.path !== "string" || !file.path.startsWith("/") || file.path.split("/").includes(".."))) {
             problems.push(`${at}: path "${String(file.path)}" is not an absolute path without ..`);
@@ -249,7 +298,8 @@ function fileProblems(files: unknown): string[] {
         if (file.path === undefined) problems.push(`${at}: needs path`);
         if (file.content === undefined) problems.push(`${at}: needs content`);
         else if (known(file.content) && typeof file.content !== "string") problems.push(`${at}: content must be a string`);
-        if (known(file.mode) && (typeof file.mode !== "string" || !/^0?[0-7]{3,4}$/.test(file.mode))) problems.push(`${at}: mode "${String(file.mode)}" is not an octal mode such as 0600`);
+        if (known(file.mode) && (typeof file.mode !== "string" || !/^0?[0-7]{3,4}$/.test(file.mode)))
+            problems.push(`${at}: mode "${String(file.mode)}" is not an octal mode such as 0600`);
         for (const k of ["uid", "gid"]) {
             if (known(file[k]) && !(Number.isInteger(file[k]) && (file[k] as number) >= 0)) problems.push(`${at}: ${k} must be a non-negative integer`);
         }
@@ -268,37 +318,53 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
     if (known(spec.image)) {
         if (typeof spec.image !== "string" || spec.image.trim() === "") problems.push("image is empty (expected an image alias or fingerprint on the server)");
         else if (/\s/.test(spec.image)) problems.push(`image "${spec.image}" contains spaces`);
-        else if (spec.image.includes(":")) problems.push(`image "${spec.image}" names a remote; import the image on the server and give its alias or fingerprint`);
+        else if (spec.image.includes(":"))
+            problems.push(`image "${spec.image}" names a remote; import the image on the server and give its alias or fingerprint`);
     } else if (spec.image === undefined) problems.push("image is empty (expected an image alias or fingerprint on the server)");
-    if (known(spec.type) && spec.type !== "container" && spec.type !== "virtual-machine") problems.push(`type "${String(spec.type)}" must be container or virtual-machine`);
+    if (known(spec.type) && spec.type !== "container" && spec.type !== "virtual-machine")
+        problems.push(`type "${String(spec.type)}" must be container or virtual-machine`);
     if (known(spec.profiles)) {
         if (!Array.isArray(spec.profiles)) problems.push("profiles: expected a list of profile names");
-        else spec.profiles.forEach((p, i) => { if (known(p) && (typeof p !== "string" || !/^[^/\s]+$/.test(p))) problems.push(`profiles[${i}]: "${String(p)}" is not a profile name`); });
+        else
+            spec.profiles.forEach((p, i) => {
+                if (known(p) && (typeof p !== "string" || !/^[^/\s]+$/.test(p))) problems.push(`profiles[${i}]: "${String(p)}" is not a profile name`);
+            });
     }
     if (known(spec.config)) {
         if (typeof spec.config !== "object" || spec.config === null) problems.push("config: expected a map of config keys to strings");
-        else for (const [k, v] of Object.entries(spec.config)) {
-            if (!CONFIG_KEY.test(k) && !ENVIRONMENT_KEY.test(k) && !k.startsWith("user.")) problems.push(`config: key "${k}" is not an LXD config key`);
-            else if (k.startsWith("volatile.") || k.startsWith("image.")) problems.push(`config: ${k} is managed by LXD and cannot be set`);
-            if (known(v) && typeof v !== "string") problems.push(`config: ${k} must be a string (LXD config values are strings)`);
-        }
+        else
+            for (const [k, v] of Object.entries(spec.config)) {
+                if (!CONFIG_KEY.test(k) && !ENVIRONMENT_KEY.test(k) && !k.startsWith("user.")) problems.push(`config: key "${k}" is not an LXD config key`);
+                else if (k.startsWith("volatile.") || k.startsWith("image.")) problems.push(`config: ${k} is managed by LXD and cannot be set`);
+                if (known(v) && typeof v !== "string") problems.push(`config: ${k} must be a string (LXD config values are strings)`);
+            }
     }
     if (known(spec.devices)) {
         if (typeof spec.devices !== "object" || spec.devices === null) problems.push("devices: expected a map of device names to devices");
-        else for (const [deviceName, device] of Object.entries(spec.devices)) problems.push(...lxdDeviceProblems(deviceName, device, known(spec.type) ? spec.type : undefined));
+        else
+            for (const [deviceName, device] of Object.entries(spec.devices))
+                problems.push(...lxdDeviceProblems(deviceName, device, known(spec.type) ? spec.type : undefined));
     }
     if (known(spec.userData)) {
-        if (typeof spec.userData !== "string" || !/^#(cloud-config|!)/.test(spec.userData)) problems.push("userData: expected cloud-init user-data (a document starting #cloud-config, or a script starting #!)");
-        if (known(spec.config) && spec.config && USER_DATA_KEYS.some((k) => k in spec.config!)) problems.push(`config: ${USER_DATA_KEYS.filter((k) => k in spec.config!).join(", ")} and userData both give the user-data; give it once, as userData (kept secret)`);
+        if (typeof spec.userData !== "string" || !/^#(cloud-config|!)/.test(spec.userData))
+            problems.push("userData: expected cloud-init user-data (a document starting #cloud-config, or a script starting #!)");
+        if (known(spec.config) && spec.config && USER_DATA_KEYS.some((k) => k in spec.config!))
+            problems.push(
+                `config: ${USER_DATA_KEYS.filter((k) => k in spec.config!).join(", ")} and userData both give the user-data; give it once, as userData (kept secret)`,
+            );
     }
     problems.push(...fileProblems(spec.files));
     if (spec.type === "virtual-machine" && Array.isArray(spec.files) && spec.files.length > 0) {
-        problems.push("files: a virtual machine cannot take files before its first start (its agent is not running yet); give them through the image or cloud-init");
+        problems.push(
+            "files: a virtual machine cannot take files before its first start (its agent is not running yet); give them through the image or cloud-init",
+        );
     }
     if (known(spec.waitFor)) {
         const w = spec.waitFor as unknown as Record<string, unknown>;
-        if (!Array.isArray(w.command) || w.command.length === 0 || w.command.some((c) => typeof c !== "string")) problems.push("waitFor: command must be a non-empty list of strings");
-        if (w.timeoutSeconds !== undefined && !(typeof w.timeoutSeconds === "number" && w.timeoutSeconds > 0)) problems.push("waitFor: timeoutSeconds must be a positive number");
+        if (!Array.isArray(w.command) || w.command.length === 0 || w.command.some((c) => typeof c !== "string"))
+            problems.push("waitFor: command must be a non-empty list of strings");
+        if (w.timeoutSeconds !== undefined && !(typeof w.timeoutSeconds === "number" && w.timeoutSeconds > 0))
+            problems.push("waitFor: timeoutSeconds must be a positive number");
     }
     problems.push(...serverProblems(spec.server));
     return problems.map((p) => `lxd instance ${name}: ${p}`);

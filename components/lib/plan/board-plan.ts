@@ -80,7 +80,10 @@ export interface BoardPlan {
  */
 export function partitionWorkerSpec(worker: BoardWorkerSpec, planned: PlannedPartition): WorkerSpec {
     const missing = planned.gpus.filter((g) => !g.pciBusId);
-    if (missing.length > 0) throw new Error(`${worker.spec.name}: GPU ${missing.map((g) => g.index).join(", ")} of its partition ${planned.partition.id} has no pciBusId: a worker VM gets its GPUs by PCI address`);
+    if (missing.length > 0)
+        throw new Error(
+            `${worker.spec.name}: GPU ${missing.map((g) => g.index).join(", ")} of its partition ${planned.partition.id} has no pciBusId: a worker VM gets its GPUs by PCI address`,
+        );
     return {
         ...worker.spec,
         selection: "all",
@@ -96,7 +99,11 @@ export function partitionWorkerSpec(worker: BoardWorkerSpec, planned: PlannedPar
 }
 
 export function planBoard(spec: BoardSpec): BoardPlan {
-    const partitions = planPartitions(spec.table, spec.inventory, spec.workers.map((w) => ({ worker: w.spec.name, ...w.ask })));
+    const partitions = planPartitions(
+        spec.table,
+        spec.inventory,
+        spec.workers.map((w) => ({ worker: w.spec.name, ...w.ask })),
+    );
     const hostComponent = `${spec.name}-host`;
     const host = planGpuHost(hostComponent, { ssh: { user: spec.user } });
     const settings: FabricServiceVmSettings = {
@@ -113,7 +120,12 @@ export function planBoard(spec: BoardSpec): BoardPlan {
     // A worker VM may start only once its partition is active: its instance waits for the service VM.
     const workers = workerSpecs.map((w) => {
         const plan = planHost(w);
-        return { ...plan, steps: plan.steps.map((step) => (step.name === stepResourceName(plan.hostComponent, "instance") ? { ...step, dependsOn: [...step.dependsOn, ready] } : step)) };
+        return {
+            ...plan,
+            steps: plan.steps.map((step) =>
+                step.name === stepResourceName(plan.hostComponent, "instance") ? { ...step, dependsOn: [...step.dependsOn, ready] } : step,
+            ),
+        };
     });
     return {
         name: spec.name,

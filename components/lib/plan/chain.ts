@@ -18,7 +18,17 @@ import { sha256Text } from "../file-hash";
 import { Artifact, RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
 import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
-import { ContainerdRuntimeTerms, ContainerToolkitTerms, planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator, RuncWrapperTerms, WorkerValidatorTerms } from "./leaf-terms";
+import {
+    ContainerdRuntimeTerms,
+    ContainerToolkitTerms,
+    planContainerdRuntime,
+    planContainerToolkit,
+    planGpuDriver,
+    planRuncWrapper,
+    planWorkerValidator,
+    RuncWrapperTerms,
+    WorkerValidatorTerms,
+} from "./leaf-terms";
 
 export interface ChainSettings {
     /** The worker's GPU plan, from the inventory and the selection. */
@@ -64,7 +74,8 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     }
     if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
     if (host.concourse.binary) {
-        if (host.concourse.tsaHost === undefined) throw new Error(`host ${host.name}: concourse.tsaHost is required to run the worker (the TSA's address as the worker reaches it)`);
+        if (host.concourse.tsaHost === undefined)
+            throw new Error(`host ${host.name}: concourse.tsaHost is required to run the worker (the TSA's address as the worker reaches it)`);
         settings.concourse = {
             name: host.name,
             version: host.concourse.version,
@@ -79,7 +90,9 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             networkMtu: host.concourse.networkMtu,
             privilegedMode: host.concourse.privilegedMode,
             ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
-            inUserNamespace: host.concourse.userNamespace ?? (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
+            inUserNamespace:
+                host.concourse.userNamespace ??
+                (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: { wrapper: WRAPPER_PATH, sha256: host.artifacts.wrapper.sha256 },
         };
     } else {
@@ -90,25 +103,48 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
 
 /** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
 export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBinary: Artifact } {
-    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, privilegedMode: host.concourse.privilegedMode, wrapperBinary: host.artifacts.wrapper };
+    return {
+        inventory: host.inventory,
+        selection: host.selection,
+        cdi: host.toolkit.cdi,
+        datasets: host.datasets,
+        privilegedMode: host.concourse.privilegedMode,
+        wrapperBinary: host.artifacts.wrapper,
+    };
 }
 
 /** The worker's containerd runtime handler in a user's terms. */
 export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms & { helperBinary: Artifact } {
-    return { inventory: host.inventory, runtimeName: host.containerd.runtimeName, default: host.containerd.default, cdi: host.toolkit.cdi, helperBinary: host.artifacts.containerdToml };
+    return {
+        inventory: host.inventory,
+        runtimeName: host.containerd.runtimeName,
+        default: host.containerd.default,
+        cdi: host.toolkit.cdi,
+        helperBinary: host.artifacts.containerdToml,
+    };
 }
 
 /** The worker's validator in a user's terms. */
 export function validatorTerms(host: WorkerSpec): WorkerValidatorTerms {
     return {
-        inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, datasets: host.datasets, driverVersion: host.driver.version,
+        inventory: host.inventory,
+        selection: host.selection,
+        cdi: host.toolkit.cdi,
+        datasets: host.datasets,
+        driverVersion: host.driver.version,
         ...(host.toolkit.version !== undefined ? { toolkitVersion: host.toolkit.version } : {}),
     };
 }
 
 /** The worker's container toolkit in a user's terms. */
 export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
-    return { inventory: host.inventory, selection: host.selection, cdi: host.toolkit.cdi, ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}), driverVersion: host.driver.version };
+    return {
+        inventory: host.inventory,
+        selection: host.selection,
+        cdi: host.toolkit.cdi,
+        ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}),
+        driverVersion: host.driver.version,
+    };
 }
 
 /** One link of the chain, in order: the component type, its child name and what it places. */
@@ -150,8 +186,17 @@ export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: W
     return {
         config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },
         devices: {
-            ...lxdDevicesForWorker(plan, { cdi: lxd.gpuCdi, datasetSource: lxd.datasetSource, datasetFolders: lxd.datasetFolders, datasets: host.datasets, shiftWritable: lxd.shiftWritable, hostPci }),
-            ...Object.fromEntries(Object.entries(lxd.serverPorts).map(([device, p]) => [device, lxdProxyDevice({ address: "127.0.0.1", port: p.port }, p.server, "instance")])),
+            ...lxdDevicesForWorker(plan, {
+                cdi: lxd.gpuCdi,
+                datasetSource: lxd.datasetSource,
+                datasetFolders: lxd.datasetFolders,
+                datasets: host.datasets,
+                shiftWritable: lxd.shiftWritable,
+                hostPci,
+            }),
+            ...Object.fromEntries(
+                Object.entries(lxd.serverPorts).map(([device, p]) => [device, lxdProxyDevice({ address: "127.0.0.1", port: p.port }, p.server, "instance")]),
+            ),
         },
     };
 }

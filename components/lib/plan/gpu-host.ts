@@ -30,8 +30,18 @@ export function planGpuHost(name: string, transport: AccessShape): GpuHostPlan {
     const discover = stepResourceName(name, "discover");
     const steps: PlannedStep[] = [
         ...access.steps,
-        { name: discover, component: "GpuHost", dependsOn: access.steps.map((s) => s.name), run: `${command} (stdin: host/${DISCOVER_SCRIPT}, sha256 ${sha256Text(script)})` },
-        { name: stepResourceName(name, "inventory"), component: "GpuHost", dependsOn: [discover], run: "compare the discovered inventory with the declared one (in the program)" },
+        {
+            name: discover,
+            component: "GpuHost",
+            dependsOn: access.steps.map((s) => s.name),
+            run: `${command} (stdin: host/${DISCOVER_SCRIPT}, sha256 ${sha256Text(script)})`,
+        },
+        {
+            name: stepResourceName(name, "inventory"),
+            component: "GpuHost",
+            dependsOn: [discover],
+            run: "compare the discovered inventory with the declared one (in the program)",
+        },
     ];
     return { user: access.user, discover: { command, script }, lxd: access.lxd, steps, files: access.files };
 }

@@ -73,7 +73,8 @@ export function planHostAccess(name: string, component: string, transport: Acces
         ssh: (ssh): HostAccessPlan => ({ user: ssh.user, steps: [], files: [] }),
         lxd: (l): HostAccessPlan => {
             const vm = l.type === "virtual-machine";
-            if (vm && (!l.network || !l.address)) throw new Error(`${name}: a virtual machine needs network and address: LXD forwards sshd to a VM only through NAT to a static address`);
+            if (vm && (!l.network || !l.address))
+                throw new Error(`${name}: a virtual machine needs network and address: LXD forwards sshd to a VM only through NAT to a static address`);
             const ssh = { address: l.sshAddress, port: l.sshPort };
             const access = vm ? lxdVmSshDevices({ network: l.network!, address: l.address! }, ssh) : { sshd: lxdSshProxyDevice(ssh) };
             const instance = { ...l, devices: { ...l.devices, ...access } };
@@ -83,7 +84,14 @@ export function planHostAccess(name: string, component: string, transport: Acces
                 user: l.user,
                 // A VM boots a whole kernel and runs cloud-init before sshd.
                 lxd: { instance, files, delivery: vm ? "cloud-init" : "push", waitFor: { command: SSHD_READY, timeoutSeconds: vm ? 300 : 120 } },
-                steps: [{ name: stepResourceName(name, "instance"), component, dependsOn: [], run: `LXD: create ${l.type} ${l.instance} from image ${l.image} with config ${JSON.stringify(l.config)} and devices ${JSON.stringify(instance.devices)}, ${how}, start it and wait for sshd` }],
+                steps: [
+                    {
+                        name: stepResourceName(name, "instance"),
+                        component,
+                        dependsOn: [],
+                        run: `LXD: create ${l.type} ${l.instance} from image ${l.image} with config ${JSON.stringify(l.config)} and devices ${JSON.stringify(instance.devices)}, ${how}, start it and wait for sshd`,
+                    },
+                ],
                 files,
             };
         },

@@ -46,7 +46,8 @@ export interface HostPlan {
 /** A rendered component's steps and checks as planned steps: each waits for `upstream` and for its own files and steps. */
 export function componentSteps(name: string, component: string, rendered: RenderedComponent, upstream: string[]): PlannedStep[] {
     const steps: PlannedStep[] = rendered.steps.map((step) => ({
-        name: stepResourceName(name, step.name), component,
+        name: stepResourceName(name, step.name),
+        component,
         dependsOn: [...upstream, ...step.dependsOn.map((d) => (d.startsWith("/") ? `file:${d}` : stepResourceName(name, d)))],
         run: step.create,
         ...(step.remove ? { remove: step.remove } : {}),
@@ -74,7 +75,10 @@ export function chainSteps(links: StepsLink[], inventoryStep: string): PlannedSt
         const upstream = link.dependsOn.length > 0 ? link.dependsOn.flatMap((l) => stepsOfLink.get(l) ?? []) : [inventoryStep];
         const own = componentSteps(link.name, link.component, link.rendered, upstream);
         steps.push(...own);
-        stepsOfLink.set(link.name, own.map((s) => s.name));
+        stepsOfLink.set(
+            link.name,
+            own.map((s) => s.name),
+        );
     }
     return steps;
 }
@@ -86,8 +90,15 @@ export function planHost(spec: WorkerSpec): HostPlan {
         ssh: (ssh) => ({ ssh: { user: ssh.user } }),
         lxd: (lxd) => ({
             lxd: {
-                instance: lxd.instance, image: lxd.image, type: lxd.type, profiles: lxd.profiles, sshAddress: lxd.sshAddress, sshPort: lxd.sshPort, user: lxd.user,
-                ...(lxd.network !== undefined ? { network: lxd.network } : {}), ...(lxd.address !== undefined ? { address: lxd.address } : {}),
+                instance: lxd.instance,
+                image: lxd.image,
+                type: lxd.type,
+                profiles: lxd.profiles,
+                sshAddress: lxd.sshAddress,
+                sshPort: lxd.sshPort,
+                user: lxd.user,
+                ...(lxd.network !== undefined ? { network: lxd.network } : {}),
+                ...(lxd.address !== undefined ? { address: lxd.address } : {}),
                 ...lxdInstanceSettings(spec, lxd, settings.plan),
             },
         }),
@@ -101,7 +112,8 @@ export function planHost(spec: WorkerSpec): HostPlan {
     const links = chain.map((link, i) => ({ ...link, placedEarlier: placement.placedEarlier[i + 1] }));
     const componentName = new Map<string, string>(chain.map((l): [string, string] => [l.component, l.name]));
     // GpuHost's files go in with the instance it creates, before the first start.
-    const resourceOf = (owner: string, path: string) => (owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, path));
+    const resourceOf = (owner: string, path: string) =>
+        owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, path);
     const inventoryStep = host.steps[host.steps.length - 1].name;
     return {
         name: spec.name,
@@ -112,7 +124,8 @@ export function planHost(spec: WorkerSpec): HostPlan {
         verify: {
             driverPin: spec.driver.version,
             // A pinned driver changes the driver and CUDA versions during up: before it, they only warn.
-            warnOnly: spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const, "cuda" as const])],
+            warnOnly:
+                spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const, "cuda" as const])],
         },
         settings,
         gpu: settings.plan,

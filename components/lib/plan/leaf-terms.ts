@@ -24,7 +24,12 @@ function builtin<T>(value: T | undefined, path: string): T {
 /** The GPU part of a worker's plan as a container sees it: env, unset variables, device nodes, CDI ids. */
 function containerGpus(inventory: GpuInventory, selection: GpuSelection | undefined, cdi: boolean | undefined): WorkerGpuPlan {
     // fabricmanager and tags are the worker's business, not what a container is given.
-    return planWorkerGpus(inventory, { selection: selection ?? builtin(WORKER_DEFAULTS.selection, "selection"), cdi: cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"), fabricManager: { mode: "off", partitions: [] }, extraTags: [] });
+    return planWorkerGpus(inventory, {
+        selection: selection ?? builtin(WORKER_DEFAULTS.selection, "selection"),
+        cdi: cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"),
+        fabricManager: { mode: "off", partitions: [] },
+        extraTags: [],
+    });
 }
 
 /** A worker's datasets, each field defaulting to the worker's. */
@@ -36,7 +41,10 @@ export interface DatasetTerms {
 }
 
 function datasetsOf(terms: DatasetTerms | undefined): { root: string; writableSuffixes: string[] } {
-    return { root: terms?.root ?? builtin(WORKER_DEFAULTS.datasets?.root, "datasets.root"), writableSuffixes: terms?.writableSuffixes ?? [...builtin(WORKER_DEFAULTS.datasets?.writableSuffixes, "datasets.writableSuffixes")] };
+    return {
+        root: terms?.root ?? builtin(WORKER_DEFAULTS.datasets?.root, "datasets.root"),
+        writableSuffixes: terms?.writableSuffixes ?? [...builtin(WORKER_DEFAULTS.datasets?.writableSuffixes, "datasets.writableSuffixes")],
+    };
 }
 
 /** The GPU driver in a user's terms. */
@@ -69,7 +77,10 @@ export interface ContainerToolkitTerms {
 }
 
 /** The toolkit's settings; `plan` is the worker's GPU plan where the chain has one already. */
-export function planContainerToolkit(terms: ContainerToolkitTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): ContainerToolkitSettings {
+export function planContainerToolkit(
+    terms: ContainerToolkitTerms,
+    plan = containerGpus(terms.inventory, terms.selection, terms.cdi),
+): ContainerToolkitSettings {
     const vendor = terms.inventory.vendor;
     if (vendor === "none") throw new PlanError("inventory.vendor", "a container toolkit needs GPUs, but the inventory declares vendor none");
     const version = toolkitVersion(vendor, terms.version);
@@ -127,7 +138,10 @@ export interface RuncWrapperTerms {
 const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtime": NVIDIA_RUNTIME_BINARY, runc: RUNC_REAL_PATH };
 
 /** The wrapper's settings; `plan` is the worker's GPU plan where the chain has one already. */
-export function planRuncWrapper(terms: RuncWrapperTerms & { wrapperBinary: Artifact }, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): RuncWrapperSettings {
+export function planRuncWrapper(
+    terms: RuncWrapperTerms & { wrapperBinary: Artifact },
+    plan = containerGpus(terms.inventory, terms.selection, terms.cdi),
+): RuncWrapperSettings {
     const runtime = terms.runtime ?? (terms.inventory.vendor === "nvidia" ? "nvidia-container-runtime" : "runc");
     const privilegedMode = terms.privilegedMode ?? builtin(WORKER_DEFAULTS.concourse?.privilegedMode, "concourse.privilegedMode");
     return {

@@ -43,10 +43,14 @@ export function placeOnce(host: string, groups: OwnedFiles[]): Placement {
                 placed.push({ ...file, owner: group.owner });
                 continue;
             }
-            const why = file.secret || earlier.file.secret ? "as a secret, which has one owner"
-                : identity(file) !== identity(earlier.file) ? "with different contents"
-                : file.mode !== earlier.file.mode ? `with different modes (${earlier.file.mode}, ${file.mode})`
-                : undefined;
+            const why =
+                file.secret || earlier.file.secret
+                    ? "as a secret, which has one owner"
+                    : identity(file) !== identity(earlier.file)
+                      ? "with different contents"
+                      : file.mode !== earlier.file.mode
+                        ? `with different modes (${earlier.file.mode}, ${file.mode})`
+                        : undefined;
             if (why) {
                 const who = earlier.owner === group.owner ? `twice by ${group.owner}` : `by both ${earlier.owner} and ${group.owner}`;
                 throw new Error(`host ${host}: ${file.path} is placed ${who} ${why}`);

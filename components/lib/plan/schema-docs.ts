@@ -55,7 +55,10 @@ function groupOf(schema: z.ZodType): z.ZodObject | undefined {
 /** A default as the README writes it: plain words, lists in brackets, objects as `{key: value}`. */
 export function formatDefault(value: unknown): string {
     if (Array.isArray(value)) return `[${value.map(formatDefault).join(", ")}]`;
-    if (typeof value === "object" && value !== null) return `{${Object.entries(value).map(([k, v]) => `${k}: ${formatDefault(v)}`).join(", ")}}`;
+    if (typeof value === "object" && value !== null)
+        return `{${Object.entries(value)
+            .map(([k, v]) => `${k}: ${formatDefault(v)}`)
+            .join(", ")}}`;
     return String(value);
 }
 

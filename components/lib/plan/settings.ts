@@ -10,14 +10,20 @@ import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
-export const nonNegativeInt = z.number({ error: "expected a non-negative integer" })
+export const nonNegativeInt = z
+    .number({ error: "expected a non-negative integer" })
     .int({ error: "expected a non-negative integer" })
     .nonnegative({ error: "expected a non-negative integer" });
-export const port = z.number({ error: "expected a port number" }).int({ error: "expected a port number" })
-    .min(1, { error: "expected a port number (1-65535)" }).max(65535, { error: "expected a port number (1-65535)" });
+export const port = z
+    .number({ error: "expected a port number" })
+    .int({ error: "expected a port number" })
+    .min(1, { error: "expected a port number (1-65535)" })
+    .max(65535, { error: "expected a port number (1-65535)" });
 /** Absolute, in normal form, of plain characters (value-patterns.ts). */
 export const absolutePath = hostPath;
-export const version = z.string({ error: "expected a version such as 1.2.3" }).regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
+export const version = z
+    .string({ error: "expected a version such as 1.2.3" })
+    .regex(/^[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?$/, { error: "expected a version such as 1.2.3" });
 /** Any vendor's toolkit version form (1.17.8, 1.18.0~rc.1); the vendor's own form is checked with the host. */
 const toolkitVersionForm = z.string().regex(/^[0-9]+(\.[0-9]+)+(~rc\.[0-9]+)?$/, { error: "expected preinstalled or a version such as 1.17.8" });
 // One schema, not a union of two, so a bad value's error names both forms.
@@ -37,56 +43,142 @@ export const REGISTRATION_TIMEOUT_SECONDS = 120;
  * table (`npm run docs:settings`) are derived from this schema.
  */
 export const settingsSchema = z.strictObject({
-    selection: z.union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], { error: "expected all or a list of GPU indices" })
-        .default("all").meta({ description: "the GPUs the worker gets: `all` or a list of indices" }),
-    verify: z.strictObject({
-        warnOnly: warnOnlyFieldsSchema.default([]).meta({ description: "inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))" }),
-    }).meta({ description: "how the hardware found on `up` is compared with the declared inventory" }),
-    driver: z.strictObject({
-        version: driverVersion.default("preinstalled").meta({ description: "a pinned version (e.g. `550.54.15`) or `preinstalled`; anything else (`latest`) is refused naming both forms" }),
-    }).meta({ description: "the GPU driver the host runs" }),
-    toolkit: z.strictObject({
-        // The vendor's own version form and the CVE floor are checked where the vendor is known (the host's plan).
-        version: z.union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" }).optional().meta({
-            defaultText: `the vendor's: \`${TOOLKITS.nvidia.defaultVersion}\` (NVIDIA), \`${TOOLKITS.amd.defaultVersion}\` (AMD)`,
-            description: "container toolkit version in the vendor's own form, or `preinstalled`; versions with a known container escape are refused, naming the CVE and the first fixed version " +
-                `(${[...TOOLKITS.nvidia.cves, ...TOOLKITS.amd.cves].map((c) => `${c.id}: ${c.fixedIn}`).join(", ")})`,
-        }),
-        cdi: z.boolean().default(true).meta({ description: "generate a CDI spec and inject GPUs by CDI id" }),
-    }).meta({ description: "the vendor's container toolkit and its CDI spec" }),
-    datasets: z.strictObject({
-        root: datasetRoot.default("/srv").meta({ description: "mounted once into every container, at its own path, read-only (all the way down, `rro`, where runc and the kernel have it). Refused: `/`, system folders and everything in them (`/bin`, `/boot`, `/dev`, `/etc`, `/lib*`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`), `/var` and its standard folders (`/var/lib`, `/var/log`, ...; a folder of its own below them is fine), `/home` (users' folders) and `/tmp`, `/var/tmp` (writable by every user). On the host it must be owned by root and not writable by group or others: the validator fails the `up` otherwise (also for a folder above it that others may write to without the sticky bit), and the wrapper refuses to create containers" }),
-        writableSuffixes: z.array(writableSuffix).default(["_writable", "_rw"]).meta({ description: "direct subfolders (real folders, never links) whose name ends so are mounted read-write on top; a link under the root resolves inside the container and has the mode of what it leads to ([details](docs/runc-wrapper.md#how-it-works))" }),
-    }).meta({ description: "the host folders every container of the worker gets" }),
-    containerd: z.strictObject({
-        runtimeName: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" }).default("gpu").meta({ description: "the containerd runtime entry that calls the wrapper (the CRI handler name)" }),
-        default: z.boolean().default(false).meta({ description: "make it containerd's default runtime" }),
-    }).meta({ description: "the containerd runtime entry through the runc wrapper" }),
-    fabricManager: z.strictObject({
-        mode: z.enum(["auto", "host", "service-vm", "off", "on"], { error: "expected auto, host, service-vm or off (on is the older name of host)" }).default("auto").meta({ description: "`host` (fabricmanager on the host: the whole board is one worker), `service-vm` (the host is a board shared by several workers, above), `off`, or `auto` (`host` where NVSwitches are declared, else `off`); `on`, from earlier stacks, means `host`" }),
-        partitions: z.array(nonNegativeInt).default([]).meta({ description: "fabric partition ids to activate on the host (mode `host`); an id the board's table lacks is refused, naming the table's ids (the table: `fabric.partitionTable` on the host, default `hgx-h100-8gpu`)" }),
-    }).meta({ description: "NVIDIA fabricmanager, on boards with NVSwitches" }),
-    concourse: z.strictObject({
-        version: version.default("7.14.2").meta({ description: "the Concourse release the worker runs (and, by default, the stack's web)" }),
-        tsaHost: hostAddress.optional().meta({ defaultText: "the web's", description: "the TSA as the worker reaches it (a DNS name or an IP address); from `gpu-workers:web` when the stack has one (an LXD worker on the web's LXD server reaches its published TSA port through a proxy device of its own)" }),
-        tsaPort: port.default(2222).meta({ description: "the TSA's port as the worker reaches it; the web's when the stack has one" }),
-        tsaPublicKey: publicKey.optional().meta({ defaultText: "the web's", description: "the TSA's host key: one key on one line (`ssh-rsa AAAA... comment`)" }),
-        team: plainName("a team name").optional().meta({ description: "register as a team worker (letters, digits and `_ . -`, not starting with `.` or `-`)" }),
-        tags: z.array(tag).default([]).meta({ description: "extra tags, after the computed ones" }),
-        binary: z.union([
-            z.strictObject({
-                url: httpUrl.meta({ description: "where the host downloads the release tarball" }),
-                sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" }).meta({ description: "the tarball's sha256, checked before it is unpacked" }),
+    selection: z
+        .union([z.literal("all"), z.array(nonNegativeInt).min(1, { error: "select at least one GPU, or all" })], {
+            error: "expected all or a list of GPU indices",
+        })
+        .default("all")
+        .meta({ description: "the GPUs the worker gets: `all` or a list of indices" }),
+    verify: z
+        .strictObject({
+            warnOnly: warnOnlyFieldsSchema.default([]).meta({
+                description:
+                    "inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))",
             }),
-            z.strictObject({ path: z.string().min(1).meta({ description: "a release tarball uploaded from here" }) }),
-        ], { error: "expected {url, sha256} or {path}" }).optional().meta({ description: "`{url, sha256}` the host downloads (an `http://` or `https://` URL of plain characters), or `{path}` of a release tarball uploaded from here (a relative path is the project folder's); without it the chain stops before the worker and says so" }),
-        workDir: workDir.default("/opt/concourse/worker").meta({ description: "deleted on destroy, so refused: what `datasets.root` refuses, `/opt`, `/srv`, `/mnt`, `/media` themselves, and the dataset root, a folder inside it or one holding it" }),
-        userNamespace: z.boolean({ error: "expected true or false" }).optional().meta({ defaultText: "true for an LXD container of the stack, else false", description: "the worker's host is an unprivileged container, whose overlayfs refuses `metacopy`: the unit hides the offer from Concourse's volume driver (set it for an SSH host that is such a container)" }),
-        networkMtu: z.number({ error: "expected an MTU such as 1500" }).int({ error: "expected an MTU such as 1500" }).min(576, { error: "expected an MTU of at least 576" }).max(65535, { error: "expected an MTU of at most 65535" }).optional()
-            .meta({ description: "MTU of the containers' network; Concourse takes it from the host's outbound interface, so a host without a network needs it" }),
-        taskCheck: z.boolean({ error: "expected true or false" }).default(true).meta({ description: "where the registration is checked, also run one task tagged with the worker's tags through the web (a one-off build on the image of Concourse's bundled mock resource, up to 300 s) and fail the `up` unless it succeeds ([how](docs/concourse.md#a-task-runs-through-the-web))" }),
-        privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }).default("ignore").meta({ description: "what a `privileged: true` step gets (`CONCOURSE_CONTAINERD_PRIVILEGED_MODE`, always set): `ignore`, the same as any step; `fuse-only`, CAP_SYS_ADMIN and `/dev/fuse` in a user namespace; `full`, root on the worker. Both of the latter let such a step undo the read-only datasets; they tag the worker `privileged=MODE` and let the runc wrapper create such containers ([why ignore](docs/concourse.md#privileged-steps))" }),
-    }).meta({ description: "the Concourse worker: its release, the TSA it registers with, its tags and work dir" }),
+        })
+        .meta({ description: "how the hardware found on `up` is compared with the declared inventory" }),
+    driver: z
+        .strictObject({
+            version: driverVersion
+                .default("preinstalled")
+                .meta({ description: "a pinned version (e.g. `550.54.15`) or `preinstalled`; anything else (`latest`) is refused naming both forms" }),
+        })
+        .meta({ description: "the GPU driver the host runs" }),
+    toolkit: z
+        .strictObject({
+            // The vendor's own version form and the CVE floor are checked where the vendor is known (the host's plan).
+            version: z
+                .union([z.literal("preinstalled"), toolkitVersionForm], { error: "expected preinstalled or a version such as 1.17.8" })
+                .optional()
+                .meta({
+                    defaultText: `the vendor's: \`${TOOLKITS.nvidia.defaultVersion}\` (NVIDIA), \`${TOOLKITS.amd.defaultVersion}\` (AMD)`,
+                    description:
+                        "container toolkit version in the vendor's own form, or `preinstalled`; versions with a known container escape are refused, naming the CVE and the first fixed version " +
+                        `(${[...TOOLKITS.nvidia.cves, ...TOOLKITS.amd.cves].map((c) => `${c.id}: ${c.fixedIn}`).join(", ")})`,
+                }),
+            cdi: z.boolean().default(true).meta({ description: "generate a CDI spec and inject GPUs by CDI id" }),
+        })
+        .meta({ description: "the vendor's container toolkit and its CDI spec" }),
+    datasets: z
+        .strictObject({
+            root: datasetRoot.default("/srv").meta({
+                description:
+                    "mounted once into every container, at its own path, read-only (all the way down, `rro`, where runc and the kernel have it). Refused: `/`, system folders and everything in them (`/bin`, `/boot`, `/dev`, `/etc`, `/lib*`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`), `/var` and its standard folders (`/var/lib`, `/var/log`, ...; a folder of its own below them is fine), `/home` (users' folders) and `/tmp`, `/var/tmp` (writable by every user). On the host it must be owned by root and not writable by group or others: the validator fails the `up` otherwise (also for a folder above it that others may write to without the sticky bit), and the wrapper refuses to create containers",
+            }),
+            writableSuffixes: z.array(writableSuffix).default(["_writable", "_rw"]).meta({
+                description:
+                    "direct subfolders (real folders, never links) whose name ends so are mounted read-write on top; a link under the root resolves inside the container and has the mode of what it leads to ([details](docs/runc-wrapper.md#how-it-works))",
+            }),
+        })
+        .meta({ description: "the host folders every container of the worker gets" }),
+    containerd: z
+        .strictObject({
+            runtimeName: z
+                .string()
+                .regex(/^[a-z0-9][a-z0-9_.-]*$/, { error: "expected a runtime name such as gpu" })
+                .default("gpu")
+                .meta({ description: "the containerd runtime entry that calls the wrapper (the CRI handler name)" }),
+            default: z.boolean().default(false).meta({ description: "make it containerd's default runtime" }),
+        })
+        .meta({ description: "the containerd runtime entry through the runc wrapper" }),
+    fabricManager: z
+        .strictObject({
+            mode: z
+                .enum(["auto", "host", "service-vm", "off", "on"], { error: "expected auto, host, service-vm or off (on is the older name of host)" })
+                .default("auto")
+                .meta({
+                    description:
+                        "`host` (fabricmanager on the host: the whole board is one worker), `service-vm` (the host is a board shared by several workers, above), `off`, or `auto` (`host` where NVSwitches are declared, else `off`); `on`, from earlier stacks, means `host`",
+                }),
+            partitions: z.array(nonNegativeInt).default([]).meta({
+                description:
+                    "fabric partition ids to activate on the host (mode `host`); an id the board's table lacks is refused, naming the table's ids (the table: `fabric.partitionTable` on the host, default `hgx-h100-8gpu`)",
+            }),
+        })
+        .meta({ description: "NVIDIA fabricmanager, on boards with NVSwitches" }),
+    concourse: z
+        .strictObject({
+            version: version.default("7.14.2").meta({ description: "the Concourse release the worker runs (and, by default, the stack's web)" }),
+            tsaHost: hostAddress.optional().meta({
+                defaultText: "the web's",
+                description:
+                    "the TSA as the worker reaches it (a DNS name or an IP address); from `gpu-workers:web` when the stack has one (an LXD worker on the web's LXD server reaches its published TSA port through a proxy device of its own)",
+            }),
+            tsaPort: port.default(2222).meta({ description: "the TSA's port as the worker reaches it; the web's when the stack has one" }),
+            tsaPublicKey: publicKey
+                .optional()
+                .meta({ defaultText: "the web's", description: "the TSA's host key: one key on one line (`ssh-rsa AAAA... comment`)" }),
+            team: plainName("a team name")
+                .optional()
+                .meta({ description: "register as a team worker (letters, digits and `_ . -`, not starting with `.` or `-`)" }),
+            tags: z.array(tag).default([]).meta({ description: "extra tags, after the computed ones" }),
+            binary: z
+                .union(
+                    [
+                        z.strictObject({
+                            url: httpUrl.meta({ description: "where the host downloads the release tarball" }),
+                            sha256: z
+                                .string()
+                                .regex(/^[0-9a-f]{64}$/, { error: "expected a hex sha256" })
+                                .meta({ description: "the tarball's sha256, checked before it is unpacked" }),
+                        }),
+                        z.strictObject({ path: z.string().min(1).meta({ description: "a release tarball uploaded from here" }) }),
+                    ],
+                    { error: "expected {url, sha256} or {path}" },
+                )
+                .optional()
+                .meta({
+                    description:
+                        "`{url, sha256}` the host downloads (an `http://` or `https://` URL of plain characters), or `{path}` of a release tarball uploaded from here (a relative path is the project folder's); without it the chain stops before the worker and says so",
+                }),
+            workDir: workDir.default("/opt/concourse/worker").meta({
+                description:
+                    "deleted on destroy, so refused: what `datasets.root` refuses, `/opt`, `/srv`, `/mnt`, `/media` themselves, and the dataset root, a folder inside it or one holding it",
+            }),
+            userNamespace: z.boolean({ error: "expected true or false" }).optional().meta({
+                defaultText: "true for an LXD container of the stack, else false",
+                description:
+                    "the worker's host is an unprivileged container, whose overlayfs refuses `metacopy`: the unit hides the offer from Concourse's volume driver (set it for an SSH host that is such a container)",
+            }),
+            networkMtu: z
+                .number({ error: "expected an MTU such as 1500" })
+                .int({ error: "expected an MTU such as 1500" })
+                .min(576, { error: "expected an MTU of at least 576" })
+                .max(65535, { error: "expected an MTU of at most 65535" })
+                .optional()
+                .meta({
+                    description: "MTU of the containers' network; Concourse takes it from the host's outbound interface, so a host without a network needs it",
+                }),
+            taskCheck: z.boolean({ error: "expected true or false" }).default(true).meta({
+                description:
+                    "where the registration is checked, also run one task tagged with the worker's tags through the web (a one-off build on the image of Concourse's bundled mock resource, up to 300 s) and fail the `up` unless it succeeds ([how](docs/concourse.md#a-task-runs-through-the-web))",
+            }),
+            privilegedMode: z.enum(PRIVILEGED_MODES, { error: "expected ignore, fuse-only or full" }).default("ignore").meta({
+                description:
+                    "what a `privileged: true` step gets (`CONCOURSE_CONTAINERD_PRIVILEGED_MODE`, always set): `ignore`, the same as any step; `fuse-only`, CAP_SYS_ADMIN and `/dev/fuse` in a user namespace; `full`, root on the worker. Both of the latter let such a step undo the read-only datasets; they tag the worker `privileged=MODE` and let the runc wrapper create such containers ([why ignore](docs/concourse.md#privileged-steps))",
+            }),
+        })
+        .meta({ description: "the Concourse worker: its release, the TSA it registers with, its tags and work dir" }),
 });
 
 /** Every setting of a worker, defaults applied. */

@@ -69,7 +69,24 @@ function pathSchema(check: (value: string) => string | undefined) {
 export const hostPath = pathSchema(() => undefined);
 
 /** Folders of the system (each with everything in it). */
-export const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var/lock", "/var/run"];
+export const SYSTEM_TREES = [
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/lock",
+    "/var/run",
+];
 /** The users' folders (each with everything in it): their owners could put there what tasks then get. */
 export const USER_TREES = ["/home"];
 /** Folders every user may write to (each with everything in it). */
@@ -105,7 +122,9 @@ export function protectedFolderProblem(folder: string, use: "datasets" | "workDi
 /** The dataset root: every folder in it is mounted into every task. */
 export const datasetRoot = pathSchema((value) => {
     const problem = protectedFolderProblem(value, "datasets");
-    return problem && `${value} ${problem}: every folder of the dataset root is mounted into every task; give a folder of its own, such as /srv or /data/datasets`;
+    return (
+        problem && `${value} ${problem}: every folder of the dataset root is mounted into every task; give a folder of its own, such as /srv or /data/datasets`
+    );
 });
 
 /** The worker's work dir: destroy deletes it with everything in it. */
@@ -117,7 +136,8 @@ export const workDir = pathSchema((value) => {
 /** Why a work dir and a dataset root (both absolute, in normal form) cannot go together, or undefined. */
 export function workDirAndDatasetsProblem(dir: string, root: string): string | undefined {
     if (dir === root) return `${dir} is datasets.root too: destroy deletes the work dir, and with it every dataset`;
-    if (within(dir, root)) return `${dir} is inside datasets.root ${root}: every task would get the worker's own files, and destroy would delete them from under the datasets`;
+    if (within(dir, root))
+        return `${dir} is inside datasets.root ${root}: every task would get the worker's own files, and destroy would delete them from under the datasets`;
     if (within(root, dir)) return `${dir} holds datasets.root ${root}: destroy deletes the work dir, and with it every dataset`;
     return undefined;
 }
@@ -133,7 +153,8 @@ const URL_REST = /^[A-Za-z0-9._~:/?#@%+=&,-]*$/;
 
 /** Why `value` is no plain http(s) URL (a DNS name or IP address, an optional port, a path of plain characters), or undefined. */
 export function urlProblem(value: string): string | undefined {
-    const expected = "expected an http:// or https:// URL of a DNS name or IP address, an optional port and a path of plain characters (no space, quote, $, backquote or backslash)";
+    const expected =
+        "expected an http:// or https:// URL of a DNS name or IP address, an optional port and a path of plain characters (no space, quote, $, backquote or backslash)";
     const parts = URL_PARTS.exec(value);
     if (!parts || !["http", "https"].includes(parts[1])) return expected;
     const authority = /^(\[([0-9A-Fa-f:.]+)\]|([^:@[\]]+))(:([0-9]{1,5}))?$/.exec(parts[2]);

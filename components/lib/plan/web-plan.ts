@@ -54,8 +54,10 @@ export interface WebPlan {
 /** Proxy devices that publish the web's ports on the LXD server (the HTTPS port when the web has a certificate). */
 function publishedPorts(lxd: LxdWebShape, web: { port: number; tsaPort: number }): LxdDevices {
     const devices: LxdDevices = {};
-    if (lxd.publish.web !== undefined) devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
-    if (lxd.publish.tsa !== undefined) devices.tsa = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.tsa }, { address: "127.0.0.1", port: web.tsaPort }, "host");
+    if (lxd.publish.web !== undefined)
+        devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
+    if (lxd.publish.tsa !== undefined)
+        devices.tsa = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.tsa }, { address: "127.0.0.1", port: web.tsaPort }, "host");
     return devices;
 }
 
@@ -68,9 +70,11 @@ const LOOPBACK = /^(127\.|::1$|localhost$)/;
 /** The loud warning for a web that the network reaches over plain HTTP (at `address`), or none. */
 function plainHttpWarning(spec: WebSpec, address: string, externalUrl: string): string[] {
     if (spec.tls || LOOPBACK.test(address)) return [];
-    return [`web ${spec.name} serves plain HTTP on ${address} (${externalUrl}): the main team's password, which every pulumi up's registration check ` +
-        "and every fly login send, crosses the network in clear. Give the web a certificate (web.tls: certificateSecret and keySecret), " +
-        "or keep it on loopback (bindIp: 127.0.0.1)"];
+    return [
+        `web ${spec.name} serves plain HTTP on ${address} (${externalUrl}): the main team's password, which every pulumi up's registration check ` +
+            "and every fly login send, crosses the network in clear. Give the web a certificate (web.tls: certificateSecret and keySecret), " +
+            "or keep it on loopback (bindIp: 127.0.0.1)",
+    ];
 }
 
 export function planWebHost(spec: WebSpec): WebPlan {
@@ -100,19 +104,39 @@ export function planWebHost(spec: WebSpec): WebPlan {
         },
     });
     const externalUrl = s.externalUrl ?? derived.url;
-    if (externalUrl === undefined) throw new Error(`web ${spec.name}: externalUrl is required (the web's address is not known as text: give externalUrl, or publish.web for an LXD instance)`);
-    if (spec.tls && !externalUrl.startsWith("https://")) throw new Error(`web ${spec.name}: externalUrl must be an https:// URL when the web has a certificate (Concourse refuses TLS otherwise), not ${externalUrl}`);
+    if (externalUrl === undefined)
+        throw new Error(
+            `web ${spec.name}: externalUrl is required (the web's address is not known as text: give externalUrl, or publish.web for an LXD instance)`,
+        );
+    if (spec.tls && !externalUrl.startsWith("https://"))
+        throw new Error(
+            `web ${spec.name}: externalUrl must be an https:// URL when the web has a certificate (Concourse refuses TLS otherwise), not ${externalUrl}`,
+        );
     const settings: ConcourseWebSettings = {
-        version: spec.version, binary: spec.binary, externalUrl, bindIp: derived.bindIp, port: s.port, tsaPort: s.tsaPort,
-        postgres: spec.postgres, mainTeamUser: s.mainTeamUser, keepDatabase: s.keepDatabase,
+        version: spec.version,
+        binary: spec.binary,
+        externalUrl,
+        bindIp: derived.bindIp,
+        port: s.port,
+        tsaPort: s.tsaPort,
+        postgres: spec.postgres,
+        mainTeamUser: s.mainTeamUser,
+        keepDatabase: s.keepDatabase,
         ...(spec.tls ? { tls: { port: s.tlsPort } } : {}),
     };
-    const access = planHostAccess(spec.name, "ConcourseWeb", onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
-        ssh: (ssh) => ({ ssh: { user: ssh.user } }),
-        lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, { port: usersPort, tsaPort: s.tsaPort }) } }),
-    }));
+    const access = planHostAccess(
+        spec.name,
+        "ConcourseWeb",
+        onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
+            ssh: (ssh) => ({ ssh: { user: ssh.user } }),
+            lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, { port: usersPort, tsaPort: s.tsaPort }) } }),
+        }),
+    );
     const rendered = renderConcourseWeb(settings);
-    const { placed } = placeOnce(spec.name, [{ owner: "ConcourseWeb access", files: access.files }, { owner: "ConcourseWeb", files: rendered.files }]);
+    const { placed } = placeOnce(spec.name, [
+        { owner: "ConcourseWeb access", files: access.files },
+        { owner: "ConcourseWeb", files: rendered.files },
+    ]);
     const instance = stepResourceName(spec.name, "instance");
     return {
         name: spec.name,
@@ -120,7 +144,15 @@ export function planWebHost(spec: WebSpec): WebPlan {
         access,
         settings,
         tsaForWorkers: derived.tsa,
-        steps: [...access.steps, ...componentSteps(spec.name, "ConcourseWeb", rendered, access.steps.map((st) => st.name))],
+        steps: [
+            ...access.steps,
+            ...componentSteps(
+                spec.name,
+                "ConcourseWeb",
+                rendered,
+                access.steps.map((st) => st.name),
+            ),
+        ],
         files: placed.map(({ owner, ...file }) => ({
             ...file,
             component: "ConcourseWeb",

@@ -61,7 +61,8 @@ export interface AptPin {
 }
 
 export function pinPath(pin: Pick<AptPin, "name">, paths: AptPaths = APT_PATHS): string {
-    if (!/^[A-Za-z0-9_-]+$/.test(pin.name)) throw new Error(`apt pin ${JSON.stringify(pin.name)}: expected letters, digits, _ and - (apt ignores other file names in preferences.d)`);
+    if (!/^[A-Za-z0-9_-]+$/.test(pin.name))
+        throw new Error(`apt pin ${JSON.stringify(pin.name)}: expected letters, digits, _ and - (apt ignores other file names in preferences.d)`);
     return `${paths.preferencesDir}/gpu-workers-${pin.name}`;
 }
 

@@ -7,15 +7,17 @@ import { hostScriptFile, OWNERSHIP_SCRIPT } from "../host/scripts";
 import { Artifact, HostFile } from "../host/steps";
 
 /** The official release tarball ({url, sha256}), or a tarball in its layout uploaded from here ({path}). */
-export type ConcourseRelease = {
-    /** Where the host downloads the release tarball (http:// or https://). */
-    url: string;
-    /** The tarball's sha256, checked on the host before it is unpacked. */
-    sha256: string;
-} | {
-    /** A release tarball on this machine, uploaded to the host. */
-    path: string;
-};
+export type ConcourseRelease =
+    | {
+          /** Where the host downloads the release tarball (http:// or https://). */
+          url: string;
+          /** The tarball's sha256, checked on the host before it is unpacked. */
+          sha256: string;
+      }
+    | {
+          /** A release tarball on this machine, uploaded to the host. */
+          path: string;
+      };
 /** A release as planning takes it: a tarball uploaded from here comes with its sha256 (taken where the program starts, components/chain/artifacts.ts). */
 export type PlannedRelease = Extract<ConcourseRelease, { url: string }> | Artifact;
 

@@ -12,29 +12,29 @@ import { renderEnvFile } from "./env-file";
 /** The web's own PostgreSQL on its host, or an external one. */
 export type WebDatabase =
     | {
-        /** PostgreSQL on the web host, installed where missing. */
-        local: {
-            /** The database's name. */
-            database: string;
-            /** The database user the web connects as (its password is generated). */
-            user: string;
-        };
-    }
+          /** PostgreSQL on the web host, installed where missing. */
+          local: {
+              /** The database's name. */
+              database: string;
+              /** The database user the web connects as (its password is generated). */
+              user: string;
+          };
+      }
     | {
-        /** A PostgreSQL server run elsewhere (its password comes at `up`). */
-        external: {
-            /** Its host name or address. */
-            host: string;
-            /** Its port. */
-            port: number;
-            /** The database's name. */
-            database: string;
-            /** The user the web connects as. */
-            user: string;
-            /** libpq's sslmode. */
-            sslmode: string;
-        };
-    };
+          /** A PostgreSQL server run elsewhere (its password comes at `up`). */
+          external: {
+              /** Its host name or address. */
+              host: string;
+              /** Its port. */
+              port: number;
+              /** The database's name. */
+              database: string;
+              /** The user the web connects as. */
+              user: string;
+              /** libpq's sslmode. */
+              sslmode: string;
+          };
+      };
 
 export interface ConcourseWebSettings {
     /** The Concourse release version. */
@@ -114,11 +114,13 @@ export function renderWebEnv(s: ConcourseWebSettings): string {
         ["CONCOURSE_POSTGRES_SSLMODE", db.sslmode],
         ["CONCOURSE_MAIN_TEAM_LOCAL_USER", s.mainTeamUser],
         // Concourse serves HTTPS beside the plain port (on the same address), which stays for the API.
-        ...(s.tls ? [
-            ["CONCOURSE_TLS_BIND_PORT", s.tls.port],
-            ["CONCOURSE_TLS_CERT", CONCOURSE_WEB_PATHS.tlsCert],
-            ["CONCOURSE_TLS_KEY", CONCOURSE_WEB_PATHS.tlsKey],
-        ] as [string, number | string][] : []),
+        ...(s.tls
+            ? ([
+                  ["CONCOURSE_TLS_BIND_PORT", s.tls.port],
+                  ["CONCOURSE_TLS_CERT", CONCOURSE_WEB_PATHS.tlsCert],
+                  ["CONCOURSE_TLS_KEY", CONCOURSE_WEB_PATHS.tlsKey],
+              ] as [string, number | string][])
+            : []),
     ];
     return renderEnvFile(env, "Rendered by gpu-workers.");
 }
@@ -126,7 +128,10 @@ export function renderWebEnv(s: ConcourseWebSettings): string {
 /** The passwords, in their own file (a secret): the main team user's and the database's. */
 export function renderWebSecretEnv(user: string, userPassword: string, databasePassword: string): string {
     if (user.includes(":")) throw new Error("concourse web: the main team user's name cannot hold ':'");
-    return renderEnvFile([["CONCOURSE_POSTGRES_PASSWORD", databasePassword], ["CONCOURSE_ADD_LOCAL_USER", `${user}:${userPassword}`]]);
+    return renderEnvFile([
+        ["CONCOURSE_POSTGRES_PASSWORD", databasePassword],
+        ["CONCOURSE_ADD_LOCAL_USER", `${user}:${userPassword}`],
+    ]);
 }
 
 /** Public keys the TSA admits: one per line. */
@@ -220,17 +225,23 @@ export function renderConcourseWeb(s: ConcourseWebSettings): RenderedComponent {
         { path: P.unit, mode: "0644", content: renderWebUnit() },
         ...concourseReleaseFiles(s.binary, P.archive),
         // Both come from secret config keys: the certificate too shows as [secret].
-        ...(s.tls ? [{ path: P.tlsCert, mode: "0644", content: "", secret: true }, { path: P.tlsKey, mode: "0600", content: "", secret: true }] : []),
+        ...(s.tls
+            ? [
+                  { path: P.tlsCert, mode: "0644", content: "", secret: true },
+                  { path: P.tlsKey, mode: "0600", content: "", secret: true },
+              ]
+            : []),
     ];
-    const database: RenderedComponent = "local" in s.postgres
-        ? scriptStep({
-            name: "postgres",
-            script: "concourse-postgres.sh",
-            args: ["--database", s.postgres.local.database, "--user", s.postgres.local.user, "--secrets-env", P.secretEnv],
-            removeArgs: ["--database", s.postgres.local.database, "--user", s.postgres.local.user, ...(s.keepDatabase ? ["--keep"] : [])],
-            dependsOn: [P.secretEnv],
-        })
-        : { files: [], steps: [] };
+    const database: RenderedComponent =
+        "local" in s.postgres
+            ? scriptStep({
+                  name: "postgres",
+                  script: "concourse-postgres.sh",
+                  args: ["--database", s.postgres.local.database, "--user", s.postgres.local.user, "--secrets-env", P.secretEnv],
+                  removeArgs: ["--database", s.postgres.local.database, "--user", s.postgres.local.user, ...(s.keepDatabase ? ["--keep"] : [])],
+                  dependsOn: [P.secretEnv],
+              })
+            : { files: [], steps: [] };
     // The worker keys are not watched: a change of them is a reload, not a restart.
     const watched = [P.unit, P.env, P.secretEnv, P.sessionSigningKey, P.tsaHostKey, ...(s.tls ? [P.tlsCert, P.tlsKey] : [])];
     const web = scriptStep({

@@ -80,7 +80,13 @@ export const CONCOURSE_PATHS = {
 } as const;
 
 /** The worker's listeners (garden, baggageclaim, health, debug): the TSA forwards what the web needs. */
-const LOOPBACK_LISTENERS = ["CONCOURSE_BIND_IP", "CONCOURSE_DEBUG_BIND_IP", "CONCOURSE_HEALTHCHECK_BIND_IP", "CONCOURSE_BAGGAGECLAIM_BIND_IP", "CONCOURSE_BAGGAGECLAIM_DEBUG_BIND_IP"];
+const LOOPBACK_LISTENERS = [
+    "CONCOURSE_BIND_IP",
+    "CONCOURSE_DEBUG_BIND_IP",
+    "CONCOURSE_HEALTHCHECK_BIND_IP",
+    "CONCOURSE_BAGGAGECLAIM_BIND_IP",
+    "CONCOURSE_BAGGAGECLAIM_DEBUG_BIND_IP",
+];
 
 /** The worker's environment file: everything but the tags, which go on the command line. */
 export function renderWorkerEnv(s: ConcourseWorkerSettings): string {
@@ -126,11 +132,13 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
         "LimitNOFILE=1048576",
         "LimitNPROC=infinity",
         "TasksMax=infinity",
-        ...(s.inUserNamespace ? [
-            "# In a user namespace overlayfs refuses metacopy=on; with the parameter out of sight",
-            "# Concourse's volume driver mounts without it.",
-            "TemporaryFileSystem=/sys/module/overlay/parameters:ro",
-        ] : []),
+        ...(s.inUserNamespace
+            ? [
+                  "# In a user namespace overlayfs refuses metacopy=on; with the parameter out of sight",
+                  "# Concourse's volume driver mounts without it.",
+                  "TemporaryFileSystem=/sys/module/overlay/parameters:ro",
+              ]
+            : []),
         "",
         "[Install]",
         "WantedBy=multi-user.target",
@@ -140,7 +148,8 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
 
 /** The TSA's host key file: one key on one line (a second line would be a second key the worker trusts). */
 function tsaPublicKeyFile(key: string): string {
-    if (!PUBLIC_KEY_LINE.test(key.trim())) throw new Error("concourse worker: the TSA public key must be one key on one line, such as 'ssh-rsa AAAA... comment'");
+    if (!PUBLIC_KEY_LINE.test(key.trim()))
+        throw new Error("concourse worker: the TSA public key must be one key on one line, such as 'ssh-rsa AAAA... comment'");
     return key.trim() + "\n";
 }
 
@@ -159,7 +168,18 @@ export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedCompo
     if (installer) files.push(installer);
     const watched = [CONCOURSE_PATHS.unit, CONCOURSE_PATHS.env, CONCOURSE_PATHS.tsaPublicKey, CONCOURSE_PATHS.workerKey, CONCOURSE_PATHS.containerdConfig];
     const checks: ProgramCheck[] = s.registration
-        ? [{ name: "registration", kind: "worker-registration", after: "concourse-worker", worker: s.name, tags: s.tags, ...(s.team ? { team: s.team } : {}), unit: CONCOURSE_UNIT, ...s.registration }]
+        ? [
+              {
+                  name: "registration",
+                  kind: "worker-registration",
+                  after: "concourse-worker",
+                  worker: s.name,
+                  tags: s.tags,
+                  ...(s.team ? { team: s.team } : {}),
+                  unit: CONCOURSE_UNIT,
+                  ...s.registration,
+              },
+          ]
         : [];
     return combine(
         { files, steps: [], checks },
@@ -167,7 +187,11 @@ export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedCompo
             name: "concourse-worker",
             script: "concourse-worker.sh",
             args: [
-                ...concourseReleaseArgs(s.version, s.binary, CONCOURSE_PATHS.archive), "--unit", CONCOURSE_UNIT, "--env", CONCOURSE_PATHS.env,
+                ...concourseReleaseArgs(s.version, s.binary, CONCOURSE_PATHS.archive),
+                "--unit",
+                CONCOURSE_UNIT,
+                "--env",
+                CONCOURSE_PATHS.env,
                 ...watched.flatMap((w) => ["--watch", w]),
                 ...(s.wrapRunc && installer ? ["--wrap-runc", installer.path, "--wrapper", s.wrapRunc.wrapper, "--wrapper-sha256", s.wrapRunc.sha256] : []),
             ],

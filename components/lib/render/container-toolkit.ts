@@ -39,9 +39,11 @@ export const NVIDIA_CTK = "/usr/bin/nvidia-ctk";
  * create the links whenever the driver binds.
  */
 export function renderDevCharRule(): string {
-    return "# Rendered by gpu-workers: changes here are replaced on the next pulumi up.\n"
-        + "# /dev/char links for the NVIDIA device nodes, so that a systemctl daemon-reload does not take GPUs from running containers.\n"
-        + `ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="${NVIDIA_CTK} system create-dev-char-symlinks --create-all"\n`;
+    return (
+        "# Rendered by gpu-workers: changes here are replaced on the next pulumi up.\n" +
+        "# /dev/char links for the NVIDIA device nodes, so that a systemctl daemon-reload does not take GPUs from running containers.\n" +
+        `ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="${NVIDIA_CTK} system create-dev-char-symlinks --create-all"\n`
+    );
 }
 
 /**
@@ -66,7 +68,11 @@ export function renderNvidiaRuntimeConfig(settings: Pick<ContainerToolkitSetting
             mode,
             runtimes: [settings.realRuntime],
             modes: {
-                cdi: { "annotation-prefixes": ["cdi.k8s.io/"], "default-kind": settings.tegra ? "nvidia.com/igpu" : "nvidia.com/gpu", "spec-dirs": ["/etc/cdi", "/var/run/cdi"] },
+                cdi: {
+                    "annotation-prefixes": ["cdi.k8s.io/"],
+                    "default-kind": settings.tegra ? "nvidia.com/igpu" : "nvidia.com/gpu",
+                    "spec-dirs": ["/etc/cdi", "/var/run/cdi"],
+                },
                 csv: { "mount-spec-path": "/etc/nvidia-container-runtime/host-files-for-container.d" },
             },
         },
@@ -87,35 +93,76 @@ export function renderToolkitAptFiles(settings: Pick<ContainerToolkitSettings, "
 
 /** container-toolkit.sh's arguments (its file dependencies are the apt files). */
 export function toolkitScriptArgs(settings: Pick<ContainerToolkitSettings, "vendor" | "version" | "repository">, paths: AptPaths = APT_PATHS): string[] {
-    const repo = settings.repository && settings.version !== "preinstalled"
-        ? ["--apt-source", sourcePath(settings.repository, paths), "--keyring", keyringPath(settings.repository, paths), "--fingerprint", settings.repository.fingerprint]
-        : [];
-    return ["--vendor", settings.vendor, "--version", settings.version, ...cveFloorArgs(settings.vendor), ...repo, ...(settings.vendor === "nvidia" ? ["--dev-char-links"] : [])];
+    const repo =
+        settings.repository && settings.version !== "preinstalled"
+            ? [
+                  "--apt-source",
+                  sourcePath(settings.repository, paths),
+                  "--keyring",
+                  keyringPath(settings.repository, paths),
+                  "--fingerprint",
+                  settings.repository.fingerprint,
+              ]
+            : [];
+    return [
+        "--vendor",
+        settings.vendor,
+        "--version",
+        settings.version,
+        ...cveFloorArgs(settings.vendor),
+        ...repo,
+        ...(settings.vendor === "nvidia" ? ["--dev-char-links"] : []),
+    ];
 }
 
 /** The toolkit: its apt files and package, its runtime config (NVIDIA), the /dev/char rule (NVIDIA), and the CDI spec with a check of the selected ids. */
 export function renderContainerToolkit(settings: ContainerToolkitSettings): RenderedComponent {
     const aptFiles = renderToolkitAptFiles(settings);
     const helper = aptFiles.length > 0 && settings.repository ? [hostScriptFile("apt-vendor-source.sh")] : [];
-    const install = scriptStep({ name: "container-toolkit", script: "container-toolkit.sh", args: toolkitScriptArgs(settings), dependsOn: [...aptFiles, ...helper].map((f) => f.path), helpers: [OWNERSHIP_SCRIPT] });
+    const install = scriptStep({
+        name: "container-toolkit",
+        script: "container-toolkit.sh",
+        args: toolkitScriptArgs(settings),
+        dependsOn: [...aptFiles, ...helper].map((f) => f.path),
+        helpers: [OWNERSHIP_SCRIPT],
+    });
     const apt: RenderedComponent = { files: [...aptFiles, ...helper], steps: [] };
-    const config: RenderedComponent = settings.vendor === "nvidia"
-        ? { files: [{ path: NVIDIA_RUNTIME_CONFIG, mode: "0644", content: renderNvidiaRuntimeConfig(settings) }, { path: DEV_CHAR_RULE_PATH, mode: "0644", content: renderDevCharRule() }], steps: [] }
-        : { files: [], steps: [] };
+    const config: RenderedComponent =
+        settings.vendor === "nvidia"
+            ? {
+                  files: [
+                      { path: NVIDIA_RUNTIME_CONFIG, mode: "0644", content: renderNvidiaRuntimeConfig(settings) },
+                      { path: DEV_CHAR_RULE_PATH, mode: "0644", content: renderDevCharRule() },
+                  ],
+                  steps: [],
+              }
+            : { files: [], steps: [] };
     if (!settings.cdi) return combine(apt, config, install);
     const cdiScript = hostScriptFile("generate-cdi.sh");
     const ownership = hostScriptFile(OWNERSHIP_SCRIPT);
-    const cdiArgs = ["--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor], ...(settings.tegra ? ["--tegra"] : []), "--driver-pin", settings.driverVersion, "--", ...settings.cdiDevices];
+    const cdiArgs = [
+        "--vendor",
+        settings.vendor,
+        "--output",
+        CDI_SPEC_PATHS[settings.vendor],
+        ...(settings.tegra ? ["--tegra"] : []),
+        "--driver-pin",
+        settings.driverVersion,
+        "--",
+        ...settings.cdiDevices,
+    ];
     const cdi: RenderedComponent = {
         files: [cdiScript, ownership],
-        steps: [{
-            name: "cdi-spec",
-            create: shellCommand([cdiScript.path, "ensure", ...cdiArgs]),
-            remove: shellCommand([cdiScript.path, "remove", "--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor]]),
-            // A refresh notices a driver upgraded by hand, a MIG change or an edited spec.
-            check: shellCommand([cdiScript.path, "check", ...cdiArgs]),
-            dependsOn: [cdiScript.path, ownership.path, "container-toolkit"],
-        }],
+        steps: [
+            {
+                name: "cdi-spec",
+                create: shellCommand([cdiScript.path, "ensure", ...cdiArgs]),
+                remove: shellCommand([cdiScript.path, "remove", "--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor]]),
+                // A refresh notices a driver upgraded by hand, a MIG change or an edited spec.
+                check: shellCommand([cdiScript.path, "check", ...cdiArgs]),
+                dependsOn: [cdiScript.path, ownership.path, "container-toolkit"],
+            },
+        ],
         // The spec the vendor's tool wrote goes through the project's CDI validator too.
         checks: [{ name: "cdi-spec-check", kind: "cdi-spec", after: "cdi-spec", path: CDI_SPEC_PATHS[settings.vendor] }],
     };

@@ -124,11 +124,12 @@ export function ensureImports(existingToml: string, importGlob: string): string 
         throw new Error(`containerd config: it already has imports = ${JSON.stringify(imports)}; add ${JSON.stringify(importGlob)} to that list`);
     }
     if (doc.version !== 2) {
-        throw new Error(`containerd config: expected version = 2 (got ${doc.version === undefined ? "no version, i.e. version 1" : JSON.stringify(doc.version)}); gpu-workers only extends version 2 configs`);
+        throw new Error(
+            `containerd config: expected version = 2 (got ${doc.version === undefined ? "no version, i.e. version 1" : JSON.stringify(doc.version)}); gpu-workers only extends version 2 configs`,
+        );
     }
     return importLine + "\n" + existingToml;
 }
-
 
 /**
  * The ContainerdRuntime component: our settings and containerd-toml uploaded, and a step
@@ -147,12 +148,14 @@ export function renderContainerdRuntimeComponent(s: ContainerdRuntimeSettings): 
     // containerd runs containers with runc: the host gets both where it lacks them.
     return combine(renderRuntimePackages({ containerd: "containerd", runc: "runc" }), {
         files: [{ path: CONTAINERD_SETTINGS_FILE, mode: "0644", content: ours }, helper, script],
-        steps: [{
-            name: "containerd-runtime",
-            create: shellCommand([script.path, "apply", ...merge, "--sha256", sha256Text(ours), ...paths]),
-            remove: shellCommand([script.path, "remove", ...paths]),
-            check: shellCommand([script.path, "check", ...merge, ...paths]),
-            dependsOn: [script.path, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, RUNTIME_PACKAGES_STEP],
-        }],
+        steps: [
+            {
+                name: "containerd-runtime",
+                create: shellCommand([script.path, "apply", ...merge, "--sha256", sha256Text(ours), ...paths]),
+                remove: shellCommand([script.path, "remove", ...paths]),
+                check: shellCommand([script.path, "check", ...merge, ...paths]),
+                dependsOn: [script.path, CONTAINERD_SETTINGS_FILE, CONTAINERD_TOML_PATH, RUNTIME_PACKAGES_STEP],
+            },
+        ],
     });
 }

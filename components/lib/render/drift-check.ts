@@ -19,8 +19,10 @@ export function renderDriftCheck(files: ExpectedFile[], checks: string[]): strin
         if (f.sha256 === null) {
             lines.push(`[ -e ${p} ] || echo ${shellCommand([`drift: ${f.path} is missing`])}`);
         } else {
-            lines.push(`if [ ! -e ${p} ]; then echo ${shellCommand([`drift: ${f.path} is missing`])}; ` +
-                `elif [ "$(sha256sum < ${p} | cut -d' ' -f1)" != ${f.sha256} ]; then echo ${shellCommand([`drift: ${f.path} was changed`])}; fi`);
+            lines.push(
+                `if [ ! -e ${p} ]; then echo ${shellCommand([`drift: ${f.path} is missing`])}; ` +
+                    `elif [ "$(sha256sum < ${p} | cut -d' ' -f1)" != ${f.sha256} ]; then echo ${shellCommand([`drift: ${f.path} was changed`])}; fi`,
+            );
         }
     }
     for (const check of checks) {

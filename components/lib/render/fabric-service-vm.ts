@@ -106,12 +106,9 @@ export function renderServiceVmDomain(s: FabricServiceVmSettings): string {
             `    </hostdev>`,
         ].join("\n");
     });
-    const nic = s.network ? [
-        `    <interface type="network">`,
-        `      <source network="${xml(s.network)}"/>`,
-        `      <model type="virtio"/>`,
-        `    </interface>`,
-    ] : [];
+    const nic = s.network
+        ? [`    <interface type="network">`, `      <source network="${xml(s.network)}"/>`, `      <model type="virtio"/>`, `    </interface>`]
+        : [];
     return [
         `<!-- Rendered by gpu-workers: fabricmanager's service VM. Changes here are replaced on the next pulumi up. -->`,
         `<domain type="kvm">`,
@@ -160,8 +157,15 @@ export function renderServiceVmDomain(s: FabricServiceVmSettings): string {
 /** The unit inside the VM: fabricmanager and the partitions at every boot, the outcome on the console. */
 export function renderVmFabricUnit(s: FabricServiceVmSettings, plan: string): string {
     const run = shellCommand([
-        `/usr/local/lib/gpu-workers/${FABRIC_MANAGER_SCRIPT}`, "ensure", "--config", FABRIC_MANAGER_CONFIG,
-        ...s.partitions.flatMap((id) => ["--partition", String(id)]), "--report", VM_CONSOLE, "--plan", plan,
+        `/usr/local/lib/gpu-workers/${FABRIC_MANAGER_SCRIPT}`,
+        "ensure",
+        "--config",
+        FABRIC_MANAGER_CONFIG,
+        ...s.partitions.flatMap((id) => ["--partition", String(id)]),
+        "--report",
+        VM_CONSOLE,
+        "--plan",
+        plan,
     ]);
     return [
         "# Rendered by gpu-workers (cloud-init seed of the fabricmanager service VM).",
@@ -187,7 +191,11 @@ export function renderVmFabricUnit(s: FabricServiceVmSettings, plan: string): st
  */
 export function servicePlanId(s: FabricServiceVmSettings): string {
     const config = renderFabricManagerConfig({ partitions: s.partitions, shared: true });
-    return sha256Text([config, s.partitions.join(","), sha256Text(readHostScript(FABRIC_MANAGER_SCRIPT)), sha256Text(readHostScript(OWNERSHIP_SCRIPT)), VM_FABRIC_UNIT].join("\n")).slice(0, 16);
+    return sha256Text(
+        [config, s.partitions.join(","), sha256Text(readHostScript(FABRIC_MANAGER_SCRIPT)), sha256Text(readHostScript(OWNERSHIP_SCRIPT)), VM_FABRIC_UNIT].join(
+            "\n",
+        ),
+    ).slice(0, 16);
 }
 
 /** cloud-init user-data of the service VM: fabricmanager's config, its step script (with the helper it runs) and the unit that runs it. */
@@ -195,13 +203,26 @@ export function renderServiceVmUserData(s: FabricServiceVmSettings): string {
     const plan = servicePlanId(s);
     const doc = {
         write_files: [
-            { path: FABRIC_MANAGER_CONFIG, permissions: "0644", owner: "root:root", content: renderFabricManagerConfig({ partitions: s.partitions, shared: true }) },
-            { path: `/usr/local/lib/gpu-workers/${FABRIC_MANAGER_SCRIPT}`, permissions: "0755", owner: "root:root", content: readHostScript(FABRIC_MANAGER_SCRIPT) },
+            {
+                path: FABRIC_MANAGER_CONFIG,
+                permissions: "0644",
+                owner: "root:root",
+                content: renderFabricManagerConfig({ partitions: s.partitions, shared: true }),
+            },
+            {
+                path: `/usr/local/lib/gpu-workers/${FABRIC_MANAGER_SCRIPT}`,
+                permissions: "0755",
+                owner: "root:root",
+                content: readHostScript(FABRIC_MANAGER_SCRIPT),
+            },
             // fabric-manager.sh runs it to record the package it installs.
             { path: `/usr/local/lib/gpu-workers/${OWNERSHIP_SCRIPT}`, permissions: "0755", owner: "root:root", content: readHostScript(OWNERSHIP_SCRIPT) },
             { path: `/etc/systemd/system/${VM_FABRIC_UNIT}`, permissions: "0644", owner: "root:root", content: renderVmFabricUnit(s, plan) },
         ],
-        runcmd: [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", VM_FABRIC_UNIT]],
+        runcmd: [
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "--now", VM_FABRIC_UNIT],
+        ],
     };
     return `#cloud-config\n# Rendered by gpu-workers: fabricmanager (FABRIC_MODE=1) and partitions ${s.partitions.join(", ") || "(none)"}; plan ${plan}.\n${stringify(doc, { lineWidth: 0 })}`;
 }
@@ -211,7 +232,10 @@ export function renderServiceVmMetaData(s: FabricServiceVmSettings): string {
 }
 
 function vfioArgs(s: FabricServiceVmSettings): string[] {
-    return [...s.nvswitchPci.flatMap((a) => ["--nvswitch", sysfsAddress(a)]), ...s.memoryControllerPci.flatMap((a) => ["--memory-controller", sysfsAddress(a)])];
+    return [
+        ...s.nvswitchPci.flatMap((a) => ["--nvswitch", sysfsAddress(a)]),
+        ...s.memoryControllerPci.flatMap((a) => ["--memory-controller", sysfsAddress(a)]),
+    ];
 }
 
 /** Binds the functions again at every boot, before libvirt starts the VM (vfio bindings do not survive a reboot). */
@@ -248,7 +272,8 @@ export function renderFabricServiceVm(s: FabricServiceVmSettings): RenderedCompo
         { path: paths.userData, mode: "0644", content: renderServiceVmUserData(s) },
         { path: paths.metaData, mode: "0644", content: renderServiceVmMetaData(s) },
     ];
-    const vm = (action: string, ...args: string[]) => shellCommand([vmScript.path, action, "--name", s.name, "--uri", s.libvirtUri, "--state", paths.state, "--console", paths.consoleLog, ...args]);
+    const vm = (action: string, ...args: string[]) =>
+        shellCommand([vmScript.path, action, "--name", s.name, "--uri", s.libvirtUri, "--state", paths.state, "--console", paths.consoleLog, ...args]);
     const steps: HostStep[] = [
         {
             name: "nvswitch-vfio",
@@ -266,9 +291,21 @@ export function renderFabricServiceVm(s: FabricServiceVmSettings): RenderedCompo
         },
         {
             name: "service-vm",
-            create: vm("ensure", "--domain", paths.domainXml, "--seed", paths.seedDir, "--image", s.image,
-                ...(s.diskGiB !== undefined ? ["--disk-gib", String(s.diskGiB)] : []), "--plan", plan, "--timeout", String(s.readyTimeoutSeconds),
-                ...passedFunctions(s).flatMap((a) => ["--vfio", a])),
+            create: vm(
+                "ensure",
+                "--domain",
+                paths.domainXml,
+                "--seed",
+                paths.seedDir,
+                "--image",
+                s.image,
+                ...(s.diskGiB !== undefined ? ["--disk-gib", String(s.diskGiB)] : []),
+                "--plan",
+                plan,
+                "--timeout",
+                String(s.readyTimeoutSeconds),
+                ...passedFunctions(s).flatMap((a) => ["--vfio", a]),
+            ),
             remove: vm("remove"),
             check: vm("check", "--plan", plan),
             dependsOn: [vmScript.path, paths.domainXml, paths.userData, paths.metaData, "nvswitch-vfio"],

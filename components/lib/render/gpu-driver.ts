@@ -20,7 +20,12 @@ export interface GpuDriverSettings {
  */
 export function renderGpuDriver(settings: GpuDriverSettings): RenderedComponent {
     if (settings.version === "preinstalled") {
-        return scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version], helpers: [OWNERSHIP_SCRIPT] });
+        return scriptStep({
+            name: "gpu-driver",
+            script: "gpu-driver.sh",
+            args: ["--vendor", settings.vendor, "--version", settings.version],
+            helpers: [OWNERSHIP_SCRIPT],
+        });
     }
     const repo = settings.repository;
     const files = [
@@ -30,6 +35,12 @@ export function renderGpuDriver(settings: GpuDriverSettings): RenderedComponent 
     const repoArgs = repo ? ["--apt-source", sourcePath(repo), "--keyring", keyringPath(repo), "--fingerprint", repo.fingerprint] : [];
     return combine(
         { files, steps: [] },
-        scriptStep({ name: "gpu-driver", script: "gpu-driver.sh", args: ["--vendor", settings.vendor, "--version", settings.version, ...repoArgs], dependsOn: files.map((f) => f.path), helpers: [OWNERSHIP_SCRIPT] }),
+        scriptStep({
+            name: "gpu-driver",
+            script: "gpu-driver.sh",
+            args: ["--vendor", settings.vendor, "--version", settings.version, ...repoArgs],
+            dependsOn: files.map((f) => f.path),
+            helpers: [OWNERSHIP_SCRIPT],
+        }),
     );
 }

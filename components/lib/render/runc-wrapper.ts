@@ -72,7 +72,11 @@ export interface WrapperConfigInput {
 }
 
 function sorted<T>(record: Record<string, T>): Record<string, T> {
-    return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]]));
+    return Object.fromEntries(
+        Object.keys(record)
+            .sort()
+            .map((k) => [k, record[k]]),
+    );
 }
 
 /** The settings file as JSON: fixed key order, sorted env, trailing newline. */
@@ -119,12 +123,24 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
     const packages = s.runcPath ? { files: [], steps: [] } : renderRuntimePackages({ runc: "runc" });
     return combine(packages, {
         files: [config, wrapper, script],
-        steps: [{
-            name: "runc-wrapper",
-            create: shellCommand([script.path, "install", ...runc, "--wrapper", WRAPPER_PATH, "--sha256", s.wrapperBinary.sha256, "--aside", RUNC_REAL_PATH]),
-            remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
-            check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
-            dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH, ...packages.steps.map((step) => step.name)],
-        }],
+        steps: [
+            {
+                name: "runc-wrapper",
+                create: shellCommand([
+                    script.path,
+                    "install",
+                    ...runc,
+                    "--wrapper",
+                    WRAPPER_PATH,
+                    "--sha256",
+                    s.wrapperBinary.sha256,
+                    "--aside",
+                    RUNC_REAL_PATH,
+                ]),
+                remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
+                check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
+                dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH, ...packages.steps.map((step) => step.name)],
+            },
+        ],
     });
 }

@@ -73,13 +73,15 @@ export function renderWorkerValidator(s: WorkerValidatorSettings): RenderedCompo
     const args = validatorArgs(s);
     return {
         files: [script],
-        steps: [{
-            name: "validate",
-            create: shellCommand([script.path, "ensure", ...args]),
-            remove: shellCommand([script.path, "remove"]),
-            // A refresh notices a driver, toolkit or CDI spec changed since the last validation.
-            check: shellCommand([script.path, "check", ...args]),
-            dependsOn: [script.path],
-        }],
+        steps: [
+            {
+                name: "validate",
+                create: shellCommand([script.path, "ensure", ...args]),
+                remove: shellCommand([script.path, "remove"]),
+                // A refresh notices a driver, toolkit or CDI spec changed since the last validation.
+                check: shellCommand([script.path, "check", ...args]),
+                dependsOn: [script.path],
+            },
+        ],
     };
 }

@@ -29,7 +29,10 @@ export function dearmor(text: string): Buffer {
     if (begin < 0 || end < begin) throw new OpenPgpError("expected an ASCII-armored PGP PUBLIC KEY BLOCK");
     let i = begin + 1;
     while (i < end && lines[i].trim() !== "") i++; // armor headers end at the first blank line
-    const body = lines.slice(i + 1, end).map((l) => l.trim()).filter((l) => l !== "");
+    const body = lines
+        .slice(i + 1, end)
+        .map((l) => l.trim())
+        .filter((l) => l !== "");
     const checksum = body.length > 0 && body[body.length - 1].startsWith("=") ? body.pop()!.slice(1) : undefined;
     const data = Buffer.from(body.join(""), "base64");
     if (checksum !== undefined) {
@@ -58,15 +61,21 @@ export function packets(data: Buffer): PgpPacket[] {
             const first = data[pos++];
             if (first < 192) length = first;
             else if (first < 224) length = ((first - 192) << 8) + data[pos++] + 192;
-            else if (first === 255) { length = data.readUInt32BE(pos); pos += 4; }
-            else throw new OpenPgpError("partial body lengths do not occur in key blocks");
+            else if (first === 255) {
+                length = data.readUInt32BE(pos);
+                pos += 4;
+            } else throw new OpenPgpError("partial body lengths do not occur in key blocks");
         } else {
             tag = (header >> 2) & 0x0f;
             const type = header & 0x03;
             if (type === 0) length = data[pos++];
-            else if (type === 1) { length = data.readUInt16BE(pos); pos += 2; }
-            else if (type === 2) { length = data.readUInt32BE(pos); pos += 4; }
-            else throw new OpenPgpError("indeterminate packet lengths do not occur in key blocks");
+            else if (type === 1) {
+                length = data.readUInt16BE(pos);
+                pos += 2;
+            } else if (type === 2) {
+                length = data.readUInt32BE(pos);
+                pos += 4;
+            } else throw new OpenPgpError("indeterminate packet lengths do not occur in key blocks");
         }
         if (pos + length > data.length) throw new OpenPgpError("a packet runs past the end of the key block");
         out.push({ tag, body: data.subarray(pos, pos + length) });

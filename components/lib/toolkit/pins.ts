@@ -10,17 +10,17 @@ import { ToolkitVendor } from "./versions";
 export function toolkitPin(vendor: ToolkitVendor, version: string): AptPin {
     return vendor === "nvidia"
         ? {
-            name: "nvidia-container-toolkit",
-            packages: ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container*"],
-            version: `${version}-*`,
-            why: `The NVIDIA container toolkit and its libraries stay at ${version} (the toolkit's version floor is checked when the stack is read).`,
-        }
+              name: "nvidia-container-toolkit",
+              packages: ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container*"],
+              version: `${version}-*`,
+              why: `The NVIDIA container toolkit and its libraries stay at ${version} (the toolkit's version floor is checked when the stack is read).`,
+          }
         : {
-            name: "amd-container-toolkit",
-            packages: ["amd-container-toolkit"],
-            version: `${version}*`,
-            why: `The AMD container toolkit stays at ${version}.`,
-        };
+              name: "amd-container-toolkit",
+              packages: ["amd-container-toolkit"],
+              version: `${version}*`,
+              why: `The AMD container toolkit stays at ${version}.`,
+          };
 }
 
 export function driverPin(vendor: ToolkitVendor, version: string): AptPin {

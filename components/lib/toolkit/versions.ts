@@ -80,8 +80,13 @@ export function toolkitVersionProblems(vendor: ToolkitVendor, version: string): 
     }
     const open = toolkit.cves.filter((cve) => compareToolkitVersions(version, cve.fixedIn) < 0);
     if (open.length === 0) return [];
-    const floor = open.map((c) => c.fixedIn).sort(compareToolkitVersions).pop()!;
-    return [`${toolkit.package} ${version} has known container escapes: ${open.map((c) => `${c.id} (${c.what}; fixed in ${c.fixedIn})`).join(", ")}; use ${floor} or later`];
+    const floor = open
+        .map((c) => c.fixedIn)
+        .sort(compareToolkitVersions)
+        .pop()!;
+    return [
+        `${toolkit.package} ${version} has known container escapes: ${open.map((c) => `${c.id} (${c.what}; fixed in ${c.fixedIn})`).join(", ")}; use ${floor} or later`,
+    ];
 }
 
 /** The floor as host-script arguments: "CVE-2024-0132=1.16.2" ... for the `preinstalled` check on the host. */

@@ -32,7 +32,10 @@ export function trustOnly(ca: string): https.RequestOptions {
         ca,
         allowPartialTrustChain: true,
         checkServerIdentity: (host, peer) => {
-            if (!peer.raw || !given.raw.equals(peer.raw)) return new Error(`the web presented a certificate (sha256 ${peer.fingerprint256}) other than the one it was given (sha256 ${given.fingerprint256})`);
+            if (!peer.raw || !given.raw.equals(peer.raw))
+                return new Error(
+                    `the web presented a certificate (sha256 ${peer.fingerprint256}) other than the one it was given (sha256 ${given.fingerprint256})`,
+                );
             return tls.checkServerIdentity(host, peer);
         },
     };
@@ -47,25 +50,33 @@ interface Answer {
 }
 
 /** One request to the web; `signal` aborts it (also while the body streams). */
-function request(api: ConcourseApi, url: string, options: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
+function request(
+    api: ConcourseApi,
+    url: string,
+    options: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal },
+): Promise<Answer> {
     const target = new URL(url);
     const secure = target.protocol === "https:";
     const send = secure ? https.request : http.request;
     return new Promise((resolve, reject) => {
-        const req = send(target, {
-            method: options.method ?? "GET",
-            headers: { ...options.headers, ...(options.body !== undefined ? { "content-length": Buffer.byteLength(options.body) } : {}) },
-            signal: options.signal,
-            ...(secure && api.ca ? trustOnly(api.ca) : {}),
-        }, (res) => {
-            const status = res.statusCode ?? 0;
-            const text = async () => {
-                const chunks: Buffer[] = [];
-                for await (const c of res) chunks.push(c as Buffer);
-                return Buffer.concat(chunks).toString("utf8");
-            };
-            resolve({ status, ok: status >= 200 && status < 300, body: res, text, json: async () => JSON.parse(await text()) as unknown });
-        });
+        const req = send(
+            target,
+            {
+                method: options.method ?? "GET",
+                headers: { ...options.headers, ...(options.body !== undefined ? { "content-length": Buffer.byteLength(options.body) } : {}) },
+                signal: options.signal,
+                ...(secure && api.ca ? trustOnly(api.ca) : {}),
+            },
+            (res) => {
+                const status = res.statusCode ?? 0;
+                const text = async () => {
+                    const chunks: Buffer[] = [];
+                    for await (const c of res) chunks.push(c as Buffer);
+                    return Buffer.concat(chunks).toString("utf8");
+                };
+                resolve({ status, ok: status >= 200 && status < 300, body: res, text, json: async () => JSON.parse(await text()) as unknown });
+            },
+        );
         req.on("error", reject);
         req.end(options.body);
     });
@@ -89,7 +100,12 @@ function endpoint(api: ConcourseApi, path: string): string {
 const FLY_CLIENT = Buffer.from("fly:Zmx5").toString("base64");
 
 export async function token(api: ConcourseApi): Promise<string> {
-    const body = new URLSearchParams({ grant_type: "password", username: api.username, password: api.password, scope: "openid profile email federated:id groups" });
+    const body = new URLSearchParams({
+        grant_type: "password",
+        username: api.username,
+        password: api.password,
+        scope: "openid profile email federated:id groups",
+    });
     const r = await request(api, endpoint(api, "/sky/issuer/token"), {
         method: "POST",
         headers: { authorization: `Basic ${FLY_CLIENT}`, "content-type": "application/x-www-form-urlencoded" },
@@ -97,15 +113,18 @@ export async function token(api: ConcourseApi): Promise<string> {
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     if (!r.ok) throw new Error(`logging in as ${api.username} at ${api.url} answered ${r.status} ${(await r.text()).trim().slice(0, 200)}`);
-    const json = await r.json() as { access_token?: string };
+    const json = (await r.json()) as { access_token?: string };
     if (!json.access_token) throw new Error(`logging in as ${api.username} at ${api.url} gave no access token`);
     return json.access_token;
 }
 
 export async function workers(api: ConcourseApi, bearer: string): Promise<ApiWorker[]> {
-    const r = await request(api, endpoint(api, "/api/v1/workers"), { headers: { authorization: `Bearer ${bearer}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const r = await request(api, endpoint(api, "/api/v1/workers"), {
+        headers: { authorization: `Bearer ${bearer}` },
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
     if (!r.ok) throw new Error(`GET ${endpoint(api, "/api/v1/workers")} answered ${r.status}`);
-    return await r.json() as ApiWorker[];
+    return (await r.json()) as ApiWorker[];
 }
 
 /** Starts a one-off build of `plan` in `team` (what `fly execute` does); returns its id. */
@@ -118,7 +137,7 @@ export async function createBuild(api: ConcourseApi, bearer: string, team: strin
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     if (!r.ok) throw new Error(`POST ${url} answered ${r.status} ${(await r.text()).trim().slice(0, 200)}`);
-    return (await r.json() as { id: number }).id;
+    return ((await r.json()) as { id: number }).id;
 }
 
 /** Reads a build's events until the web says it ended (the build finished), or fails after timeoutSeconds. */

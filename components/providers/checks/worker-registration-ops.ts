@@ -64,7 +64,9 @@ async function waitForRegistration(inputs: WorkerRegistrationInputs): Promise<Ap
         if (Date.now() >= deadline) break;
         await new Promise((r) => setTimeout(r, 1000));
     }
-    throw new Error(`${last} (after waiting ${inputs.timeoutSeconds}s)\nlast lines of ${inputs.unit} on ${inputs.connection.host}:${inputs.connection.port}:\n${await logTail(inputs)}`);
+    throw new Error(
+        `${last} (after waiting ${inputs.timeoutSeconds}s)\nlast lines of ${inputs.unit} on ${inputs.connection.host}:${inputs.connection.port}:\n${await logTail(inputs)}`,
+    );
 }
 
 /** How long the task check may take: the first one also fetches the mock image onto the worker. */
@@ -74,8 +76,10 @@ export const TASK_CHECK_TIMEOUT_SECONDS = 300;
 export function taskCheckProblem(inputs: Pick<WorkerRegistrationInputs, "worker" | "tags">, build: number, outcome: TaskCheckOutcome): string | undefined {
     if (outcome.status === "succeeded") return undefined;
     const output = outcome.log.trim().split("\n").slice(-20).join("\n") || "(no output)";
-    return `worker ${inputs.worker}: the task check (one-off build ${build}, tags [${inputs.tags.join(", ")}]) ended ${outcome.status}` +
-        `${outcome.worker ? ` on worker ${outcome.worker}` : ""}; its output:\n${output}`;
+    return (
+        `worker ${inputs.worker}: the task check (one-off build ${build}, tags [${inputs.tags.join(", ")}]) ended ${outcome.status}` +
+        `${outcome.worker ? ` on worker ${outcome.worker}` : ""}; its output:\n${output}`
+    );
 }
 
 async function runTaskCheck(inputs: WorkerRegistrationInputs): Promise<{ build: number } & TaskCheckOutcome> {

@@ -13,8 +13,16 @@ export class WorkerRegistration extends pulumi.dynamic.Resource {
     declare public readonly state: pulumi.Output<string>;
 
     constructor(name: string, args: { [K in keyof WorkerRegistrationInputs]: pulumi.Input<WorkerRegistrationInputs[K]> }, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { ...args, api: pulumi.secret(args.api), connection: pulumi.secret(args.connection), state: undefined }, {
-            ...opts, additionalSecretOutputs: ["api", "connection"],
-        }, "gpu-workers", "WorkerRegistration");
+        super(
+            provider,
+            name,
+            { ...args, api: pulumi.secret(args.api), connection: pulumi.secret(args.connection), state: undefined },
+            {
+                ...opts,
+                additionalSecretOutputs: ["api", "connection"],
+            },
+            "gpu-workers",
+            "WorkerRegistration",
+        );
     }
 }

@@ -35,6 +35,9 @@ export async function update(_id: string, olds: DriftGuardState, news: DriftGuar
 export async function read(id: string, props: DriftGuardState) {
     const r = await runOverSsh(props.connection, props.connection.user === "root" ? "bash -s" : "sudo -n bash -s", props.check, 300);
     if (r.code !== 0) throw new Error(`drift check on ${id} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
-    const drift = r.stdout.split("\n").filter((l) => l.startsWith("drift: ")).map((l) => l.slice("drift: ".length));
+    const drift = r.stdout
+        .split("\n")
+        .filter((l) => l.startsWith("drift: "))
+        .map((l) => l.slice("drift: ".length));
     return { id, props: { ...props, epoch: drift.length > 0 ? props.epoch + 1 : props.epoch, drift } };
 }

@@ -21,7 +21,14 @@ export class HostDriftGuard extends pulumi.dynamic.Resource {
     declare public readonly drift: pulumi.Output<string[]>;
 
     constructor(name: string, args: HostDriftGuardArgs, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined }, { ...opts, additionalSecretOutputs: ["connection"] }, "gpu-workers", "HostDriftGuard");
+        super(
+            provider,
+            name,
+            { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined },
+            { ...opts, additionalSecretOutputs: ["connection"] },
+            "gpu-workers",
+            "HostDriftGuard",
+        );
     }
 }
 

@@ -40,7 +40,7 @@ const TAIL = 20;
 
 /** What create and update send on stdin: the text, or the bytes of the local file. */
 function stdinOf(inputs: HostCommandInputs): string | Buffer {
-    return inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : inputs.stdin ?? "";
+    return inputs.stdinFile ? fs.readFileSync(inputs.stdinFile) : (inputs.stdin ?? "");
 }
 
 async function run(inputs: HostCommandInputs, command: string, what: string, input: string | Buffer): Promise<{ stdout: string; stderr: string }> {
@@ -72,7 +72,18 @@ export async function create(inputs: HostCommandInputs) {
     return { id, outs: { ...inputs, ...out } };
 }
 
-const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = ["create", "update", "delete", "stdin", "stdinFile", "stdinSha256", "fileSha256", "secretFileSha256", "reconverge", "connection"];
+const SAME_ON_CHANGE: (keyof HostCommandInputs)[] = [
+    "create",
+    "update",
+    "delete",
+    "stdin",
+    "stdinFile",
+    "stdinSha256",
+    "fileSha256",
+    "secretFileSha256",
+    "reconverge",
+    "connection",
+];
 
 function differs(olds: HostCommandState, news: HostCommandInputs, k: keyof HostCommandInputs): boolean {
     return JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);

@@ -48,9 +48,16 @@ export class HostCommand extends pulumi.dynamic.Resource {
     declare public readonly stdin: pulumi.Output<string | undefined>;
 
     constructor(name: string, args: HostCommandArgs, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { ...args, connection: pulumi.secret(args.connection), stdout: undefined, stderr: undefined }, {
-            ...opts,
-            additionalSecretOutputs: ["connection", ...(opts?.additionalSecretOutputs ?? [])],
-        }, "gpu-workers", "HostCommand");
+        super(
+            provider,
+            name,
+            { ...args, connection: pulumi.secret(args.connection), stdout: undefined, stderr: undefined },
+            {
+                ...opts,
+                additionalSecretOutputs: ["connection", ...(opts?.additionalSecretOutputs ?? [])],
+            },
+            "gpu-workers",
+            "HostCommand",
+        );
     }
 }

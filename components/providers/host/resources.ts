@@ -7,7 +7,20 @@ import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
 import { stepSlot } from "../../lib/host/owner-records";
-import { asRoot, fileResourceName, HOST_ETC_DIR, HOST_LIB_DIR, HOST_STATE_DIR, HostFile, HostStep, pathSlug, placedRecordDir, RenderedComponent, shellCommand, stepResourceName } from "../../lib/host/steps";
+import {
+    asRoot,
+    fileResourceName,
+    HOST_ETC_DIR,
+    HOST_LIB_DIR,
+    HOST_STATE_DIR,
+    HostFile,
+    HostStep,
+    pathSlug,
+    placedRecordDir,
+    RenderedComponent,
+    shellCommand,
+    stepResourceName,
+} from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { HostCommand } from "./host-command";
 import type { SshTarget } from "./ssh";
@@ -33,7 +46,6 @@ export interface HostResourceOptions {
     placedEarlier?: string[];
 }
 
-
 /**
  * Writes stdin to `path` atomically with `mode`; the same command on create and update.
  * The temp file is private (umask 077) until its mode is set, so a secret is never readable
@@ -42,12 +54,11 @@ export interface HostResourceOptions {
 export function writeFileCommand(file: HostFile): string {
     const dir = file.path.replace(/\/[^/]+$/, "") || "/";
     const tmp = shellCommand([`${file.path}.gpu-workers.tmp`]);
-    return [
-        `mkdir -p ${shellCommand([dir])}`,
-        `(umask 077 && cat > ${tmp})`,
-        `chmod ${file.mode} ${tmp}`,
-        `mv -f ${tmp} ${shellCommand([file.path])}`,
-    ].join(" && ") + ` || { rm -f ${tmp}; exit 1; }`;
+    return (
+        [`mkdir -p ${shellCommand([dir])}`, `(umask 077 && cat > ${tmp})`, `chmod ${file.mode} ${tmp}`, `mv -f ${tmp} ${shellCommand([file.path])}`].join(
+            " && ",
+        ) + ` || { rm -f ${tmp}; exit 1; }`
+    );
 }
 
 /**
@@ -58,7 +69,9 @@ export function writeFileCommand(file: HostFile): string {
  * short does it again and never keeps the program's own file as the host's.
  */
 export function claimFileCommand(file: HostFile, user: string, adopt: boolean): string {
-    const keep = adopt ? `: > "$r/absent"` : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
+    const keep = adopt
+        ? `: > "$r/absent"`
+        : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
     return `${recordVariables(file)}; mkdir -p "$r/users" && { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ] || ${keep}; } && : > "$r/users/"${shellCommand([pathSlug(user)])}`;
 }
 
@@ -78,10 +91,12 @@ export function removeFileCommand(file: HostFile, user: string): string {
     const dir = file.path.replace(/\/[^/]+$/, "") || "/";
     const ours = dir === HOST_LIB_DIR || dir === HOST_ETC_DIR;
     const record = placedRecordDir(file.path).slice(HOST_STATE_DIR.length + 1);
-    return `${recordVariables(file)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then`
-        + ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";`
-        + ` elif [ -e "$r/absent" ]; then rm -f "$p"${ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi`
-        + ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null || true; }; fi`;
+    return (
+        `${recordVariables(file)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
+        ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";` +
+        ` elif [ -e "$r/absent" ]; then rm -f "$p"${ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi` +
+        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null || true; }; fi`
+    );
 }
 
 /** The content of a file that only `up` knows (a secret, a generated key); a secret stays one. */
@@ -97,7 +112,10 @@ function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string
     if (file.secret || file.generated) {
         return pulumi.output(valueOf(file, o)).apply((value) => {
             // Only a mocked resource leaves it unset: real ones always resolve it.
-            if (typeof value !== "string") throw new Error(`${o.prefix}: ${file.path} has no content (its value resolved to ${String(value)}; under Pulumi mocks, return the outputs of the resource that makes it)`);
+            if (typeof value !== "string")
+                throw new Error(
+                    `${o.prefix}: ${file.path} has no content (its value resolved to ${String(value)}; under Pulumi mocks, return the outputs of the resource that makes it)`,
+                );
             return sha256Text(value);
         });
     }
@@ -112,10 +130,19 @@ function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
     const remove = asRoot(o.user, removeFileCommand(file, o.prefix));
     if (file.artifact) {
         if (!fs.existsSync(file.artifact.path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.artifact.path}, which does not exist`);
-        return new HostCommand(name, {
-            connection: o.connection, create, update, delete: remove,
-            stdinFile: file.artifact.path, stdinSha256: file.artifact.sha256, reconverge: o.epoch,
-        }, opts);
+        return new HostCommand(
+            name,
+            {
+                connection: o.connection,
+                create,
+                update,
+                delete: remove,
+                stdinFile: file.artifact.path,
+                stdinSha256: file.artifact.sha256,
+                reconverge: o.epoch,
+            },
+            opts,
+        );
     }
     const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
     return new HostCommand(name, { connection: o.connection, create, update, delete: remove, stdin, reconverge: o.epoch }, opts);
@@ -139,16 +166,20 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         return chosen.length === 0 ? undefined : pulumi.all(Object.fromEntries(chosen.map((f) => [f.path, fileSha256(f, o)])));
     };
     const name = stepResourceName(o.prefix, step.name);
-    return new HostCommand(name, {
-        connection: o.connection,
-        create: asRoot(o.user, step.create),
-        update: asRoot(o.user, step.create),
-        delete: step.remove ? asRoot(o.user, step.remove) : undefined,
-        fileSha256: sums(false),
-        secretFileSha256: sums(true),
-        reconverge: o.epoch,
-        ...(step.remove ? { owner: { slot: stepSlot(step), resource: name, user: o.user } } : {}),
-    }, { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] });
+    return new HostCommand(
+        name,
+        {
+            connection: o.connection,
+            create: asRoot(o.user, step.create),
+            update: asRoot(o.user, step.create),
+            delete: step.remove ? asRoot(o.user, step.remove) : undefined,
+            fileSha256: sums(false),
+            secretFileSha256: sums(true),
+            reconverge: o.epoch,
+            ...(step.remove ? { owner: { slot: stepSlot(step), resource: name, user: o.user } } : {}),
+        },
+        { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] },
+    );
 }
 
 /** Creates every file, then every step in order; returns the steps' commands by step name. */

@@ -20,7 +20,11 @@ export interface SshTarget {
     machineId?: string;
 }
 
-export interface SshResult { code: number; stdout: string; stderr: string }
+export interface SshResult {
+    code: number;
+    stdout: string;
+    stderr: string;
+}
 
 /** ssh's own exit status when it could not connect or authenticate. */
 const SSH_FAILED = 255;
@@ -43,20 +47,45 @@ export function runOnce(target: SshTarget, command: string, input: string | Buff
     const key = path.join(dir, "key");
     const knownHosts = path.join(dir, "known_hosts");
     return new Promise((resolve, reject) => {
-        const child = spawn("ssh", [
-            // -F /dev/null: no ~/.ssh/config (a proxy, a shared connection, another HostName) gets between us and the pinned host key.
-            "-F", "/dev/null", "-i", key, "-p", String(target.port),
-            "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR",
-            "-o", "ServerAliveInterval=15",
-            "--", `${target.user}@${target.host}`, command,
-        ], { stdio: ["pipe", "pipe", "pipe"] });
+        const child = spawn(
+            "ssh",
+            [
+                // -F /dev/null: no ~/.ssh/config (a proxy, a shared connection, another HostName) gets between us and the pinned host key.
+                "-F",
+                "/dev/null",
+                "-i",
+                key,
+                "-p",
+                String(target.port),
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                `UserKnownHostsFile=${knownHosts}`,
+                "-o",
+                "ConnectTimeout=15",
+                "-o",
+                "LogLevel=ERROR",
+                "-o",
+                "ServerAliveInterval=15",
+                "--",
+                `${target.user}@${target.host}`,
+                command,
+            ],
+            { stdio: ["pipe", "pipe", "pipe"] },
+        );
         const out: Buffer[] = [];
         const err: Buffer[] = [];
         const timer = setTimeout(() => child.kill("SIGKILL"), timeoutSeconds * 1000);
         child.stdout.on("data", (d: Buffer) => out.push(d));
         child.stderr.on("data", (d: Buffer) => err.push(d));
-        child.on("error", (e) => { clearTimeout(timer); reject(new Error(`ssh to ${target.user}@${target.host}:${target.port}: ${e.message}`)); });
+        child.on("error", (e) => {
+            clearTimeout(timer);
+            reject(new Error(`ssh to ${target.user}@${target.host}:${target.port}: ${e.message}`));
+        });
         child.on("close", (code, signal) => {
             clearTimeout(timer);
             const stderr = Buffer.concat(err).toString("utf8") + (signal ? `\n(killed by ${signal} after ${timeoutSeconds}s)` : "");

@@ -12,6 +12,13 @@ export class GeneratedSecret extends pulumi.dynamic.Resource {
     declare public readonly publicKeyOpenssh: pulumi.Output<string>;
 
     constructor(name: string, args: { kind: GeneratedSecretKind; comment?: string }, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { kind: args.kind, ...(args.comment ? { comment: args.comment } : {}), value: undefined, publicKeyOpenssh: undefined }, { ...opts, additionalSecretOutputs: ["value"] }, "gpu-workers", "GeneratedSecret");
+        super(
+            provider,
+            name,
+            { kind: args.kind, ...(args.comment ? { comment: args.comment } : {}), value: undefined, publicKeyOpenssh: undefined },
+            { ...opts, additionalSecretOutputs: ["value"] },
+            "gpu-workers",
+            "GeneratedSecret",
+        );
     }
 }

@@ -11,10 +11,17 @@ export class SshKeyPair extends pulumi.dynamic.Resource {
     declare public readonly publicKeyOpenssh: pulumi.Output<string>;
 
     constructor(name: string, args: { comment?: string } = {}, opts?: pulumi.CustomResourceOptions) {
-        super(provider, name, { comment: args.comment ?? name, privateKeyOpenssh: undefined, publicKeyOpenssh: undefined }, {
-            ...opts,
-            additionalSecretOutputs: ["privateKeyOpenssh"],
-        }, "gpu-workers", "SshKeyPair");
+        super(
+            provider,
+            name,
+            { comment: args.comment ?? name, privateKeyOpenssh: undefined, publicKeyOpenssh: undefined },
+            {
+                ...opts,
+                additionalSecretOutputs: ["privateKeyOpenssh"],
+            },
+            "gpu-workers",
+            "SshKeyPair",
+        );
     }
 }
 

@@ -39,8 +39,12 @@ export function encodeOpensshKeyPair(privateKey: crypto.KeyObject, comment = "gp
     secret = Buffer.concat([secret, Buffer.from(padding)]);
     const body = Buffer.concat([
         Buffer.from("openssh-key-v1\0"),
-        sshString("none"), sshString("none"), sshString(""),
-        uint32(1), sshString(publicBlob), sshString(secret),
+        sshString("none"),
+        sshString("none"),
+        sshString(""),
+        uint32(1),
+        sshString(publicBlob),
+        sshString(secret),
     ]);
     const lines = body.toString("base64").match(/.{1,70}/g)!;
     return {
@@ -108,7 +112,9 @@ function publicKeyOfOpensshFormat(privateKeyOpenssh: string): string {
         at += 4 + len;
         return value;
     };
-    next(); next(); next(); // cipher, kdf, kdf options
+    next();
+    next();
+    next(); // cipher, kdf, kdf options
     if (at + 4 > body.length || body.readUInt32BE(at) < 1) throw new Error("an OpenSSH private key with no key in it");
     at += 4;
     const blob = next();

@@ -66,7 +66,10 @@ function instanceOf(value: unknown, request: string): LxdInstanceRecord {
         value.architecture !== undefined && typeof value.architecture !== "string" && "architecture",
         value.profiles !== undefined && value.profiles !== null && !isStringList(value.profiles) && "profiles",
         value.config !== undefined && value.config !== null && !isStringRecord(value.config) && "config",
-        value.devices !== undefined && value.devices !== null && !(isLxdObject(value.devices) && Object.values(value.devices).every(isStringRecord)) && "devices",
+        value.devices !== undefined &&
+            value.devices !== null &&
+            !(isLxdObject(value.devices) && Object.values(value.devices).every(isStringRecord)) &&
+            "devices",
         value.ephemeral !== undefined && typeof value.ephemeral !== "boolean" && "ephemeral",
         value.description !== undefined && typeof value.description !== "string" && "description",
     ].filter((field): field is string => field !== false);
@@ -126,7 +129,13 @@ export class LxdClient {
     /** start, stop, restart, freeze, unfreeze; `force` kills instead of a clean shutdown. */
     async setInstanceState(name: string, action: string, options: { force?: boolean; timeout?: number } = {}): Promise<void> {
         const timeout = options.timeout ?? 30;
-        await this.connection.run("PUT", `/1.0/instances/${encodeURIComponent(name)}/state`, { action, timeout, force: options.force ?? false }, {}, timeout + 30);
+        await this.connection.run(
+            "PUT",
+            `/1.0/instances/${encodeURIComponent(name)}/state`,
+            { action, timeout, force: options.force ?? false },
+            {},
+            timeout + 30,
+        );
     }
 
     /** Deletes the instance; false when it did not exist. */
@@ -141,7 +150,12 @@ export class LxdClient {
     }
 
     /** Writes a file (or creates a folder) inside the instance through the files API. */
-    async pushFile(name: string, path: string, content: Buffer | string, options: { uid?: number; gid?: number; mode?: string; type?: "file" | "directory" } = {}): Promise<void> {
+    async pushFile(
+        name: string,
+        path: string,
+        content: Buffer | string,
+        options: { uid?: number; gid?: number; mode?: string; type?: "file" | "directory" } = {},
+    ): Promise<void> {
         const headers: Record<string, string> = {
             // LXD parses form-encoded bodies as form fields: the file would arrive empty.
             "Content-Type": "application/octet-stream",
@@ -175,13 +189,19 @@ export class LxdClient {
 
     /** Runs a command inside the instance without a terminal and returns its exit code and output. */
     async exec(name: string, command: string[], options: { env?: Record<string, string>; timeoutSeconds?: number } = {}): Promise<LxdExecResult> {
-        const op = await this.connection.run("POST", `/1.0/instances/${encodeURIComponent(name)}/exec`, {
-            command,
-            environment: options.env ?? {},
-            "wait-for-websocket": false,
-            interactive: false,
-            "record-output": true,
-        }, {}, options.timeoutSeconds ?? 120);
+        const op = await this.connection.run(
+            "POST",
+            `/1.0/instances/${encodeURIComponent(name)}/exec`,
+            {
+                command,
+                environment: options.env ?? {},
+                "wait-for-websocket": false,
+                interactive: false,
+                "record-output": true,
+            },
+            {},
+            options.timeoutSeconds ?? 120,
+        );
         // The operation's metadata: the exit code (return) and where the recorded output is (output).
         const meta = isLxdObject(op?.metadata) ? op.metadata : {};
         const output = isLxdObject(meta.output) ? meta.output : {};
@@ -212,7 +232,8 @@ export class LxdClient {
     /** The server's /1.0 record (API extensions, environment, auth state). */
     async serverInfo(): Promise<LxdServerInfo> {
         const { metadata } = await this.connection.sync("GET", "/1.0");
-        if (!isLxdObject(metadata) || !isServerInfo(metadata)) throw unexpectedAnswer("GET /1.0", "the server record is not an object with api_extensions (names) and auth (text)");
+        if (!isLxdObject(metadata) || !isServerInfo(metadata))
+            throw unexpectedAnswer("GET /1.0", "the server record is not an object with api_extensions (names) and auth (text)");
         return metadata;
     }
 }

@@ -9,15 +9,20 @@ import type { LxdFile, LxdInstanceSpec, LxdInstanceState, LxdServer, NormalizedS
 import { lxdInstanceProblems, LxdValidationError, USER_DATA_KEYS } from "../../lib/lxd/validate";
 
 /** The subset of LxdClient the operations use (tests substitute their own). */
-export type LxdApi = Pick<LxdClient, "getInstance" | "createInstance" | "putInstance" | "setInstanceState" | "deleteInstance"
-    | "pushFile" | "statPath" | "exec" | "imageAliasTarget">;
+export type LxdApi = Pick<
+    LxdClient,
+    "getInstance" | "createInstance" | "putInstance" | "setInstanceState" | "deleteInstance" | "pushFile" | "statPath" | "exec" | "imageAliasTarget"
+>;
 export type LxdApiFactory = (server: LxdServer) => LxdApi;
 
 export const defaultApiFactory: LxdApiFactory = (server) => new LxdClient(server);
 
 /** An LXD call failed: names the instance and the step, and carries LXD's own message. */
 export class LxdInstanceError extends Error {
-    constructor(message: string, public readonly cause?: unknown) {
+    constructor(
+        message: string,
+        public readonly cause?: unknown,
+    ) {
         super(message);
         this.name = "LxdInstanceError";
     }
@@ -39,8 +44,17 @@ export function prepare(raw: Partial<LxdInstanceSpec>): NormalizedSpec {
 // ---- check / diff (no LXD calls) ---------------------------------------------------------------
 
 const PROPERTY_OF: [RegExp, string][] = [
-    [/^device /, "devices"], [/^files/, "files"], [/^userData/, "userData"], [/^config/, "config"], [/^server/, "server"], [/^waitFor/, "waitFor"],
-    [/^profiles/, "profiles"], [/^name/, "name"], [/^needs a name/, "name"], [/^image/, "image"], [/^type/, "type"],
+    [/^device /, "devices"],
+    [/^files/, "files"],
+    [/^userData/, "userData"],
+    [/^config/, "config"],
+    [/^server/, "server"],
+    [/^waitFor/, "waitFor"],
+    [/^profiles/, "profiles"],
+    [/^name/, "name"],
+    [/^needs a name/, "name"],
+    [/^image/, "image"],
+    [/^type/, "type"],
 ];
 
 export function check(_olds: unknown, news: Partial<LxdInstanceSpec>): { inputs: NormalizedSpec; failures: { property: string; reason: string }[] } {
@@ -56,7 +70,10 @@ export function check(_olds: unknown, news: Partial<LxdInstanceSpec>): { inputs:
 function canonical(value: unknown): string {
     if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
     if (value && typeof value === "object") {
-        return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(",")}}`;
+        return `{${Object.keys(value)
+            .sort()
+            .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+            .join(",")}}`;
     }
     return JSON.stringify(value ?? null);
 }
@@ -172,24 +189,33 @@ async function readBack(api: LxdApi, spec: NormalizedSpec, step: string): Promis
  * renamed in the stack, whose new resources are created before the old ones are deleted.
  */
 function existingInstanceProblem(name: string): string {
-    return `lxd: instance ${name} already exists on the server, so this new resource cannot create it. ` +
+    return (
+        `lxd: instance ${name} already exists on the server, so this new resource cannot create it. ` +
         "If it is the instance of a host or web renamed in the stack (the instance name kept), the new name cannot take it over: " +
         "its SSH keys belong to the old name's resources, which are deleted afterwards. Give the host (or web) renamedFrom: <its old name> " +
         "in the stack, so that the state follows the new name and nothing on the server changes (Pulumi aliases), or keep the old name. " +
-        "Otherwise give this host another instance name, or remove the instance (lxc delete) if nothing needs it";
+        "Otherwise give this host another instance name, or remove the instance (lxc delete) if nothing needs it"
+    );
 }
 
 export async function create(inputs: Partial<LxdInstanceSpec>, factory: LxdApiFactory = defaultApiFactory): Promise<{ id: string; outs: LxdInstanceState }> {
     const spec = prepare(inputs);
     const api = factory(spec.server);
     // Never adopt or overwrite an instance this resource did not make.
-    const existing = await api.getInstance(spec.name).catch((e) => { throw failure(spec.name, "create", e); });
+    const existing = await api.getInstance(spec.name).catch((e) => {
+        throw failure(spec.name, "create", e);
+    });
     if (existing) throw new LxdInstanceError(existingInstanceProblem(spec.name));
     let source: Record<string, string>;
     try {
         source = await imageSource(api, spec.image);
         await api.createInstance({
-            name: spec.name, type: spec.type, source, profiles: spec.profiles, config: configSent(spec), devices: spec.devices,
+            name: spec.name,
+            type: spec.type,
+            source,
+            profiles: spec.profiles,
+            config: configSent(spec),
+            devices: spec.devices,
         });
     } catch (e) {
         throw failure(spec.name, "create", e, ` (image ${spec.image})`);
@@ -218,7 +244,11 @@ export async function create(inputs: Partial<LxdInstanceSpec>, factory: LxdApiFa
 }
 
 /** Reads the instance as it is; an empty id tells Pulumi it no longer exists. */
-export async function read(id: string, props: Partial<LxdInstanceState>, factory: LxdApiFactory = defaultApiFactory): Promise<{ id: string; props: Partial<LxdInstanceState> }> {
+export async function read(
+    id: string,
+    props: Partial<LxdInstanceState>,
+    factory: LxdApiFactory = defaultApiFactory,
+): Promise<{ id: string; props: Partial<LxdInstanceState> }> {
     const spec = normalizeSpec({ ...props, name: props.name ?? id });
     const api = factory(spec.server);
     let got;
@@ -231,15 +261,25 @@ export async function read(id: string, props: Partial<LxdInstanceState>, factory
     return { id, props: stateFrom(spec, got.instance) };
 }
 
-export async function update(id: string, olds: Partial<LxdInstanceState>, newsRaw: Partial<LxdInstanceSpec>, factory: LxdApiFactory = defaultApiFactory): Promise<{ outs: LxdInstanceState }> {
+export async function update(
+    id: string,
+    olds: Partial<LxdInstanceState>,
+    newsRaw: Partial<LxdInstanceSpec>,
+    factory: LxdApiFactory = defaultApiFactory,
+): Promise<{ outs: LxdInstanceState }> {
     const spec = prepare(newsRaw);
     const api = factory(spec.server);
     const name = spec.name;
     // PUT replaces every writable field; LXD's own config keys are carried over unchanged, and
     // the ETag makes LXD refuse the write if someone changed the instance since we read it.
     for (let attempt = 1; ; attempt++) {
-        const got = await api.getInstance(name).catch((e) => { throw failure(name, "update", e); });
-        if (!got) throw new LxdInstanceError(`lxd: instance ${name}: update failed: the instance does not exist on the server (removed by hand?); run pulumi refresh`);
+        const got = await api.getInstance(name).catch((e) => {
+            throw failure(name, "update", e);
+        });
+        if (!got)
+            throw new LxdInstanceError(
+                `lxd: instance ${name}: update failed: the instance does not exist on the server (removed by hand?); run pulumi refresh`,
+            );
         const current = got.instance;
         const managed = Object.fromEntries(Object.entries(current.config ?? {}).filter(([k]) => isLxdManagedConfigKey(k)));
         const body = {

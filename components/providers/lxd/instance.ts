@@ -93,23 +93,30 @@ export class LxdInstance extends pulumi.dynamic.Resource {
     declare public readonly server: pulumi.Output<LxdServer>;
 
     constructor(name: string, args: LxdInstanceArgs, opts?: pulumi.CustomResourceOptions) {
-        super(lxdInstanceProvider, name, {
-            ...args,
-            // Every output key must be an input key (undefined when unknown) to exist as an Output.
-            type: args.type ?? "container",
-            profiles: args.profiles ?? ["default"],
-            config: args.config ?? {},
-            devices: args.devices ?? {},
-            running: args.running ?? true,
-            // The connection may carry the client key: keep all of it secret in state and outputs.
-            server: pulumi.secret(args.server),
-            // Files may hold keys (e.g. an sshd host key).
-            files: args.files === undefined ? undefined : pulumi.secret(args.files),
-            // User-data may hold keys too (a VM's sshd host key).
-            userData: args.userData === undefined ? undefined : pulumi.secret(args.userData),
-            status: undefined,
-            imageFingerprint: undefined,
-            uuid: undefined,
-        }, { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "server", "files", "userData"] }, LXD_INSTANCE_MODULE, LXD_INSTANCE_TYPE);
+        super(
+            lxdInstanceProvider,
+            name,
+            {
+                ...args,
+                // Every output key must be an input key (undefined when unknown) to exist as an Output.
+                type: args.type ?? "container",
+                profiles: args.profiles ?? ["default"],
+                config: args.config ?? {},
+                devices: args.devices ?? {},
+                running: args.running ?? true,
+                // The connection may carry the client key: keep all of it secret in state and outputs.
+                server: pulumi.secret(args.server),
+                // Files may hold keys (e.g. an sshd host key).
+                files: args.files === undefined ? undefined : pulumi.secret(args.files),
+                // User-data may hold keys too (a VM's sshd host key).
+                userData: args.userData === undefined ? undefined : pulumi.secret(args.userData),
+                status: undefined,
+                imageFingerprint: undefined,
+                uuid: undefined,
+            },
+            { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), "server", "files", "userData"] },
+            LXD_INSTANCE_MODULE,
+            LXD_INSTANCE_TYPE,
+        );
     }
 }

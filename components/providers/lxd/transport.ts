@@ -78,7 +78,10 @@ export class LxdConnection {
     private readonly requestTimeoutMs: number;
     private readonly pinnedFingerprint?: string;
 
-    constructor(private readonly server: LxdServer, options: LxdClientOptions = {}) {
+    constructor(
+        private readonly server: LxdServer,
+        options: LxdClientOptions = {},
+    ) {
         this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
         if (server.url) {
             const url = new URL(server.url);
@@ -118,7 +121,10 @@ export class LxdConnection {
                 options.createConnection = (_: http.ClientRequestArgs, done: (err: Error | null, socket: Duplex) => void) => {
                     // With an error node takes no socket (its types ask for one all the same).
                     const fail = done as (err: Error) => void;
-                    this.connectTls(url).then((s) => done(null, s), (e: Error) => fail(e));
+                    this.connectTls(url).then(
+                        (s) => done(null, s),
+                        (e: Error) => fail(e),
+                    );
                     return undefined;
                 };
             } else {
@@ -133,13 +139,25 @@ export class LxdConnection {
                     const raw = Buffer.concat(chunks);
                     let json: unknown;
                     if ((res.headers["content-type"] ?? "").includes("application/json")) {
-                        try { json = JSON.parse(raw.toString("utf8")); } catch { json = undefined; }
+                        try {
+                            json = JSON.parse(raw.toString("utf8"));
+                        } catch {
+                            json = undefined;
+                        }
                     }
                     const etag = res.headers.etag;
-                    resolve({ statusCode: res.statusCode ?? 0, etag: typeof etag === "string" ? etag.replace(/^"|"$/g, "") : undefined, headers: res.headers, json, raw });
+                    resolve({
+                        statusCode: res.statusCode ?? 0,
+                        etag: typeof etag === "string" ? etag.replace(/^"|"$/g, "") : undefined,
+                        headers: res.headers,
+                        json,
+                        raw,
+                    });
                 });
             });
-            req.on("timeout", () => req.destroy(new Error(`no answer from LXD at ${this.endpoint} within ${this.requestTimeoutMs / 1000}s (${method} ${path})`)));
+            req.on("timeout", () =>
+                req.destroy(new Error(`no answer from LXD at ${this.endpoint} within ${this.requestTimeoutMs / 1000}s (${method} ${path})`)),
+            );
             req.on("error", (e: NodeJS.ErrnoException) => reject(this.connectionError(e, method, path)));
             req.end(payload);
         });
@@ -238,7 +256,9 @@ export class LxdConnection {
 
     private connectionError(e: NodeJS.ErrnoException, method: string, path: string): Error {
         if (e.code === "ENOENT" || e.code === "ECONNREFUSED" || e.code === "EACCES") {
-            return new Error(`cannot reach LXD at ${this.endpoint} (${e.code}): is the daemon running${this.server.url ? "" : " and may this user open its socket"}? (${method} ${path})`);
+            return new Error(
+                `cannot reach LXD at ${this.endpoint} (${e.code}): is the daemon running${this.server.url ? "" : " and may this user open its socket"}? (${method} ${path})`,
+            );
         }
         return e;
     }
