@@ -46,6 +46,8 @@ const REAL_TOOLS = [
     "realpath",
     "timeout",
     "sha256sum",
+    // host/ownership.sh, which remove runs: its records are kept under a lock.
+    "flock",
 ];
 const UNIT = "concourse-worker.service";
 
