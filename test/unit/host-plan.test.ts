@@ -181,9 +181,12 @@ describe("one plan per host: offline render = resource graph", function () {
         const [host] = parseStackConfig(stackWith({ name: "solo", inventory: NO_GPU }));
         const settings = planOf(host).settings.concourse!;
         const rendered = renderConcourseWorker(settings);
+        // In a user's terms: the containerd config is the component's own, the runc swap a yes or no.
+        const { containerdConfig: _ownConfig, wrapRunc, ...terms } = settings;
         new ConcourseWorker("solo-concourse", {
             connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
-            ...settings,
+            ...terms,
+            wrapRunc: wrapRunc !== undefined,
             tsaPublicKey: settings.tsaPublicKey!,
         });
         await settle(g);

@@ -9,7 +9,15 @@ import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { PlanError } from "../../components/lib/gpu/plan";
 import { containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../components/lib/plan/chain";
 import { planHost } from "../../components/lib/plan/host-plan";
-import { planContainerdRuntime, planContainerToolkit, planGpuDriver, planRuncWrapper, planWorkerValidator } from "../../components/lib/plan/leaf-terms";
+import {
+    planConcourseWorker,
+    planContainerdRuntime,
+    planContainerToolkit,
+    planGpuDriver,
+    planRuncWrapper,
+    planWorkerValidator,
+} from "../../components/lib/plan/leaf-terms";
+import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
 import { NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../../components/lib/render/container-toolkit";
 import { renderContainerdRuntimeComponent } from "../../components/lib/render/containerd";
 import { renderGpuDriver } from "../../components/lib/render/gpu-driver";
@@ -84,5 +92,18 @@ describe("leaf components in a user's terms", () => {
             () => planContainerToolkit({ inventory: inventorySchema.parse(RTX_A500_LAPTOP), version: "1.16.1" }),
             (e: unknown) => e instanceof PlanError && /toolkit\.version/.test(e.message),
         );
+    });
+
+    it("a Concourse worker from its name, release and TSA: the worker's defaults, its own containerd config, the runc swap only when asked", () => {
+        const release = { url: "https://example.test/concourse.tgz", sha256: "a".repeat(64) };
+        const plain = planConcourseWorker({ name: "w", version: "8.2.5", tsaHost: "ci.example.test", binary: release, wrapperBinary });
+        assert.deepStrictEqual(
+            { tsaPort: plain.tsaPort, tags: plain.tags, workDir: plain.workDir, privilegedMode: plain.privilegedMode, inUserNamespace: plain.inUserNamespace },
+            { tsaPort: 2222, tags: [], workDir: "/opt/concourse/worker", privilegedMode: "ignore", inUserNamespace: false },
+        );
+        assert.strictEqual(plain.containerdConfig, renderConcourseContainerdConfig());
+        assert.strictEqual(plain.wrapRunc, undefined);
+        const wrapped = planConcourseWorker({ name: "w", version: "8.2.5", tsaHost: "ci.example.test", binary: release, wrapperBinary, wrapRunc: true });
+        assert.deepStrictEqual(wrapped.wrapRunc, { wrapper: "/usr/local/lib/gpu-workers/runc-wrapper", sha256: wrapperBinary.sha256 });
     });
 });

@@ -1,7 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { hostScriptPath } from "../../lib/host/scripts";
 import type { ConcourseRelease, PlannedRelease } from "../../lib/render/concourse-release";
-import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "../../lib/render/concourse-worker";
+import type { Artifact } from "../../lib/host/steps";
+import { ConcourseWorkerTerms, planConcourseWorker } from "../../lib/plan/leaf-terms";
+import { CONCOURSE_PATHS, renderConcourseWorker } from "../../lib/render/concourse-worker";
 import { LOCAL_ARTIFACTS } from "../artifacts";
 import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
@@ -20,11 +22,13 @@ function concourseKey(component: string): (key: string) => string {
 }
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
 
-export interface ConcourseWorkerArgs extends HostAccessArgs, Omit<ConcourseWorkerSettings, "tsaPublicKey" | "binary"> {
+export interface ConcourseWorkerArgs extends HostAccessArgs, ConcourseWorkerTerms {
     /** The release: {url, sha256} the host downloads, or {path} of a tarball uploaded from here (hashed once per run). */
     binary: ConcourseRelease | PlannedRelease;
     /** The TSA's host public key ("ssh-rsa AAAA..."); an output such as ConcourseWeb's `tsaPublicKey` works too. */
     tsaPublicKey: pulumi.Input<string>;
+    /** The wrapper `wrapRunc` puts in place (a new one runs the swap again). Default: this package's build, as RuncWrapper installs it. */
+    wrapperBinary?: Artifact;
     /** The worker's TSA private key: RSA in PEM, the only form Concourse reads (`concourse generate-key -t ssh`). Generated when absent. Pass a secret. */
     workerPrivateKey?: pulumi.Input<string>;
     /** The web user's password for the registration check (`registration`); pass a secret. */
@@ -69,7 +73,13 @@ export class ConcourseWorker extends HostStepsComponent {
             ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
         };
         const admitted = args.admission ? [...this.admit(name, args.name, args.admission, args.after ?? []).values()] : [];
-        this.placeOnHost(renderConcourseWorker({ ...args, binary: LOCAL_ARTIFACTS.release(args.binary), tsaPublicKey: tsaKeyNow }), args, {
+        const settings = planConcourseWorker({
+            ...args,
+            binary: LOCAL_ARTIFACTS.release(args.binary),
+            tsaPublicKey: tsaKeyNow,
+            wrapperBinary: args.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper,
+        });
+        this.placeOnHost(renderConcourseWorker(settings), args, {
             values,
             after: [...(args.after ?? []), ...admitted],
             checks: {
@@ -95,7 +105,7 @@ export class ConcourseWorker extends HostStepsComponent {
                 },
             },
         });
-        this.tags = pulumi.output(args.tags);
+        this.tags = pulumi.output(settings.tags);
         this.registerOutputs({ files: this.files, steps: this.steps, workerPublicKey: this.workerPublicKey, tags: this.tags });
     }
 

@@ -237,12 +237,15 @@ function createLink(
         case "WorkerValidator":
             return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
         case "ConcourseWorker": {
-            const { tsaPublicKey: planned, ...settings } = s.concourse!;
+            // The worker's settings as a user's terms: the containerd config is ConcourseWorker's own.
+            const { tsaPublicKey: planned, containerdConfig: _ownConfig, wrapRunc, ...settings } = s.concourse!;
             return new ConcourseWorker(
                 link.name,
                 {
                     ...access,
                     ...settings,
+                    wrapRunc: wrapRunc !== undefined,
+                    wrapperBinary: spec.artifacts.wrapper,
                     tsaPublicKey: planned ?? worker.tsaPublicKey!,
                     workerPrivateKey: worker.workerPrivateKey,
                     webPassword: worker.webPassword,

@@ -8,7 +8,7 @@ import type { LxdHostShape, WorkerSpec } from "./worker-spec";
 import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
 import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
-import { ContainerdRuntimeSettings, renderConcourseContainerdConfig, renderContainerdRuntimeComponent } from "../render/containerd";
+import { ContainerdRuntimeSettings, renderContainerdRuntimeComponent } from "../render/containerd";
 import { ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
 import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
 import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
@@ -17,11 +17,12 @@ import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256Text } from "../file-hash";
 import { Artifact, RenderedComponent } from "../host/steps";
 import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
-import { renderRuncWrapperComponent, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
+import { renderRuncWrapperComponent, RuncWrapperSettings } from "../render/runc-wrapper";
 import {
     ContainerdRuntimeTerms,
     ContainerToolkitTerms,
     planContainerdRuntime,
+    planConcourseWorker,
     planContainerToolkit,
     planGpuDriver,
     planRuncWrapper,
@@ -76,7 +77,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
     if (host.concourse.binary) {
         if (host.concourse.tsaHost === undefined)
             throw new Error(`host ${host.name}: concourse.tsaHost is required to run the worker (the TSA's address as the worker reaches it)`);
-        settings.concourse = {
+        settings.concourse = planConcourseWorker({
             name: host.name,
             version: host.concourse.version,
             tsaHost: host.concourse.tsaHost,
@@ -86,15 +87,15 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
             tags: plan.tags,
             workDir: host.concourse.workDir,
             binary: host.concourse.binary,
-            containerdConfig: renderConcourseContainerdConfig(),
             networkMtu: host.concourse.networkMtu,
             privilegedMode: host.concourse.privilegedMode,
             ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
             inUserNamespace:
                 host.concourse.userNamespace ??
                 (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
-            wrapRunc: { wrapper: WRAPPER_PATH, sha256: host.artifacts.wrapper.sha256 },
-        };
+            wrapRunc: true,
+            wrapperBinary: host.artifacts.wrapper,
+        });
     } else {
         settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;
     }

@@ -7,7 +7,9 @@ import { GpuInventory } from "../gpu/inventory";
 import type { Artifact } from "../host/steps";
 import { GpuSelection, PlanError, planWorkerGpus, PrivilegedMode, WorkerGpuPlan } from "../gpu/plan";
 import { VendorRepository, vendorRepository } from "../repos/vendor-repos";
-import { ContainerdRuntimeSettings } from "../render/containerd";
+import type { PlannedRelease } from "../render/concourse-release";
+import type { ConcourseWorkerSettings } from "../render/concourse-worker";
+import { ContainerdRuntimeSettings, renderConcourseContainerdConfig } from "../render/containerd";
 import { CDI_SPEC_PATHS, ContainerToolkitSettings, NVIDIA_RUNTIME_BINARY } from "../render/container-toolkit";
 import { GpuDriverSettings } from "../render/gpu-driver";
 import { RUNC_REAL_PATH, RuncWrapperSettings, WRAPPER_PATH } from "../render/runc-wrapper";
@@ -225,5 +227,55 @@ export function planWorkerValidator(terms: WorkerValidatorTerms, plan = containe
         unsetEnv: plan.unsetEnv,
         deviceNodes: plan.deviceNodes,
         datasets: datasetsOf(terms.datasets),
+    };
+}
+
+/** The Concourse worker in a user's terms: its name, the release, its TSA and tags; the rest has defaults. */
+export interface ConcourseWorkerTerms {
+    /** Worker name as `fly workers` shows it. */
+    name: string;
+    /** The Concourse release version. Example: "8.2.5". */
+    version: string;
+    /** The TSA's host name or address, as the worker reaches it. */
+    tsaHost: string;
+    /** The TSA's port. Default: 2222. */
+    tsaPort?: number;
+    /** Register as a worker of this team only. Default: a worker of every team. */
+    team?: string;
+    /** The worker's tags, as pipelines select it with. Default: none. */
+    tags?: string[];
+    /** The worker's work dir on the host (deleted on destroy). Default: "/opt/concourse/worker". */
+    workDir?: string;
+    /** MTU of the containers' network. Default: the host's outbound interface's (a host without a network needs it). */
+    networkMtu?: number;
+    /** What a `privileged: true` step gets: "ignore", "fuse-only" or "full" (root on the worker). Default: "ignore". */
+    privilegedMode?: PrivilegedMode;
+    /** The worker runs in a user namespace (an unprivileged LXD container): the unit hides overlayfs's metacopy offer. Default: false. */
+    inUserNamespace?: boolean;
+    /**
+     * Put the runc wrapper (RuncWrapper installs it) in place of Concourse's own runc: Concourse's
+     * containerd creates containers with no runtime options, so this is how its tasks reach the
+     * wrapper. Default: false.
+     */
+    wrapRunc?: boolean;
+    /** Check after the worker step that the web lists the worker as planned (and, with `task`, run a task there). Default: no check. */
+    registration?: ConcourseWorkerSettings["registration"];
+}
+
+/** The worker's settings from a user's terms; `wrapperBinary` is the wrapper the runc swap checks for. */
+export function planConcourseWorker(
+    terms: ConcourseWorkerTerms & { binary: PlannedRelease; tsaPublicKey?: string; wrapperBinary: Artifact },
+): ConcourseWorkerSettings {
+    const { wrapRunc, wrapperBinary, ...given } = terms;
+    const concourse = WORKER_DEFAULTS.concourse;
+    return {
+        ...given,
+        tsaPort: terms.tsaPort ?? builtin(concourse?.tsaPort, "concourse.tsaPort"),
+        tags: terms.tags ?? [],
+        workDir: terms.workDir ?? builtin(concourse?.workDir, "concourse.workDir"),
+        privilegedMode: terms.privilegedMode ?? builtin(concourse?.privilegedMode, "concourse.privilegedMode"),
+        inUserNamespace: terms.inUserNamespace ?? false,
+        containerdConfig: renderConcourseContainerdConfig(),
+        ...(wrapRunc ? { wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperBinary.sha256 } } : {}),
     };
 }
