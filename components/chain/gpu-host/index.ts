@@ -20,19 +20,19 @@ export interface LxdHostTransport extends LxdServerArg {
     instance: string;
     /** Image alias or fingerprint on the server. Example: "gpu-workers/debian-12". */
     image: string;
-    /** "container" or "virtual-machine". Default: "container". */
+    /** "container" or "virtual-machine". Default: LXD_TRANSPORT_DEFAULTS.type. */
     type?: "container" | "virtual-machine";
-    /** Profiles, applied in order. Default: ["default"]. */
+    /** Profiles, applied in order. Default: LXD_TRANSPORT_DEFAULTS.profiles. */
     profiles?: string[];
-    /** Instance config keys. Example: { "security.nesting": "true" }. Default: {}. */
+    /** Instance config keys. Example: { "security.nesting": "true" }. Default: LXD_TRANSPORT_DEFAULTS.config. */
     config?: Record<string, string>;
     /** Devices besides the sshd proxy (GPUs, datasets), e.g. from lxdDevicesForWorker. Default: {}. */
     devices?: LxdDevices;
-    /** Address on the LXD server the sshd proxy listens on. Default: "127.0.0.1". */
+    /** Address on the LXD server the sshd proxy listens on. Default: LXD_TRANSPORT_DEFAULTS.sshAddress. */
     sshAddress?: string;
     /** Port on the LXD server the sshd proxy listens on. Example: 2201. */
     sshPort: number;
-    /** Login user inside the instance (the key placed there is this user's). Default: "root". */
+    /** Login user inside the instance (the key placed there is this user's). Default: LXD_TRANSPORT_DEFAULTS.user. */
     user?: string;
     /** virtual-machine only: the managed bridge network on the server for the VM's nic. Example: "lxdbr0". */
     network?: string;

@@ -26,9 +26,9 @@ export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices">
     datasetSource?: string;
     /** Subfolders of datasetSource attached each as its own disk, writable ones read-write. Example: ["models", "scratch_rw"]. Default: all of datasetSource, read-only. */
     datasetFolders?: string[];
-    /** Pass GPUs by CDI id (needs an LXD that reads CDI ids; 5.0 on Debian 12 does not). Default: false. */
+    /** Pass GPUs by CDI id (needs an LXD that reads CDI ids; 5.0 on Debian 12 does not). Default: LXD_TRANSPORT_DEFAULTS.gpuCdi. */
     gpuCdi?: boolean;
-    /** idmap-shift writable dataset disks (needs kernel idmapped mounts). Default: true. */
+    /** idmap-shift writable dataset disks (needs kernel idmapped mounts). Default: LXD_TRANSPORT_DEFAULTS.shiftWritable. */
     shiftWritable?: boolean;
     /**
      * Ports of the LXD server the instance reaches as its own 127.0.0.1:<port> (proxy devices,

@@ -41,7 +41,7 @@ export interface SharedGpuBoardArgs {
     nvswitchPci: string[];
     /** PCI address of the NVSwitch memory controller (HGX: PMC-Sierra 11f8:4128). Example: ["0000:03:00.1"]. Default: []. */
     memoryControllerPci?: string[];
-    /** The service VM: `image` is required; name defaults to <board>-fabric, 2 vCPUs, 4096 MiB, qemu:///system, a 900 s wait. */
+    /** The service VM: `image` is required; name defaults to <board>-fabric, the rest to SERVICE_VM_DEFAULTS. */
     serviceVm: Partial<ServiceVmSpec> & { image: string };
     /** The board's workers, each an LXD VM with the GPUs of its fabric partition. */
     workers: SharedGpuBoardWorker[];
