@@ -6,6 +6,10 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { ConcourseWorker } from "../../components/chain/concourse-worker";
+import { FabricServiceVm } from "../../components/chain/fabric-service-vm";
+import { SERVICE_VM_DEFAULTS } from "../../components/lib/plan/board-plan";
+import { fileResourceName } from "../../components/lib/host/steps";
+import { renderFabricServiceVm } from "../../components/lib/render/fabric-service-vm";
 import { GpuWorker } from "../../components/chain/gpu-worker";
 import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
 import { HostPlan } from "../../components/lib/plan/host-plan";
@@ -174,6 +178,22 @@ describe("one plan per host: offline render = resource graph", function () {
             graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")),
             ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"],
         );
+    });
+
+    it("FabricServiceVm on its own, in a user's terms: image, NVSwitches and partitions; the VM's size, URI and wait from SERVICE_VM_DEFAULTS", async () => {
+        const g = recordGraph();
+        const given = { image: "/var/lib/gpu-workers/fabric.qcow2", nvswitchPci: ["0000:09:00.0", "0000:0a:00.0"], partitions: [1, 2] };
+        new FabricServiceVm("board-fabric", {
+            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
+            ...given,
+        });
+        await settle(g);
+        const expected = renderFabricServiceVm({ name: "board-fabric", ...SERVICE_VM_DEFAULTS, memoryControllerPci: [], ...given });
+        const domain = expected.files.find((f) => f.path.endsWith(".xml"))!;
+        const placed = g.resources.find((r) => r.name === fileResourceName("board-fabric", domain.path));
+        assert.ok(placed, g.resources.map((r) => r.name).join("\n"));
+        assert.strictEqual(placed.inputs.stdin, domain.content, "the domain has the default size and name");
+        assert.match(domain.content, new RegExp(`<memory unit="MiB">${SERVICE_VM_DEFAULTS.memoryMiB}</memory>`));
     });
 
     it("on its own, a component places everything it runs", async () => {
