@@ -238,17 +238,17 @@ export interface ConcourseWorkerTerms {
     version: string;
     /** The TSA's host name or address, as the worker reaches it. */
     tsaHost: string;
-    /** The TSA's port. Default: 2222. */
+    /** The TSA's port. Default: WORKER_DEFAULTS.concourse.tsaPort. */
     tsaPort?: number;
     /** Register as a worker of this team only. Default: a worker of every team. */
     team?: string;
     /** The worker's tags, as pipelines select it with. Default: none. */
     tags?: string[];
-    /** The worker's work dir on the host (deleted on destroy). Default: "/opt/concourse/worker". */
+    /** The worker's work dir on the host (deleted on destroy). Default: WORKER_DEFAULTS.concourse.workDir. */
     workDir?: string;
     /** MTU of the containers' network. Default: the host's outbound interface's (a host without a network needs it). */
     networkMtu?: number;
-    /** What a `privileged: true` step gets: "ignore", "fuse-only" or "full" (root on the worker). Default: "ignore". */
+    /** What a `privileged: true` step gets: "ignore", "fuse-only" or "full" (root on the worker). Default: WORKER_DEFAULTS.concourse.privilegedMode. */
     privilegedMode?: PrivilegedMode;
     /** The worker runs in a user namespace (an unprivileged LXD container): the unit hides overlayfs's metacopy offer. Default: false. */
     inUserNamespace?: boolean;
