@@ -12,37 +12,9 @@ import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine, makeProject, makeStack, tempDir } from "../support/engine";
+import { clientCertificate } from "../support/pki";
 import { ensureCommands } from "../support/tools";
 import { exampleStack } from "../fixtures/stacks/boards";
-
-/** A self-signed client certificate and its key, as the LXD server's trust would hold. */
-function clientCertificate(dir: string): { cert: string; key: string } {
-    ensureCommands(["openssl"], ["openssl"]);
-    const cert = path.join(dir, "client.crt");
-    const key = path.join(dir, "client.key");
-    execFileSync(
-        "openssl",
-        [
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=gpu-workers-e2e",
-            "-keyout",
-            key,
-            "-out",
-            cert,
-        ],
-        { stdio: "ignore" },
-    );
-    return { cert: fs.readFileSync(cert, "utf8"), key: fs.readFileSync(key, "utf8") };
-}
 
 /** The example with its addresses moved to TEST-NET-1 (RFC 5737): nothing can answer there. */
 function unreachable(hosts: Record<string, unknown>[]): Record<string, unknown>[] {
@@ -57,7 +29,8 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
     it("shows the service VM's domain, the vfio step, the worker VMs and their tags", async () => {
         const env = ensureEngine(path.join(root, "state"));
         const project = makeProject(path.join(root, "project"));
-        const { cert, key } = clientCertificate(root);
+        ensureCommands(["openssl"], ["openssl"]);
+        const { cert, key } = clientCertificate(path.join(root, "client"), "gpu-workers-e2e");
         const example = exampleStack();
         execFileSync(
             "node",

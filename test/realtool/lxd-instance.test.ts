@@ -13,6 +13,7 @@ import * as ops from "../../components/providers/lxd/instance-ops";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
 import { LxdValidationError } from "../../components/lib/lxd/validate";
 import type { LxdInstanceSpec, LxdInstanceState } from "../../components/lib/lxd/types";
+import { clientCertificate } from "../support/pki";
 import { asPulumiRunsIt, ensureLxdTools, freePort, mappedRootUid, TestDaemon } from "./lxd-support";
 
 const IMAGE = "gpu-workers/busybox";
@@ -258,32 +259,10 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
             const port = await freePort();
             d.lxc("config", "set", "core.https_address", `127.0.0.1:${port}`);
             url = `https://127.0.0.1:${port}`;
-            const certDir = path.join(d.dir, "client");
-            fs.mkdirSync(certDir, { mode: 0o700 });
-            execFileSync(
-                "openssl",
-                [
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "ec",
-                    "-pkeyopt",
-                    "ec_paramgen_curve:secp384r1",
-                    "-nodes",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=gpu-workers-test",
-                    "-keyout",
-                    path.join(certDir, "client.key"),
-                    "-out",
-                    path.join(certDir, "client.crt"),
-                ],
-                { stdio: "ignore" },
-            );
-            d.lxc("config", "trust", "add", path.join(certDir, "client.crt"));
-            clientCert = fs.readFileSync(path.join(certDir, "client.crt"), "utf8");
-            clientKey = fs.readFileSync(path.join(certDir, "client.key"), "utf8");
+            const client = clientCertificate(path.join(d.dir, "client"), "gpu-workers-test");
+            d.lxc("config", "trust", "add", client.certFile);
+            clientCert = client.cert;
+            clientKey = client.key;
             serverCert = fs.readFileSync(path.join(d.dir, "server.crt"), "utf8");
         });
 
@@ -311,33 +290,11 @@ describe("LXD provider against a real LXD daemon (busybox)", function () {
         });
 
         it("an untrusted client certificate gets LXD's refusal", async () => {
-            const certDir = path.join(d.dir, "stranger");
-            fs.mkdirSync(certDir, { mode: 0o700 });
-            execFileSync(
-                "openssl",
-                [
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "ec",
-                    "-pkeyopt",
-                    "ec_paramgen_curve:secp384r1",
-                    "-nodes",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=stranger",
-                    "-keyout",
-                    path.join(certDir, "k"),
-                    "-out",
-                    path.join(certDir, "c"),
-                ],
-                { stdio: "ignore" },
-            );
+            const other = clientCertificate(path.join(d.dir, "stranger"), "stranger");
             const stranger = {
                 url,
-                clientCert: fs.readFileSync(path.join(certDir, "c"), "utf8"),
-                clientKey: fs.readFileSync(path.join(certDir, "k"), "utf8"),
+                clientCert: other.cert,
+                clientKey: other.key,
                 serverCert,
             };
             await assert.rejects(provider.create({ server: stranger, name: "t-stranger", image: IMAGE }), (e: Error) =>

@@ -4,6 +4,35 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 
+/** A self-signed client certificate (EC, one day) and its key, written into `dir` (a new folder) and read back. */
+export function clientCertificate(dir: string, commonName: string): { certFile: string; cert: string; key: string } {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const certFile = path.join(dir, "client.crt");
+    const keyFile = path.join(dir, "client.key");
+    execFileSync(
+        "openssl",
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            `/CN=${commonName}`,
+            "-keyout",
+            keyFile,
+            "-out",
+            certFile,
+        ],
+        { stdio: "ignore" },
+    );
+    return { certFile, cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") };
+}
+
 /** A CA, and server certificates for 127.0.0.1 signed by it. */
 export class TestPki {
     readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-tls-"));
