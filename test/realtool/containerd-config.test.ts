@@ -10,7 +10,8 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, renderContainerdDropIn } from "../../components/lib/render/containerd";
+import { parse } from "smol-toml";
+import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, KATA_GPU_RUNTIME, renderContainerdDropIn } from "../../components/lib/render/containerd";
 import { WRAPPER_PATH } from "../../components/lib/render/runc-wrapper";
 import { ensureWrapperTools, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
 
@@ -182,6 +183,29 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         ]) {
             assert.match(d, kept);
         }
+    });
+
+    it("a Kubernetes node offering Kata: containerd's dump has kata's GPU runtime beside the wrapper's, and the node's own runc", () => {
+        const p = host("kata", K8S_MAIN);
+        const withKata = renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER_PATH, makeDefault: false, enableCdi: true, kata: true });
+        const r = apply(p, withKata);
+        assert.strictEqual(r.status, 0, r.stderr);
+        type Runtime = { runtime_type?: string; runtime_path?: string; pod_annotations?: string[]; privileged_without_host_devices?: boolean; options?: Record<string, unknown> };
+        const doc = JSON.parse(JSON.stringify(parse(dump(p.main)))) as { plugins: Record<string, { containerd: { runtimes: Record<string, Runtime> } }> };
+        const runtimes = doc.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes;
+        const kata = runtimes[KATA_GPU_RUNTIME.handler];
+        assert.ok(kata, `containerd has no ${KATA_GPU_RUNTIME.handler} runtime: ${Object.keys(runtimes).join(", ")}`);
+        assert.strictEqual(kata.runtime_type, "io.containerd.kata-qemu-nvidia-gpu.v2");
+        assert.strictEqual(kata.runtime_path, "/opt/kata/bin/containerd-shim-kata-v2");
+        assert.deepStrictEqual(kata.pod_annotations, ["io.katacontainers.*"]);
+        assert.strictEqual(kata.privileged_without_host_devices, true);
+        assert.match(String(kata.options?.ConfigPath), /^\/opt\/kata\/share\/defaults\/kata-containers\/[a-z0-9-]+\.toml$/);
+        assert.strictEqual(runtimes.gpu.options?.BinaryName, WRAPPER_PATH, "the wrapper's entry is still there");
+        assert.strictEqual(runtimes.runc.options?.SystemdCgroup, true, "the node's runc keeps its systemd cgroups");
+        // Asked no more, the entry goes again.
+        assert.strictEqual(apply(p, ours(false)).status, 0);
+        const after = JSON.parse(JSON.stringify(parse(dump(p.main)))) as typeof doc;
+        assert.strictEqual(after.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes[KATA_GPU_RUNTIME.handler], undefined);
     });
 
     it("no main config at all: one is created, and remove deletes it again", () => {

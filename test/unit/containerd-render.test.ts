@@ -48,6 +48,25 @@ describe("containerd drop-in (render)", () => {
         );
     });
 
+    it("Kata's GPU runtime only when asked, beside the wrapper's; a wrapper entry by kata's name is refused", () => {
+        const plain = toml(renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER, makeDefault: false, enableCdi: false }));
+        assert.deepStrictEqual(Object.keys(plain.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes).sort(), ["gpu", "runc"]);
+        const doc = toml(renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER, makeDefault: false, enableCdi: false, kata: true }));
+        const runtimes = doc.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes;
+        assert.deepStrictEqual(runtimes["kata-qemu-nvidia-gpu"], {
+            runtime_type: "io.containerd.kata-qemu-nvidia-gpu.v2",
+            runtime_path: "/opt/kata/bin/containerd-shim-kata-v2",
+            privileged_without_host_devices: true,
+            pod_annotations: ["io.katacontainers.*"],
+            options: { ConfigPath: "/opt/kata/share/defaults/kata-containers/configuration-qemu-nvidia-gpu.toml" },
+        });
+        assert.deepStrictEqual(runtimes.gpu, { runtime_type: "io.containerd.runc.v2", options: { BinaryName: WRAPPER } });
+        assert.throws(
+            () => renderContainerdDropIn({ runtimeName: "kata-qemu-nvidia-gpu", binaryName: WRAPPER, makeDefault: false, enableCdi: false, kata: true }),
+            /containerd\.runtimeName: kata-qemu-nvidia-gpu is Kata's runtime/,
+        );
+    });
+
     it("default runtime and CDI when asked", () => {
         const doc = toml(renderContainerdDropIn({ runtimeName: "nvidia-gpu", binaryName: WRAPPER, makeDefault: true, enableCdi: true }));
         const cri = doc.plugins["io.containerd.grpc.v1.cri"];

@@ -120,6 +120,7 @@ export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms & { he
         inventory: host.inventory,
         runtimeName: host.containerd.runtimeName,
         default: host.containerd.default,
+        kata: host.containerd.kata,
         cdi: host.toolkit.cdi,
         helperBinary: host.artifacts.containerdToml,
     };

@@ -170,6 +170,8 @@ export interface ContainerdRuntimeTerms {
     cdi?: boolean;
     /** Where CRI looks for CDI specs. Default: /etc/cdi and /var/run/cdi. */
     cdiSpecDirs?: string[];
+    /** Also add Kata Containers' GPU runtime entry (kata-qemu-nvidia-gpu), beside the wrapper's. Default: false. */
+    kata?: boolean;
     /** The built containerd-toml to upload, with its sha256. Default: dist/containerd-toml/containerd-toml of this package, hashed by the component. */
     helperBinary?: Artifact;
 }
@@ -182,6 +184,7 @@ export function planContainerdRuntime(terms: ContainerdRuntimeTerms & { helperBi
         makeDefault: terms.default ?? builtin(WORKER_DEFAULTS.containerd?.default, "containerd.default"),
         enableCdi: (terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi")) && terms.inventory.vendor !== "none",
         ...(terms.cdiSpecDirs !== undefined ? { cdiSpecDirs: terms.cdiSpecDirs } : {}),
+        kata: terms.kata ?? builtin(WORKER_DEFAULTS.containerd?.kata, "containerd.kata"),
         helperBinary: terms.helperBinary,
     };
 }

@@ -99,6 +99,10 @@ export const settingsSchema = z.strictObject({
                 .default("gpu")
                 .meta({ description: "the containerd runtime entry that calls the wrapper (the CRI handler name)" }),
             default: z.boolean().default(false).meta({ description: "make it containerd's default runtime" }),
+            kata: z.boolean({ error: "expected true or false" }).default(false).meta({
+                description:
+                    "also add Kata Containers' GPU runtime entry `kata-qemu-nvidia-gpu` (its shim and config under `/opt/kata`, which the host must have), beside the wrapper's; a Kubernetes node whose cluster offers it needs it ([Kubernetes](#kubernetes-gpu-nodes-gpu-workerskubernetes))",
+            }),
         })
         .meta({ description: "the containerd runtime entry through the runc wrapper" }),
     fabricManager: z

@@ -23,6 +23,8 @@ export interface ContainerdRuntimeSettings {
     enableCdi: boolean;
     /** Where CRI looks for CDI specs; default /etc/cdi and /var/run/cdi. */
     cdiSpecDirs?: string[];
+    /** Also offer Kata Containers' GPU runtime (KATA_GPU_RUNTIME), beside the wrapper's. Default: false. */
+    kata?: boolean;
     /** The built containerd-toml to upload (CONTAINERD_TOML_BUILD_OUTPUT, hashed where the build is known). */
     helperBinary: Artifact;
 }
@@ -41,6 +43,19 @@ export const CONTAINERD_TOML_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "con
 const CRI = "io.containerd.grpc.v1.cri";
 const RUNC_V2 = "io.containerd.runc.v2";
 
+/**
+ * Kata Containers' runtime for pods with a GPU passed into their VM (kata-deploy's names): the
+ * CRI handler, its shim, and the shim's configuration. A Kubernetes RuntimeClass names the handler.
+ */
+export const KATA_GPU_RUNTIME = {
+    handler: "kata-qemu-nvidia-gpu",
+    runtimeType: "io.containerd.kata-qemu-nvidia-gpu.v2",
+    runtimePath: "/opt/kata/bin/containerd-shim-kata-v2",
+    configPath: "/opt/kata/share/defaults/kata-containers/configuration-qemu-nvidia-gpu.toml",
+    /** The pod annotations the shim reads (io.katacontainers.config...): CRI passes only those it is told to. */
+    podAnnotations: ["io.katacontainers.*"],
+} as const;
+
 type Table = { [key: string]: TomlPrimitive | Table };
 
 function checkSettings(s: Omit<ContainerdRuntimeSettings, "helperBinary">): void {
@@ -49,6 +64,9 @@ function checkSettings(s: Omit<ContainerdRuntimeSettings, "helperBinary">): void
     }
     if (s.runtimeName === "runc") {
         throw new Error("containerd.runtimeName: runc is containerd's own default runtime; choose another name such as gpu");
+    }
+    if (s.kata && s.runtimeName === KATA_GPU_RUNTIME.handler) {
+        throw new Error(`containerd.runtimeName: ${KATA_GPU_RUNTIME.handler} is Kata's runtime, which containerd.kata adds; choose another name such as gpu`);
     }
     if (!s.binaryName.startsWith("/")) {
         throw new Error(`containerd.binaryName: expected an absolute path, got ${JSON.stringify(s.binaryName)}`);
@@ -75,9 +93,24 @@ export function renderContainerdDropIn(s: Omit<ContainerdRuntimeSettings, "helpe
     containerd.runtimes = {
         [s.runtimeName]: { runtime_type: RUNC_V2, options: { BinaryName: s.binaryName } },
         runc: { runtime_type: RUNC_V2, options: {} },
+        ...(s.kata ? { [KATA_GPU_RUNTIME.handler]: kataRuntime() } : {}),
     };
     cri.containerd = containerd;
     return "# Rendered by gpu-workers: the GPU runtime for CRI clients.\n" + stringify({ version: 2, plugins: { [CRI]: cri } }).trimEnd() + "\n";
+}
+
+/**
+ * Kata's GPU runtime entry: its own shim (by path, so the host's PATH does not matter), the
+ * shim's config, and no host devices for a privileged pod (they would be the host's, not the VM's).
+ */
+function kataRuntime(): Table {
+    return {
+        runtime_type: KATA_GPU_RUNTIME.runtimeType,
+        runtime_path: KATA_GPU_RUNTIME.runtimePath,
+        privileged_without_host_devices: true,
+        pod_annotations: [...KATA_GPU_RUNTIME.podAnnotations],
+        options: { ConfigPath: KATA_GPU_RUNTIME.configPath },
+    };
 }
 
 /**
