@@ -19,6 +19,7 @@ function readStack() {
             defaults: config.getObject("defaults"),
             hosts: config.getObject("hosts"),
             web: config.getObject("web"),
+            kubernetes: config.getObject("kubernetes"),
             allowNoHosts: config.getObject("allowNoHosts"),
             keys,
         });
@@ -62,3 +63,6 @@ export const web = fleet.web ? { url: fleet.web.externalUrl, username: fleet.web
 
 /** Per shared board: the partition each of its workers got. */
 export const sharedBoards = Object.fromEntries(fleet.boards.map((b) => [b.boardName, b.partitions]));
+
+/** Per Kubernetes cluster: the objects made in it (`Kind/namespace/name`; a Node's only its labels). */
+export const kubernetesClusters = Object.fromEntries(fleet.clusters.map((c) => [c.clusterName, Object.keys(c.objects)]));

@@ -1,15 +1,19 @@
 /**
  * npm run render -- --stack NAME --out DIR
  * Writes every file each host would receive under DIR/<host>/<absolute path>, and
- * DIR/<host>/manifest.json (ordered steps, files with mode and sha256, tags).
+ * DIR/<host>/manifest.json (ordered steps, files with mode and sha256, tags); each Kubernetes
+ * cluster's objects as DIR/_kubernetes/<cluster>.yaml.
  * Needs no Pulumi engine and no host; secrets appear as [secret].
  */
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { RawStackConfig, StackConfigError } from "../stacks/config";
+import { parseStack, RawStackConfig, StackConfigError } from "../stacks/config";
 import { namespaceKeysOf } from "../stacks/namespace-keys";
-import { MISSING_PLACEHOLDER, RenderedContent, RenderedHost, renderStack } from "../stacks/offline-render";
+import { MISSING_PLACEHOLDER, RenderedCluster, renderClusters, RenderedContent, RenderedHost, renderStack } from "../stacks/offline-render";
+
+/** Where a cluster's objects go: a folder no host can have (a host's name is a DNS label, which has no `_`). */
+export const KUBERNETES_DIR = "_kubernetes";
 
 function usage(message: string): never {
     console.error(`render: ${message}\nusage: npm run render -- --stack NAME --out DIR [--project-dir DIR]`);
@@ -40,6 +44,7 @@ export function readStackFile(projectDir: string, stack: string): RawStackConfig
         defaults: config["gpu-workers:defaults"],
         hosts: config["gpu-workers:hosts"],
         web: config["gpu-workers:web"],
+        kubernetes: config["gpu-workers:kubernetes"],
         allowNoHosts: config["gpu-workers:allowNoHosts"],
         keys,
     };
@@ -89,12 +94,24 @@ export function writeRendered(hosts: RenderedHost[], out: string, artifacts: Art
     }
 }
 
+/** Each cluster's objects as out/_kubernetes/<cluster>.yaml. */
+export function writeClusters(clusters: RenderedCluster[], out: string): void {
+    const dir = path.join(out, KUBERNETES_DIR);
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (clusters.length === 0) return;
+    fs.mkdirSync(dir, { recursive: true });
+    for (const c of clusters) fs.writeFileSync(path.join(dir, `${c.cluster}.yaml`), c.yaml);
+}
+
 function main(): void {
     const { stack, out, projectDir } = parseArgs(process.argv.slice(2));
     let hosts;
+    let clusters: RenderedCluster[];
     try {
         // Paths in the stack (a release uploaded from here) are the project folder's, as for pulumi up.
-        hosts = renderStack(readStackFile(projectDir, stack), projectDir);
+        const raw = readStackFile(projectDir, stack);
+        hosts = renderStack(raw, projectDir);
+        clusters = renderClusters(parseStack(raw));
     } catch (e) {
         if (e instanceof StackConfigError) {
             console.error(e.message);
@@ -105,6 +122,8 @@ function main(): void {
     }
     if (hosts.length === 0) console.log(`stack ${stack}: no hosts (gpu-workers:allowNoHosts is true), nothing to render`);
     writeRendered(hosts, out);
+    writeClusters(clusters, out);
+    for (const c of clusters) console.log(`cluster ${c.cluster}: ${c.objects.length} objects -> ${path.join(out, KUBERNETES_DIR, `${c.cluster}.yaml`)}`);
     for (const { manifest } of hosts) {
         const root = path.join(out, manifest.host);
         console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);

@@ -29,6 +29,10 @@ export {
     WebForWorkers,
     WebAdmission,
 } from "./chain/concourse-web";
+export { KubernetesGpuNodes, KubernetesGpuNodesArgs, KubernetesGpuNodesArgsError, kubernetesGpuNodesObjects } from "./chain/kubernetes-gpu-nodes";
+export type { GpuNodeTerms, TenantTerms, KubeObject, PlannedObject, RuntimeOffer } from "./lib/kubernetes/objects";
+export { RUNTIME_OFFERS, RUNTIME_CLASS_NAMES } from "./lib/kubernetes/objects";
+export { GPU_NODE_LABEL } from "./lib/kubernetes/node-labels";
 export { HostAccessArgs } from "./chain/host-steps-component";
 export type { HostConnection } from "./providers/host/resources";
 export { Transport, onTransport } from "./lib/host/transport";
@@ -58,6 +62,7 @@ export {
     REGISTRATION_TIMEOUT_SECONDS,
 } from "./lib/plan/settings";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
+export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/plan/kubernetes-settings";
 export { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
 export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";

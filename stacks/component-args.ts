@@ -6,8 +6,9 @@
  */
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, onTransport, WebForWorkers } from "../components";
+import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, KubernetesGpuNodesArgs, onTransport, WebForWorkers } from "../components";
 import type { ConcourseRelease } from "../components";
+import type { ClusterConfig } from "./kubernetes-schema";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig } from "./web-schema";
 
@@ -117,6 +118,29 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): 
         transport: onTransport<SshTransport, LxdWebTransport, ConcourseWebArgs["transport"]>(transport, {
             ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
             lxd: ({ server, ...lxd }) => ({ lxd: { ...lxd, server: lxdServer(server, secret) } }),
+        }),
+    };
+}
+
+/**
+ * A cluster of the stack as KubernetesGpuNodes' arguments: each node with its host's inventory,
+ * GPU selection and driver pin (the one GPU plan its worker has too), and the wrapper's handler
+ * the nodes' containerd names (they agree: stacks/kubernetes-config.ts).
+ */
+export function kubernetesArgs(cluster: ClusterConfig, hosts: HostConfig[], secret: SecretLookup): KubernetesGpuNodesArgs {
+    const { name: _name, kubeconfigSecret, nodes, ...settings } = cluster;
+    const hostOf = (name: string): HostConfig => {
+        const host = hosts.find((h) => h.name === name);
+        if (!host) throw new Error(`cluster ${cluster.name}: ${name} is no host of the stack`);
+        return host;
+    };
+    return {
+        ...settings,
+        kubeconfig: secret(kubeconfigSecret),
+        wrapperHandler: hostOf(nodes[0].host).containerd.runtimeName,
+        nodes: nodes.map((n) => {
+            const host = hostOf(n.host);
+            return { nodeName: n.nodeName ?? n.host, inventory: host.inventory, selection: host.selection, driverVersion: host.driver.version };
         }),
     };
 }

@@ -8,6 +8,8 @@ import { crossHostProblems } from "./cross-host-checks";
 import { checkLayer, covered, isBoard, Layer, parseHost, SETTINGS_KEYS, toolkitProblems } from "./host-config";
 import { NamespaceKey, unknownKeyProblems } from "./namespace-keys";
 import { parseWeb, webHostProblems } from "./web-config";
+import { parseKubernetes } from "./kubernetes-config";
+import type { KubernetesConfig } from "./kubernetes-schema";
 import type { WebConfig } from "./web-schema";
 import { BoardConfig, BUILTIN_DEFAULTS, HostConfig } from "./schema";
 
@@ -23,11 +25,13 @@ export interface RawStackConfig {
     hosts?: unknown;
     /** `gpu-workers:web`: the stack's Concourse web node (optional). */
     web?: unknown;
+    /** `gpu-workers:kubernetes`: the Kubernetes clusters the hosts are nodes of (optional). */
+    kubernetes?: unknown;
     /** gpu-workers:allowNoHosts: true lets an empty hosts list through (up then deletes every worker). */
     allowNoHosts?: unknown;
     /**
      * Every key the stack config sets in the project's namespace (namespaceKeysOf): one that is
-     * neither the four above nor a secret key the settings name, and looks like one of them or
+     * neither the five above nor a secret key the settings name, and looks like one of them or
      * holds a setting (an object or a list), is a mistake: a typo such as `gpu-workers:default`
      * would otherwise be ignored, and none of its settings apply. Other text is let be: a secret
      * of a host since removed from the stack, say.
@@ -40,6 +44,7 @@ export interface StackConfig {
     hosts: HostConfig[];
     boards: BoardConfig[];
     web?: WebConfig;
+    kubernetes?: KubernetesConfig;
 }
 
 /** Why an empty hosts list is refused, and the two ways on. */
@@ -54,7 +59,7 @@ export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
 
 /** Validates the whole stack config, web and boards included; throws StackConfigError listing every problem. */
 export function parseStack(raw: RawStackConfig): StackConfig {
-    const problems: string[] = raw.keys === undefined ? [] : unknownKeyProblems(raw.keys, [raw.defaults, raw.hosts, raw.web]);
+    const problems: string[] = raw.keys === undefined ? [] : unknownKeyProblems(raw.keys, [raw.defaults, raw.hosts, raw.web, raw.kubernetes]);
     let defaults: Layer = { settings: {}, reported: [], problems: [] };
     if (raw.defaults !== undefined) {
         if (!isPlainObject(raw.defaults)) {
@@ -95,6 +100,21 @@ export function parseStack(raw: RawStackConfig): StackConfig {
                 hosts.map((h, i) => ({ config: whole[i], reported: (path: string) => covered(path, h.reported) })),
             ),
         );
+    const kubernetes =
+        raw.kubernetes === undefined
+            ? undefined
+            : parseKubernetes(
+                  raw.kubernetes,
+                  hosts.map((h, i) => {
+                      const entry: unknown = (raw.hosts as unknown[])[i];
+                      return {
+                          name: isPlainObject(entry) && typeof entry.name === "string" ? entry.name : undefined,
+                          settings: h.settings,
+                          onBoard: h.boardWorker || isBoard(h.settings),
+                      };
+                  }),
+              );
+    if (kubernetes) problems.push(...kubernetes.problems);
     if (problems.length > 0) throw new StackConfigError(problems);
     // No problems means every host parsed whole.
     return {
@@ -103,5 +123,6 @@ export function parseStack(raw: RawStackConfig): StackConfig {
         ),
         boards: collectBoards(hosts).map(({ board }) => board),
         ...(web?.web ? { web: web.web } : {}),
+        ...(kubernetes?.kubernetes ? { kubernetes: kubernetes.kubernetes } : {}),
     };
 }

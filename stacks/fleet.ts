@@ -4,10 +4,10 @@
  * goes through the same mapping).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb, GpuWorker } from "../components";
+import { ConcourseWeb, GpuWorker, KubernetesGpuNodes } from "../components";
 import type { SharedGpuBoard } from "../components";
 import { buildBoards } from "./boards";
-import { SecretLookup, StackWeb, webArgs, workerArgs } from "./component-args";
+import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "./component-args";
 import type { StackConfig } from "./config";
 
 export interface Fleet {
@@ -15,6 +15,8 @@ export interface Fleet {
     /** Every worker: those on hosts of their own, then those on shared boards. */
     workers: GpuWorker[];
     boards: SharedGpuBoard[];
+    /** Per cluster of `gpu-workers:kubernetes`: its objects. */
+    clusters: KubernetesGpuNodes[];
 }
 
 /**
@@ -27,7 +29,7 @@ function renamed(from: string | undefined): pulumi.ComponentResourceOptions | un
 
 /**
  * The web first, then the workers, each admitting itself at the web and converging after it,
- * and the shared boards with theirs.
+ * and the shared boards with theirs; then the Kubernetes clusters the hosts are nodes of.
  */
 export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: string): Fleet {
     const secret: SecretLookup = (key) => config.requireSecret(key);
@@ -35,5 +37,7 @@ export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: s
     const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
     const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb), renamed(host.renamedFrom)));
     const boards = buildBoards(stack.boards, secret, baseDir, stackWeb);
-    return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards };
+    // The cluster's objects wait for no host: a pod that lands before its node's runtime is in place fails to start, and the kubelet retries.
+    const clusters = (stack.kubernetes?.clusters ?? []).map((cluster) => new KubernetesGpuNodes(cluster.name, kubernetesArgs(cluster, stack.hosts, secret)));
+    return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards, clusters };
 }

@@ -5,8 +5,11 @@
  */
 import * as crypto from "crypto";
 import * as fs from "fs";
+import { stringify } from "yaml";
 import {
     ArtifactSource,
+    kubernetesGpuNodesObjects,
+    PlannedObject,
     BoardPlan,
     HostPlan,
     LOCAL_ARTIFACTS,
@@ -23,7 +26,7 @@ import type { Artifact, PlannedStep } from "../components";
 import * as pulumi from "@pulumi/pulumi";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";
-import { StackWeb, webArgs, workerArgs } from "./component-args";
+import { kubernetesArgs, StackWeb, webArgs, workerArgs } from "./component-args";
 import type { HostConfig } from "./schema";
 
 export { SECRET_PLACEHOLDER };
@@ -233,4 +236,30 @@ export function renderHost(host: HostConfig, baseDir = process.cwd()): RenderedH
 export function renderStack(raw: RawStackConfig, baseDir = process.cwd(), artifacts: ArtifactSource = RENDER_ARTIFACTS): RenderedHost[] {
     const plans = planStack(parseStack(raw), baseDir, artifacts);
     return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
+}
+
+/** A Kubernetes cluster of the stack, rendered: its objects as KubernetesGpuNodes makes them, and as one YAML stream. */
+export interface RenderedCluster {
+    cluster: string;
+    objects: PlannedObject[];
+    yaml: string;
+}
+
+/** The objects as `kubectl apply -f` takes them, in the order they are made; a Node's labels say that the Node is the kubelet's. */
+export function clusterYaml(objects: PlannedObject[]): string {
+    return objects
+        .map(({ object, patch }) => {
+            const note = patch ? `# ${object.kind} ${object.metadata.name}: its labels only, applied server-side; the kubelet owns the Node\n` : "";
+            return `---\n${note}${stringify(object, { lineWidth: 0, aliasDuplicateObjects: false })}`;
+        })
+        .join("");
+}
+
+/** The stack's clusters (`gpu-workers:kubernetes`), through the same mapping `pulumi up` takes; the kubeconfig stands in as a placeholder. */
+export function renderClusters(stack: Pick<StackConfig, "hosts" | "kubernetes">): RenderedCluster[] {
+    return (stack.kubernetes?.clusters ?? []).map((cluster) => {
+        const { kubeconfig: _secret, ...args } = kubernetesArgs(cluster, stack.hosts, () => SECRET_PLACEHOLDER);
+        const objects = kubernetesGpuNodesObjects(cluster.name, args);
+        return { cluster: cluster.name, objects, yaml: clusterYaml(objects) };
+    });
 }

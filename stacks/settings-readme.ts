@@ -7,6 +7,7 @@ import type { z } from "zod";
 import { FieldDoc, fieldDocs, settingsTable } from "../components";
 import { boardFabricSchema, settingsSchema } from "./schema";
 import { webSchema } from "./web-schema";
+import { clusterSchema } from "./kubernetes-schema";
 
 /** A table of the README: the heading it sits under, and the schema it is written from. */
 export interface ReadmeTable {
@@ -22,6 +23,7 @@ export const README_TABLES: ReadmeTable[] = [
     { name: "settings", heading: "Settings (in `defaults` or on a host)", schema: settingsSchema },
     { name: "web", heading: "The web node (`gpu-workers:web`)", schema: webSchema },
     { name: "board", heading: "A board shared by several workers", schema: boardFabricSchema, prefix: "fabric" },
+    { name: "kubernetes", heading: "Kubernetes GPU nodes (`gpu-workers:kubernetes`)", schema: clusterSchema },
 ];
 
 /** The table's rows as the schema gives them. */

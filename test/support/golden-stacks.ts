@@ -10,7 +10,8 @@ import type { ArtifactSource } from "../../components/chain/artifacts";
 import { sha256Text } from "../../components/lib/file-hash";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import type { RawStackConfig } from "../../stacks/config";
-import { RenderedHost, renderStack } from "../../stacks/offline-render";
+import { parseStack } from "../../stacks/config";
+import { RenderedCluster, renderClusters, RenderedHost, renderStack } from "../../stacks/offline-render";
 import { readStackFile } from "../../cli/render";
 import { boardStack } from "../fixtures/stacks/boards";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
@@ -79,4 +80,9 @@ function hostScriptsByName(hosts: RenderedHost[]): RenderedHost[] {
 /** A golden stack rendered with the stand-in artifacts. */
 export function renderGolden(stack: { raw: RawStackConfig; baseDir: string }): RenderedHost[] {
     return hostScriptsByName(renderStack(stack.raw, stack.baseDir, GOLDEN_ARTIFACTS));
+}
+
+/** A golden stack's Kubernetes clusters (their YAML holds no artifact). */
+export function renderGoldenClusters(stack: { raw: RawStackConfig }): RenderedCluster[] {
+    return renderClusters(parseStack(stack.raw));
 }

@@ -5,8 +5,8 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { writeRendered } from "../../cli/render";
-import { GOLDEN_DIR, goldenStacks, renderGolden } from "./golden-stacks";
+import { writeClusters, writeRendered } from "../../cli/render";
+import { GOLDEN_DIR, goldenStacks, renderGolden, renderGoldenClusters } from "./golden-stacks";
 
 function main(): void {
     const stacks = goldenStacks();
@@ -22,6 +22,7 @@ function main(): void {
         fs.rmSync(dir, { recursive: true, force: true });
         const hosts = renderGolden(stack);
         writeRendered(hosts, dir, "digest");
+        writeClusters(renderGoldenClusters(stack), dir);
         console.log(`test/golden/${stack.name}: ${hosts.map((h) => h.manifest.host).join(", ")}`);
     }
 }

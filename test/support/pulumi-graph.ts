@@ -12,6 +12,11 @@ export interface RecordedResource {
     parent: string;
     dependencies: string[];
     inputs: Record<string, unknown>;
+    /** Resource options the engine acts on: the inputs whose change replaces, and whether the old one goes first. */
+    replaceOnChanges: string[];
+    deleteBeforeReplace: boolean;
+    /** The explicit provider's reference, when given. */
+    provider: string;
 }
 
 export class GraphRecorder {
@@ -89,6 +94,9 @@ export function recordGraph(): GraphRecorder {
                     parent: req.getParent(),
                     dependencies: req.getDependenciesList(),
                     inputs: pulumi.runtime.deserializeProperties(req.getObject()!),
+                    replaceOnChanges: req.getReplaceonchangesList(),
+                    deleteBeforeReplace: req.getDeletebeforereplace(),
+                    provider: req.getProvider(),
                 });
             }
             callback(err, res);

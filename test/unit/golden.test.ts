@@ -9,8 +9,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { writeRendered } from "../../cli/render";
-import { GOLDEN_DIR, goldenStacks, renderGolden } from "../support/golden-stacks";
+import { writeClusters, writeRendered } from "../../cli/render";
+import { GOLDEN_DIR, goldenStacks, renderGolden, renderGoldenClusters } from "../support/golden-stacks";
 import { ensureCommands } from "../support/tools";
 
 /** Lines of the diff shown in a failure; the rest is counted. */
@@ -37,6 +37,7 @@ describe("golden files: the whole rendered tree of each example and fixture stac
     for (const stack of goldenStacks()) {
         it(`${stack.name} renders as test/golden/${stack.name}`, () => {
             writeRendered(renderGolden(stack), path.join(work, "rendered", stack.name), "digest");
+            writeClusters(renderGoldenClusters(stack), path.join(work, "rendered", stack.name));
             const r = spawnSync("diff", ["-ruN", `golden/${stack.name}`, `rendered/${stack.name}`], {
                 cwd: work,
                 encoding: "utf8",

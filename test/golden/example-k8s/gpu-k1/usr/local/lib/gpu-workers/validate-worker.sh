@@ -1,0 +1,1 @@
+host script host/validate-worker.sh, sha256 96fb4a6cc796075846cab62d9ba92cff4be056777c21b15b9a905f8089f56120

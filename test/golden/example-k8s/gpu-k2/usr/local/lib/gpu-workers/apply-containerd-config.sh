@@ -1,0 +1,1 @@
+host script host/apply-containerd-config.sh, sha256 029caf8b2467a05e27d89f8c7572402d3597a222e2386f510277a833e277d15a
