@@ -190,7 +190,13 @@ describe("apply-containerd-config.sh (real containerd config loading)", function
         const withKata = renderContainerdDropIn({ runtimeName: "gpu", binaryName: WRAPPER_PATH, makeDefault: false, enableCdi: true, kata: true });
         const r = apply(p, withKata);
         assert.strictEqual(r.status, 0, r.stderr);
-        type Runtime = { runtime_type?: string; runtime_path?: string; pod_annotations?: string[]; privileged_without_host_devices?: boolean; options?: Record<string, unknown> };
+        type Runtime = {
+            runtime_type?: string;
+            runtime_path?: string;
+            pod_annotations?: string[];
+            privileged_without_host_devices?: boolean;
+            options?: Record<string, unknown>;
+        };
         const doc = JSON.parse(JSON.stringify(parse(dump(p.main)))) as { plugins: Record<string, { containerd: { runtimes: Record<string, Runtime> } }> };
         const runtimes = doc.plugins["io.containerd.grpc.v1.cri"].containerd.runtimes;
         const kata = runtimes[KATA_GPU_RUNTIME.handler];
