@@ -35,8 +35,12 @@ export function clientCertificate(dir: string, commonName: string): { certFile: 
 
 /** A CA, and server certificates for 127.0.0.1 signed by it. */
 export class TestPki {
-    readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-tls-"));
-    constructor(readonly name: string) {
+    /** `dir`: where the CA and certificates go (made if missing); a new temp folder by default. */
+    constructor(
+        readonly name: string,
+        readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-tls-")),
+    ) {
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
         this.openssl(
             "req",
             "-x509",

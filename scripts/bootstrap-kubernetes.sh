@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Makes a Kubernetes control plane and the Kubernetes provider's plugin available to the tests on
+# a machine that cannot download them: builds them from Go modules (through the Go module proxy)
+# and caches the results outside the repository, keyed by their versions.
+#
+#   bin=$(scripts/bootstrap-kubernetes.sh)
+#
+# The last line on stdout is the bin directory; progress goes to stderr. The cache entry holds:
+#   bin/etcd                        etcd            (go.etcd.io/etcd/server/v3, its etcdmain)
+#   bin/kube-apiserver              the API server  (k8s.io/kubernetes/cmd/...)
+#   bin/kube-controller-manager     the controller manager (namespace deletion needs it)
+#   bin/kubectl                     the client
+#   bin/pulumi-resource-kubernetes  the Kubernetes provider's plugin, for @pulumi/kubernetes
+#   crds/cilium/*.yaml              Cilium's v2 CRDs (CiliumNetworkPolicy, ...) from the
+#                                   github.com/cilium/cilium module; the path is <bin>/../crds/cilium
+#
+# The control plane comes from a throwaway module that requires k8s.io/kubernetes: its go.mod
+# points the staging modules (k8s.io/api, k8s.io/client-go, ...) at ./staging/, which a module
+# zip does not have, so each such replace is repeated here with the staging release (v0.X.Y for
+# Kubernetes v1.X.Y).
+#
+# The provider's own Go module is not served by the module proxy, so the plugin is built from its
+# source kit, pulumi-kubernetes-<version>-src.tar.xz in ../shared/pulumi-kubernetes/ beside the
+# checkout (every dependency of it is served). Its version is the one of @pulumi/kubernetes in
+# package.json. Users elsewhere install the plugin the usual way (`pulumi plugin install`).
+#
+# A complete cache entry is reused without running Go at all. Cold, on 2 cores, the builds take
+# about 15 minutes and up to about 5 GB of memory (the plugin); they run under
+# `flock /tmp/gw-go.lock`, as every big Go build of this project does, so that two never run at once.
+#
+# Environment:
+#   GPU_WORKERS_KUBERNETES_CACHE      cache root; the entry is <root>/<versions key>
+#                                     (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/kubernetes)
+#   GPU_WORKERS_KUBERNETES_REBUILD=1  ignore the cache and build again
+#   GPU_WORKERS_KUBERNETES_KIT        the provider's source kit (default
+#                                     ../shared/pulumi-kubernetes/pulumi-kubernetes-<version>-src.tar.xz
+#                                     beside the checkout)
+#   GO                                the go command to use (default: go on PATH)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+log() { printf '[bootstrap-kubernetes] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------------------
+# Version pins. The plugin MUST match @pulumi/kubernetes in package.json's dependencies (the
+# SDK that declares its resources): it is read from there, the one place to change it.
+command -v node >/dev/null 2>&1 || die "node is needed to read the version from package.json"
+PLUGIN_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/kubernetes"] || "MISSING"' "$root/package.json")
+[[ $PLUGIN_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  die "package.json must pin @pulumi/kubernetes to an exact version (got '$PLUGIN_VERSION')"
+KUBERNETES_VERSION=1.37.2 # the control plane the tests run against
+ETCD_VERSION=3.7.0        # what go.etcd.io/etcd/server/v3 resolves to beside that Kubernetes
+CILIUM_VERSION=1.20.2     # the module whose CRDs the tenants' CiliumNetworkPolicy must pass
+# Bump when the way the binaries are built changes, so that old cache entries are not used.
+RECIPE=1
+# ---------------------------------------------------------------------------------------
+
+cache_root=${GPU_WORKERS_KUBERNETES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/kubernetes}
+key="k8s${KUBERNETES_VERSION}-etcd${ETCD_VERSION}-plugin${PLUGIN_VERSION}-cilium${CILIUM_VERSION}-r${RECIPE}"
+entry="$cache_root/$key"
+bin="$entry/bin"
+tools=(etcd kube-apiserver kube-controller-manager kubectl pulumi-resource-kubernetes)
+
+complete() {
+  local tool
+  [[ -f "$entry/complete" && -f "$entry/crds/cilium/ciliumnetworkpolicies.yaml" ]] || return 1
+  for tool in "${tools[@]}"; do [[ -x "$bin/$tool" ]] || return 1; done
+}
+report_cached() {
+  log "kubernetes tools $key: $bin (Cilium's CRDs in $entry/crds/cilium)"
+  printf '%s\n' "$bin"
+}
+
+# 1. A complete cache entry: nothing to build.
+if [[ -z ${GPU_WORKERS_KUBERNETES_REBUILD:-} ]] && complete; then
+  report_cached
+  exit 0
+fi
+
+# The provider's source kit, checked before any build starts.
+kit=${GPU_WORKERS_KUBERNETES_KIT:-$root/../shared/pulumi-kubernetes/pulumi-kubernetes-$PLUGIN_VERSION-src.tar.xz}
+[[ -f $kit ]] ||
+  die "no source kit for the Kubernetes provider $PLUGIN_VERSION (@pulumi/kubernetes in package.json): $kit is missing; put pulumi-kubernetes-$PLUGIN_VERSION-src.tar.xz in ../shared/pulumi-kubernetes/ beside the checkout, or set GPU_WORKERS_KUBERNETES_KIT"
+
+# 2. Build.
+GO=${GO:-$(command -v go || true)}
+[[ -n $GO && -x $GO ]] || die "the go command is needed (put it on PATH or set GO)"
+command -v flock >/dev/null 2>&1 || die "flock is needed (util-linux): big Go builds take turns"
+# shellcheck source-path=SCRIPTDIR source=go-caches.sh
+. "$root/scripts/go-caches.sh"
+go_private_caches "$root" || die "no private place for go's caches"
+export GOFLAGS=-mod=mod CGO_ENABLED=0
+
+mkdir -p "$entry"
+exec 9>"$entry/lock"
+flock 9 # one build at a time per entry; a second caller waits, then finds it complete
+if [[ -z ${GPU_WORKERS_KUBERNETES_REBUILD:-} ]] && complete; then
+  report_cached
+  exit 0
+fi
+
+work=$(mktemp -d -t gpu-workers-kubernetes.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+stage="$entry/partial"
+rm -rf "$stage" "$entry/complete"
+mkdir -p "$stage/bin" "$stage/crds/cilium"
+SECONDS=0
+log "building $key with $("$GO" env GOVERSION) (cold: about 15 minutes on 2 cores)"
+
+# fetch MODULE VERSION: downloads it; sets mod_dir and mod_gomod.
+fetch() {
+  local out
+  out=$(cd "$work" && "$GO" mod download -json "$1@v$2" 2>&1) ||
+    die "cannot get $1@v$2 from the Go module proxy: $(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$out" | head -n 1)"
+  mod_dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$out")
+  mod_gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$out")
+  [[ -d $mod_dir && -f $mod_gomod ]] || die "unexpected answer from go mod download for $1@v$2"
+}
+
+build() { # build NAME LDFLAGS PACKAGE...: in the current directory, into the stage
+  local name=$1 ldflags=$2 start=$SECONDS
+  shift 2
+  log "go build $* ..."
+  flock /tmp/gw-go.lock "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/bin/" "$@" ||
+    die "building $name failed"
+  log "$name built in $((SECONDS - start))s"
+}
+
+# --- Cilium's CRDs: plain YAML files inside its module.
+fetch github.com/cilium/cilium "$CILIUM_VERSION"
+crds="$mod_dir/pkg/k8s/apis/cilium.io/client/crds/v2"
+[[ -f $crds/ciliumnetworkpolicies.yaml ]] || die "github.com/cilium/cilium@v$CILIUM_VERSION has no $crds/ciliumnetworkpolicies.yaml"
+cp "$crds"/*.yaml "$stage/crds/cilium/"
+chmod u+w "$stage/crds/cilium"/*.yaml
+
+# --- The control plane, from a throwaway module.
+fetch k8s.io/kubernetes "$KUBERNETES_VERSION"
+mkdir -p "$work/control-plane/cmd/etcd"
+cd "$work/control-plane" || die "cannot enter $work/control-plane"
+"$GO" mod init gpu-workers-kubernetes/control-plane 2>/dev/null || die "go mod init failed in $work/control-plane"
+"$GO" mod edit -require="k8s.io/kubernetes@v$KUBERNETES_VERSION" -require="go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
+staging_version="0.${KUBERNETES_VERSION#1.}"
+staging=$("$GO" mod edit -json "$mod_gomod" | node -e '
+  const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  for (const r of m.Replace || []) if (r.New.Path.startsWith("./staging/")) console.log(r.Old.Path);')
+[[ -n $staging ]] || die "k8s.io/kubernetes@v$KUBERNETES_VERSION's go.mod names no staging module"
+while read -r module; do
+  "$GO" mod edit -replace="$module=$module@v$staging_version"
+done <<<"$staging"
+for cmd in kube-apiserver kube-controller-manager kubectl; do
+  "$GO" mod edit -tool="k8s.io/kubernetes/cmd/$cmd"
+done
+cat >cmd/etcd/main.go <<'EOF'
+// etcd, as its own release builds it.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+"$GO" mod tidy >/dev/null 2>"$work/tidy.log" || die "go mod tidy of the control plane's module failed: $(tail -n 5 "$work/tidy.log")"
+resolved=$("$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+[[ $resolved == "v$ETCD_VERSION" ]] || die "etcd resolved to $resolved, not v$ETCD_VERSION: update ETCD_VERSION"
+# The version the binaries report (kubectl version, /version), as Kubernetes's own build sets it.
+version_flags=""
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+  minor=${KUBERNETES_VERSION#1.}
+  version_flags+=" -X $pkg.gitVersion=v$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+done
+build "etcd, kube-apiserver, kube-controller-manager and kubectl" "$version_flags" \
+  ./cmd/etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+
+# --- The Kubernetes provider's plugin, from its source kit (its go.mod names every dependency).
+mkdir -p "$work/plugin"
+tar -xJf "$kit" -C "$work/plugin" || die "cannot unpack $kit"
+provider="$work/plugin/pulumi-kubernetes-$PLUGIN_VERSION/provider"
+[[ -d $provider/cmd/pulumi-resource-kubernetes ]] || die "$kit holds no pulumi-kubernetes-$PLUGIN_VERSION/provider/cmd/pulumi-resource-kubernetes"
+cd "$provider" || die "cannot enter $provider"
+build pulumi-resource-kubernetes \
+  "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PLUGIN_VERSION" \
+  ./cmd/pulumi-resource-kubernetes
+
+cd "$root" || die "cannot enter $root"
+rm -rf "$bin" "$entry/crds"
+mv "$stage/bin" "$bin"
+mv "$stage/crds" "$entry/crds"
+rm -rf "$stage"
+printf 'built %s in %ss\n' "$key" "$SECONDS" >"$entry/complete"
+log "done in ${SECONDS}s"
+report_cached
