@@ -34,8 +34,15 @@ export interface KubernetesTools {
 let tools: KubernetesTools | undefined;
 
 /**
- * Runs scripts/bootstrap-kubernetes.sh once per process (cold it builds for about 15 minutes;
- * give the calling hook that long) and returns the paths. A failed build throws: never a skip.
+ * The timeout for a hook that calls ensureKubernetesTools or startControlPlane: the tests build
+ * the tools themselves (CI runs no separate step), and a cold build takes 15 to 25 minutes on 2
+ * cores. Cached, the call returns at once.
+ */
+export const KUBERNETES_TOOLS_TIMEOUT_MS = 45 * 60_000;
+
+/**
+ * Runs scripts/bootstrap-kubernetes.sh once per process and returns the paths. A failed build
+ * throws: never a skip. Its progress goes to stderr.
  */
 export function ensureKubernetesTools(): KubernetesTools {
     if (tools) return tools;
@@ -70,6 +77,8 @@ export interface ControlPlane {
     tools: KubernetesTools;
     /** Runs kubectl against this control plane; returns stdout, throws with stderr on failure. */
     kubectl(...args: string[]): string;
+    /** Creates or updates the CRDs in a YAML file and waits until each is Established; returns their names. */
+    installCrds(file: string): Promise<string[]>;
     /** Stops the controller manager, the API server and etcd (SIGTERM by pid, then SIGKILL), and waits for each. */
     stop(): Promise<void>;
 }
@@ -266,7 +275,24 @@ export async function startControlPlane(dir: string): Promise<ControlPlane> {
             throw new Error(`kubectl ${args.join(" ")} failed: ${e.stderr?.trim() || e.message}`, { cause: err });
         }
     };
-    return { kubeconfig: { path: kubeconfigPath, text }, server, tools: found, kubectl, stop };
+    const installCrds = async (crdFile: string): Promise<string[]> => {
+        // Server-side: Cilium's CRDs are too big for the last-applied annotation of a client-side apply.
+        const names = kubectl("apply", "--server-side", "-f", crdFile, "-o", "name")
+            .trim()
+            .split("\n")
+            .filter((n) => n.startsWith("customresourcedefinition"));
+        // Polled, not `kubectl wait`: that fails outright while a new CRD has no conditions yet.
+        const deadline = Date.now() + 60_000;
+        for (const name of names) {
+            const established = () => kubectl("get", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`) === "True";
+            while (!established()) {
+                if (Date.now() > deadline) throw new Error(`${name} from ${crdFile} was not Established within 60 s`);
+                await new Promise((r) => setTimeout(r, 200));
+            }
+        }
+        return names;
+    };
+    return { kubeconfig: { path: kubeconfigPath, text }, server, tools: found, kubectl, installCrds, stop };
 }
 
 /** Waits (up to 60 s) for /readyz to answer ok; fails early with the log of a daemon that exited. */
