@@ -64,8 +64,7 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
         // The engine finds pulumi-resource-kubernetes on PATH; nothing is downloaded.
         process.env.PATH = `${tools.bin}:${process.env.PATH}`;
         plane = await startControlPlane(path.join(root, "control-plane"));
-        plane.kubectl("apply", "--server-side", "-f", tools.ciliumNetworkPolicyCrd);
-        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/ciliumnetworkpolicies.cilium.io");
+        await plane.installCrds(tools.ciliumNetworkPolicyCrd);
         registerNodes(plane, root, ["gpu-a", "gpu-b.lab", "gpu-k1.lab.example.com", "gpu-k2"]);
     });
 
@@ -228,7 +227,7 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
         const exampleConfig = () =>
             (parse(fs.readFileSync(path.join(PACKAGE_ROOT, "examples", "stacks", "Pulumi.k8s.yaml"), "utf8")) as { config: Record<string, unknown> }).config;
 
-        it("its offline render: kubectl apply --dry-run=server accepts every object", () => {
+        it("its offline render: kubectl apply --dry-run=server accepts every object", async () => {
             const out = path.join(root, "render");
             execFileSync(
                 "node",
@@ -253,8 +252,10 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
                 prerequisites,
                 JSON.stringify({ apiVersion: "v1", kind: "List", items: objects.filter((o) => ["CustomResourceDefinition", "Namespace"].includes(o.kind)) }),
             );
-            plane.kubectl("apply", "-f", prerequisites);
-            plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/tenancies.gpu-workers.dev", "crd/gpuleases.gpu-workers.dev");
+            assert.deepStrictEqual(await plane.installCrds(prerequisites), [
+                "customresourcedefinition.apiextensions.k8s.io/tenancies.gpu-workers.dev",
+                "customresourcedefinition.apiextensions.k8s.io/gpuleases.gpu-workers.dev",
+            ]);
             const result = plane.kubectl("apply", "--dry-run=server", "-f", file);
             const accepted = result.trim().split("\n");
             assert.strictEqual(accepted.length, objects.length, result);
