@@ -284,7 +284,11 @@ export async function startControlPlane(dir: string): Promise<ControlPlane> {
         // Polled, not `kubectl wait`: that fails outright while a new CRD has no conditions yet.
         const deadline = Date.now() + 60_000;
         for (const name of names) {
-            const established = () => kubectl("get", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`) === "True";
+            // Parsed here: kubectl's jsonpath filter fails outright while conditions is still null.
+            const established = () => {
+                const crd = JSON.parse(kubectl("get", name, "-o", "json")) as { status?: { conditions?: { type: string; status: string }[] | null } };
+                return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") === true;
+            };
             while (!established()) {
                 if (Date.now() > deadline) throw new Error(`${name} from ${crdFile} was not Established within 60 s`);
                 await new Promise((r) => setTimeout(r, 200));
