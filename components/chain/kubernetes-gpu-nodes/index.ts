@@ -41,7 +41,8 @@ export function kubernetesGpuNodesObjects(name: string, args: Omit<KubernetesGpu
     const names = args.nodes.map((n) => n.nodeName);
     const twice = names.filter((n, i) => names.indexOf(n) !== i);
     if (twice.length > 0) throw new KubernetesGpuNodesArgsError([`nodes: ${[...new Set(twice)].join(", ")} named twice`]);
-    const wrapperHandler = args.wrapperHandler ?? WORKER_DEFAULTS.containerd?.runtimeName ?? "gpu";
+    const wrapperHandler = args.wrapperHandler ?? WORKER_DEFAULTS.containerd?.runtimeName;
+    if (wrapperHandler === undefined) throw new Error("the settings schema gives no default for containerd.runtimeName");
     return planCluster({ name, nodes: args.nodes, wrapperHandler, ...parsed.data });
 }
 
