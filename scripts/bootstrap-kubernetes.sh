@@ -25,7 +25,7 @@
 # package.json. Users elsewhere install the plugin the usual way (`pulumi plugin install`).
 #
 # A complete cache entry is reused without running Go at all. Cold, on 2 cores, the builds take
-# about 15 minutes and up to about 5 GB of memory (the plugin); they run under
+# 15 minutes (idle) to 30 (loaded) and up to about 5 GB of memory; they run under
 # `flock /tmp/gw-go.lock`, as every big Go build of this project does, so that two never run at once.
 #
 # Environment:
@@ -107,7 +107,7 @@ stage="$entry/partial"
 rm -rf "$stage" "$entry/complete"
 mkdir -p "$stage/bin" "$stage/crds/cilium"
 SECONDS=0
-log "building $key with $("$GO" env GOVERSION) (cold: about 15 minutes on 2 cores)"
+log "building $key with $("$GO" env GOVERSION) (cold: 15 to 30 minutes on 2 cores)"
 
 # fetch MODULE VERSION: downloads it; sets mod_dir and mod_gomod.
 fetch() {

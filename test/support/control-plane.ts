@@ -35,10 +35,10 @@ let tools: KubernetesTools | undefined;
 
 /**
  * The timeout for a hook that calls ensureKubernetesTools or startControlPlane: the tests build
- * the tools themselves (CI runs no separate step), and a cold build takes 15 to 25 minutes on 2
+ * the tools themselves (CI runs no separate step), and a cold build takes 15 to 30 minutes on 2
  * cores. Cached, the call returns at once.
  */
-export const KUBERNETES_TOOLS_TIMEOUT_MS = 45 * 60_000;
+export const KUBERNETES_TOOLS_TIMEOUT_MS = 60 * 60_000;
 
 /**
  * Runs scripts/bootstrap-kubernetes.sh once per process and returns the paths. A failed build
