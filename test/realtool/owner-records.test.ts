@@ -98,9 +98,9 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         const place = (user: string, content: string) =>
             `printf '%s' ${shellCommand([content])} | { ${claimFileCommand(file, user, false)} && ${writeFileCommand(file)}; }`;
         const show = `cat ${file.path}; echo; stat -c %a ${file.path}`;
-        // The owner ids of one resource before and after a changed trigger (a new epoch): a replacement.
-        const before = ownerId("w-app-file-conf", "p/s", [null, 0]);
-        const after = ownerId("w-app-file-conf", "p/s", [null, 1]);
+        // The owner ids of one resource before and after a changed trigger (a new machine behind the address): a replacement.
+        const before = ownerId("w-app-file-conf", "p/s", ["machine-a"]);
+        const after = ownerId("w-app-file-conf", "p/s", ["machine-b"]);
         assert.notStrictEqual(before, after);
         const r = onHost(
             [

@@ -43,7 +43,7 @@ export interface HostResourceOptions {
     dependsOn: pulumi.Input<pulumi.Resource>[];
     /** Contents known only at `up` (files marked secret or generated), by host path. */
     values?: Record<string, pulumi.Input<string>>;
-    /** Raised by HostDriftGuard when a refresh finds drift: every command is then replaced (runs again). */
+    /** Raised by HostDriftGuard when a refresh finds drift: every command's update then runs (the chain again). */
     epoch?: pulumi.Input<number>;
     /** Paths an earlier component of the host places identically: not placed again, steps may still need them. */
     placedEarlier?: string[];
@@ -149,11 +149,20 @@ function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string
 
 /**
  * What replaces a host resource (its `triggers`): a new machine behind the address (an LXD
- * instance's UUID) and HostDriftGuard's epoch, so the whole chain runs again on either, plus
- * what the caller adds. Readable (no secret), so the preview shows why.
+ * instance's UUID), so the whole chain runs again there, plus what the caller adds. Readable
+ * (no secret), so the preview shows why.
  */
 function triggersOf(o: HostResourceOptions, extra: unknown[] = []): pulumi.Output<unknown[]> {
-    return pulumi.all([machineOf(o.connection), pulumi.output(o.epoch ?? 0)]).apply(([machine, epoch]) => [machine, epoch, ...extra]);
+    return machineOf(o.connection).apply((machine) => [machine, ...extra]);
+}
+
+/**
+ * `update` is `command` under a line naming HostDriftGuard's epoch: a raised epoch runs every
+ * update again. Not a trigger: the commands (owner ids) would then wait on the epoch, which is
+ * unknown in a preview that creates or changes the guard, and no preview could show them.
+ */
+function withEpoch(o: HostResourceOptions, command: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.all([pulumi.output(o.epoch ?? 0), command]).apply(([epoch, c]) => `# drift epoch ${epoch}\n${c}`);
 }
 
 /** The owner id of the resource `name` with these triggers, and what follows from it. */
@@ -175,9 +184,11 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
         if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
         // The bytes go by SFTP (stdin is a string); the sha256 in the triggers makes new bytes a new copy and install.
         const triggers = triggersOf(o, [sha256]);
+        // A raised epoch copies again too: the install's update then finds a staged copy to put back.
+        const copyTriggers = pulumi.all([triggers, pulumi.output(o.epoch ?? 0)]).apply(([t, epoch]) => [...t, epoch]);
         const copy = new remote.CopyToRemote(
             `${name}-upload`,
-            { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers },
+            { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers: copyTriggers },
             opts,
         );
         const install = (adopt: boolean) =>
@@ -188,7 +199,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
                 ...QUIET,
                 connection: conn,
                 create: install(false),
-                update: install(true),
+                update: withEpoch(o, install(true)),
                 delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
                 triggers,
                 logging: "none",
@@ -205,7 +216,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
             ...QUIET,
             connection: conn,
             create: write(false),
-            update: write(true),
+            update: withEpoch(o, write(true)),
             delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
             stdin,
             triggers,
@@ -253,7 +264,7 @@ function stepResource(
             ...QUIET,
             connection,
             create,
-            update: create,
+            update: withEpoch(o, create),
             delete: remove
                 ? owned(name, triggers, (id) => `exec </dev/null\n${asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))}`)
                 : undefined,
