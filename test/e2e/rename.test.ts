@@ -23,12 +23,15 @@ describe("renames in the stack, through the Pulumi engine", function () {
         concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 },
     });
 
-    /** Runs an up, keeping what it printed (the providers' lines among it). */
+    /** Runs an up, keeping what it printed and every provider message (a remote command's output comes as a status message). */
     async function upShowing(stack: Stack): Promise<string> {
         let output = "";
         await stack.up({
             onOutput: (out) => {
                 output += out;
+            },
+            onEvent: (e) => {
+                if (e.diagnosticEvent) output += `${e.diagnosticEvent.message}\n`;
             },
         });
         return output;
