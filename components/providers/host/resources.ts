@@ -98,7 +98,7 @@ export function removeFileCommand(file: HostFile, user: string): string {
         `${recordVariables(file)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
         ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";` +
         ` elif [ -e "$r/absent" ]; then rm -f "$p"${ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi` +
-        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null || true; }; fi`
+        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null; cd / && rmdir ${HOST_STATE_DIR} 2>/dev/null || true; }; fi`
     );
 }
 
@@ -170,6 +170,15 @@ function owned<T>(name: string, triggers: pulumi.Output<unknown[]>, f: (id: stri
     return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${pulumi.getStack()}`, t)));
 }
 
+/**
+ * `command` after reading its stdin to the end. The provider hands `stdin` to every run, the
+ * delete's too; a command that exits without reading it makes the SSH session end in EOF (a
+ * failed step). Whatever the command then runs finds its stdin at the end.
+ */
+function drained(command: string): string {
+    return `cat >/dev/null\n${command}`;
+}
+
 /** Options every remote command shares: no AcceptEnv needed on the host for the previous output. */
 const QUIET = { addPreviousOutputInEnv: false } as const;
 
@@ -200,7 +209,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
                 connection: conn,
                 create: install(false),
                 update: withEpoch(o, install(true)),
-                delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
+                delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
                 triggers,
                 logging: "none",
             },
@@ -217,7 +226,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
             connection: conn,
             create: write(false),
             update: withEpoch(o, write(true)),
-            delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
+            delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
             stdin,
             triggers,
             logging: "none",
@@ -228,7 +237,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
 
 /**
  * A step's command names the sha256 of every file it depends on in a comment (secret ones apart,
- * so the others stay readable in the preview; those go on its stdin, which the step never reads):
+ * so the others stay readable in the preview; those go on its stdin, which it drains first):
  * a changed file runs the step again, even when its command is the same.
  */
 function stepResource(
@@ -253,7 +262,7 @@ function stepResource(
     const remove = step.remove ? asRoot(o.user, step.remove) : undefined;
     const create = pulumi.all([sums(false), owned(name, triggers, (id) => id)]).apply(([fileSums, id]) => {
         const noted = fileSums.map(([p, sum]) => `# needs ${p} sha256:${sum}\n`).join("");
-        const command = `exec </dev/null\n${noted}${asRoot(o.user, step.create)}`;
+        const command = drained(`${noted}${asRoot(o.user, step.create)}`);
         // The record after the command succeeded; the command in a subshell of its own, so an `exit` in it ends only that.
         return remove ? `(\n${command}\n) && ${asRoot(o.user, claimScript({ slot, resource: name, user: o.user }, id, remove))}` : command;
     });
@@ -266,7 +275,7 @@ function stepResource(
             create,
             update: withEpoch(o, create),
             delete: remove
-                ? owned(name, triggers, (id) => `exec </dev/null\n${asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))}`)
+                ? owned(name, triggers, (id) => drained(asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))))
                 : undefined,
             stdin: secretSums,
             triggers,
