@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { FieldDoc, fieldDocs, settingsTable } from "../components";
-import { boardFabricSchema, settingsSchema } from "./schema";
+import { boardFabricSchema, settingsSchema, sshProxySchema } from "./schema";
 import { webSchema } from "./web-schema";
 
 /** A table of the README: the heading it sits under, and the schema it is written from. */
@@ -22,6 +22,7 @@ export const README_TABLES: ReadmeTable[] = [
     { name: "settings", heading: "Settings (in `defaults` or on a host)", schema: settingsSchema },
     { name: "web", heading: "The web node (`gpu-workers:web`)", schema: webSchema },
     { name: "board", heading: "A board shared by several workers", schema: boardFabricSchema, prefix: "fabric" },
+    { name: "jump host", heading: "Through a jump host", schema: sshProxySchema, prefix: "transport.ssh.proxy" },
 ];
 
 /** The table's rows as the schema gives them. */
