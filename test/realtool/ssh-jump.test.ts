@@ -115,14 +115,15 @@ describe("runOverSsh through a jump host (real sshd on both ends)", function () 
         const r = await runOverSsh(via, "cat; echo on-the-target", "from stdin\n", 60);
         assert.strictEqual(r.code, 0, r.stderr);
         assert.strictEqual(r.stdout, "from stdin\non-the-target\n");
-        assert.match(fs.readFileSync(jump.log, "utf8"), new RegExp(`direct-tcpip.*127\\.0\\.0\\.1.*${target.port}|${target.port}.*direct-tcpip`));
+        // The jump host's sshd opened the forwarded connection to the target.
+        assert.match(fs.readFileSync(jump.log, "utf8"), new RegExp(`server_request_direct_tcpip: .* target 127\\.0\\.0\\.1 port ${target.port}\\b`));
     });
 
     it("fails where the jump host forwards nothing: the target is reached through it, not directly", async () => {
         const marker = path.join(dir, "ran-through-closed");
         const r = await runOverSsh({ ...via, proxy: { ...via.proxy!, port: closedJump.port, hostKey: closedJump.hostKey } }, `touch ${marker}`, "", 60);
         assert.strictEqual(r.code, 255, r.stderr);
-        assert.match(r.stderr, /administratively prohibited|open failed/);
+        assert.match(r.stderr, /stdio forwarding failed/);
         assert.ok(!fs.existsSync(marker), "the command ran");
     });
 

@@ -44,6 +44,19 @@ export interface SshResult {
 const SSH_FAILED = 255;
 
 /**
+ * Whether ssh failed the way a host that is still booting makes it fail (worth another try). A
+ * key that is not the pinned one is no such failure, though through a jump host the connection
+ * then also reads as closed.
+ */
+function mayBeBooting(result: SshResult): boolean {
+    return (
+        result.code === SSH_FAILED &&
+        /Connection (refused|reset|closed)|timed out|kex_exchange/i.test(result.stderr) &&
+        !/Host key verification failed/.test(result.stderr)
+    );
+}
+
+/**
  * Why ssh could not take `target` (or its jump host) safely, or undefined: the user and host go
  * on ssh's command line and the host and its key into a known_hosts line, so a user or host that
  * began with `-`, or held a space or a line break, could be an option (`-oProxyCommand=...`, run
@@ -168,7 +181,7 @@ export async function runOverSsh(target: SshTarget, command: string, input: stri
         let result: SshResult = { code: -1, stdout: "", stderr: "" };
         for (let attempt = 1; attempt <= 4; attempt++) {
             result = await runOnce(target, command, input, dir, timeoutSeconds);
-            if (result.code !== SSH_FAILED || !/Connection (refused|reset|closed)|timed out|kex_exchange/i.test(result.stderr)) break;
+            if (!mayBeBooting(result)) break;
             await new Promise((r) => setTimeout(r, attempt * 2000));
         }
         return result;
