@@ -7,7 +7,9 @@
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
-import { claimScript, HostOwner, KEPT_MARK, OWNERS_DIR, releaseScript, slotDir } from "../../components/lib/host/owner-records";
+import { claimScript, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseScript, slotDir } from "../../components/lib/host/owner-records";
+import { HostFile, shellCommand } from "../../components/lib/host/steps";
+import { claimFileCommand, removeFileCommand, writeFileCommand } from "../../components/providers/host/resources";
 import { ensureCommands } from "../support/tools";
 
 /** Runs `script` (bash) with a private, empty /var/lib; returns its output and status. */
@@ -39,7 +41,10 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         );
         assert.strictEqual(r.status, 0, r.stderr);
         const [, oldDelete, left, newDelete, after] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
-        assert.strictEqual(oldDelete, `${KEPT_MARK} left in place: applied since by new-postgres (records: ${slotDir("step:postgres")})`);
+        assert.strictEqual(
+            oldDelete,
+            `${KEPT_MARK} old-postgres (step:postgres): left in place: applied since by new-postgres (records: ${slotDir("step:postgres")})`,
+        );
         assert.strictEqual(left, "h-22-new", "only the new resource's record is left");
         assert.strictEqual(newDelete, "DROP DATABASE atc");
         assert.strictEqual(after, "end", "no record folder is left behind");
@@ -86,5 +91,39 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         );
         assert.strictEqual(r.status, 0, r.stderr);
         assert.deepStrictEqual(r.stdout.trim().split("\n"), ["removed", slotDir(b.slot).split("/").pop()]);
+    });
+
+    it("a placed file: an earlier release's component mark and a replaced resource's old mark are let go without undoing; the last user's delete puts the host's file back", () => {
+        const file: HostFile = { path: "/var/lib/gw-target/app.conf", mode: "0640", content: "" };
+        const place = (user: string, content: string) =>
+            `printf '%s' ${shellCommand([content])} | { ${claimFileCommand(file, user, false)} && ${writeFileCommand(file)}; }`;
+        const show = `cat ${file.path}; echo; stat -c %a ${file.path}`;
+        // The owner ids of one resource before and after a changed trigger (a new epoch): a replacement.
+        const before = ownerId("w-app-file-conf", "p/s", [null, 0]);
+        const after = ownerId("w-app-file-conf", "p/s", [null, 1]);
+        assert.notStrictEqual(before, after);
+        const r = onHost(
+            [
+                `mkdir -p /var/lib/gw-target && printf host > ${file.path}`,
+                place("w-app", "earlier release"),
+                place(before, "this release"),
+                removeFileCommand(file, "w-app"),
+                "echo '--- after the earlier release left'",
+                show,
+                place(after, "replaced"),
+                removeFileCommand(file, before),
+                "echo '--- after the replacement'",
+                show,
+                removeFileCommand(file, after),
+                "echo '--- after the last delete'",
+                show,
+                "ls -A /var/lib/gpu-workers 2>/dev/null; echo end",
+            ].join("\n"),
+        );
+        assert.strictEqual(r.status, 0, r.stderr);
+        const [, left, replaced, last] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
+        assert.strictEqual(left, "this release\n640");
+        assert.strictEqual(replaced, "replaced\n640");
+        assert.strictEqual(last, "host\n644\nend", "the host's own file is back, and no record is left");
     });
 });
