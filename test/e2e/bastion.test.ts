@@ -7,7 +7,7 @@
  * registration with the stack's web; the worker's sshd saw every login come from the bastion.
  */
 import * as assert from "assert";
-import { execFileSync } from "child_process";
+import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as net from "net";
 import * as path from "path";
@@ -126,7 +126,7 @@ describe("a worker reached only through a bastion (transport.ssh.proxy)", functi
             }
         }
         lxd.stop();
-        execFileSync("ip", ["link", "del", BRIDGE], { stdio: "ignore" });
+        spawnSync("ip", ["link", "del", BRIDGE], { stdio: "ignore" });
         fly.cleanup();
         fs.rmSync(root, { recursive: true, force: true });
     });

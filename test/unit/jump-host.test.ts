@@ -1,14 +1,18 @@
 /**
  * A jump host (`transport.ssh.proxy`): the stack's schema checks its values as strictly as the
  * host's own and reports each bad one at its path; the mapping reads its key from the secret it
- * names; and the ProxyCommand that runOverSsh gives ssh keeps every value one quoted word.
+ * names; every remote command of the host and every check that reaches it over SSH goes through
+ * it; and the ProxyCommand that runOverSsh gives ssh keeps every value one quoted word.
  */
 import * as assert from "assert";
+import * as pulumi from "@pulumi/pulumi";
+import { GpuWorker } from "../../components/chain/gpu-worker";
 import { proxyCommand, sshTargetProblem, SshTarget } from "../../components/providers/host/ssh";
-import { sshTransportArgs } from "../../stacks/component-args";
-import { parseStack } from "../../stacks/config";
+import { sshTransportArgs, workerArgs } from "../../stacks/component-args";
+import { parseStack, parseStackConfig } from "../../stacks/config";
 import { sshTransportSchema } from "../../stacks/schema";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { recordGraph, settle } from "../support/pulumi-graph";
 import { problemsOf } from "../support/stack-problems";
 
 const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
@@ -80,6 +84,28 @@ describe("transport.ssh.proxy in the stack config", () => {
                 proxy: { host: "bastion.example.test", port: 2222, user: "jump", privateKey: "secret of bastion-key", hostKey: JUMP_KEY },
             },
         );
+    });
+});
+
+describe("a worker behind a jump host (Pulumi mocks)", function () {
+    this.timeout(30_000);
+
+    it("every remote command and copy, and the drift guard, go through the jump host, pinned, in a secret connection", async () => {
+        const raw = stackWithProxy({ host: "bastion.example.test", port: 2222, user: "jump", privateKeySecret: "bastion-key", hostKey: JUMP_KEY });
+        const g = recordGraph();
+        for (const host of parseStackConfig(raw)) new GpuWorker(host.name, workerArgs(host, (k) => pulumi.secret(`key of ${k}`), process.cwd()));
+        await settle(g);
+        const reaching = g.resources.filter((r) => r.inputs.connection !== undefined);
+        const types = new Set(reaching.map((r) => r.type));
+        for (const t of ["command:remote:Command", "command:remote:CopyToRemote", "pulumi-nodejs:dynamic/gpu-workers:HostDriftGuard"])
+            assert.ok(types.has(t), `no ${t} reaches the host: ${[...types].join(", ")}`);
+        for (const r of reaching) {
+            const wrapped = r.inputs.connection as Record<string, unknown> & { value: { host: string; proxy?: Record<string, unknown> } };
+            assert.strictEqual(wrapped[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, `${r.name}: the connection (private keys in it) is a secret`);
+            assert.strictEqual(wrapped.value.host, "10.0.0.10");
+            const { dialErrorLimit: _limit, perDialTimeout: _timeout, ...proxy } = wrapped.value.proxy ?? {};
+            assert.deepStrictEqual(proxy, { host: "bastion.example.test", port: 2222, user: "jump", privateKey: "key of bastion-key", hostKey: JUMP_KEY }, r.name);
+        }
     });
 });
 
