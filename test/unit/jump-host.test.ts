@@ -93,7 +93,11 @@ describe("a worker behind a jump host (Pulumi mocks)", function () {
     it("every remote command and copy, and the drift guard, go through the jump host, pinned, in a secret connection", async () => {
         const raw = stackWithProxy({ host: "bastion.example.test", port: 2222, user: "jump", privateKeySecret: "bastion-key", hostKey: JUMP_KEY });
         const g = recordGraph();
-        for (const host of parseStackConfig(raw)) new GpuWorker(host.name, workerArgs(host, (k) => pulumi.secret(`key of ${k}`), process.cwd()));
+        for (const host of parseStackConfig(raw))
+            new GpuWorker(
+                host.name,
+                workerArgs(host, (k) => pulumi.secret(`key of ${k}`), process.cwd()),
+            );
         await settle(g);
         const reaching = g.resources.filter((r) => r.inputs.connection !== undefined);
         const types = new Set(reaching.map((r) => r.type));
@@ -101,10 +105,18 @@ describe("a worker behind a jump host (Pulumi mocks)", function () {
             assert.ok(types.has(t), `no ${t} reaches the host: ${[...types].join(", ")}`);
         for (const r of reaching) {
             const wrapped = r.inputs.connection as Record<string, unknown> & { value: { host: string; proxy?: Record<string, unknown> } };
-            assert.strictEqual(wrapped[pulumi.runtime.specialSigKey], pulumi.runtime.specialSecretSig, `${r.name}: the connection (private keys in it) is a secret`);
+            assert.strictEqual(
+                wrapped[pulumi.runtime.specialSigKey],
+                pulumi.runtime.specialSecretSig,
+                `${r.name}: the connection (private keys in it) is a secret`,
+            );
             assert.strictEqual(wrapped.value.host, "10.0.0.10");
             const { dialErrorLimit: _limit, perDialTimeout: _timeout, ...proxy } = wrapped.value.proxy ?? {};
-            assert.deepStrictEqual(proxy, { host: "bastion.example.test", port: 2222, user: "jump", privateKey: "key of bastion-key", hostKey: JUMP_KEY }, r.name);
+            assert.deepStrictEqual(
+                proxy,
+                { host: "bastion.example.test", port: 2222, user: "jump", privateKey: "key of bastion-key", hostKey: JUMP_KEY },
+                r.name,
+            );
         }
     });
 });
