@@ -133,7 +133,7 @@ describe("the npm package, installed by another project", function () {
             "gpu-workers:worker:GpuWorker::gpu-a",
             "gpu-workers:driver:GpuDriver::gpu-a-driver",
             "gpu-workers:concourse:ConcourseWorker::gpu-a-concourse",
-            "pulumi-nodejs:dynamic/gpu-workers:HostCommand::gpu-a-runc-wrapper-runc-wrapper",
+            "command:remote:Command::gpu-a-runc-wrapper-runc-wrapper",
         ]) {
             assert.ok(types.includes(t), `${t} in ${types.join(", ")}`);
         }

@@ -6,7 +6,7 @@
  * undoes something records on the host, in its slot (the step's name), that it applied it: one record per resource, named by the resource's owner id (ownerId: its name and
  * its triggers), which a replacement does not share. A delete takes its own record away and undoes only when no other resource's record is
  * left; otherwise it leaves the host alone and says which resources hold it. Placed files keep
- * their own records (resources.ts claimFileCommand: each component a user of the path, and what
+ * their own records (resources.ts claimFileCommand: each resource a user of the path by its owner id, and what
  * the host had there before), so a file is never gated twice.
  *
  * A slot with no record at all (state made before this existed) is undone as before. A record left
@@ -67,12 +67,6 @@ export function claimScript(owner: HostOwner, id: string, deleteCommand: string)
         `printf 'resource=%s\\nslot=%s\\ndelete=%s\\n' ${shellCommand([owner.resource, owner.slot, deleteSum(deleteCommand)])} > ${shellCommand([`${file}.tmp`])}`,
         `mv -f ${shellCommand([`${file}.tmp`, file])}`,
     ].join(" && ");
-}
-
-/** Takes the resource `id`'s record out of `slot` (the resource now applies another slot). Run as root. */
-export function disownScript(slot: string, id: string): string {
-    const dir = slotDir(slot);
-    return `rm -f ${shellCommand([`${dir}/${ownerFile(id)}`])} && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }`;
 }
 
 /** The first word of the line a delete prints when it leaves the host alone (the Command provider shows a delete's output). */
