@@ -9,7 +9,7 @@
 
 // The components and their arguments (with the types those arguments name).
 export { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, GpuWorkerArgsError } from "./chain/gpu-worker";
-export { GpuHost, GpuHostArgs, SshHostTransport, LxdHostTransport } from "./chain/gpu-host";
+export { GpuHost, GpuHostArgs, SshHostTransport, SshJumpHost, LxdHostTransport } from "./chain/gpu-host";
 export { GpuDriver, GpuDriverArgs } from "./chain/gpu-driver";
 export { ContainerToolkit, ContainerToolkitArgs } from "./chain/container-toolkit";
 export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
@@ -63,7 +63,7 @@ export {
 } from "./lib/plan/settings";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
 export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/plan/kubernetes-settings";
-export { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
+export { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
 export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
 export {

@@ -4,7 +4,7 @@
  * read from the config keys they name).
  */
 import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
-import { SecretLookup, StackWeb, workerArgs } from "./component-args";
+import { SecretLookup, sshTransportArgs, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 
 /** A board's worker as SharedGpuBoard's argument. */
@@ -29,9 +29,8 @@ function boardWorker(
 
 /** One board of the stack as SharedGpuBoard's arguments, its secrets taken from the keys it names. */
 export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoardArgs {
-    const { privateKeySecret, ...ssh } = board.transport.ssh;
     return {
-        ssh: { ...ssh, privateKey: secret(privateKeySecret) },
+        ssh: sshTransportArgs(board.transport.ssh, secret),
         inventory: board.inventory,
         warnOnly: board.verify.warnOnly,
         partitionTable: board.fabric.partitionTable,

@@ -6,7 +6,7 @@
  */
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, KubernetesGpuNodesArgs, onTransport, WebForWorkers } from "../components";
+import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, KubernetesGpuNodesArgs, onTransport, SshHostTransport, WebForWorkers } from "../components";
 import type { ConcourseRelease } from "../components";
 import type { ClusterConfig } from "./kubernetes-schema";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
@@ -29,6 +29,15 @@ function lxdServer(server: LxdTransport["server"], secret: SecretLookup) {
               serverCert: server.serverCert,
           })
         : { socket: server.socket };
+}
+
+/** An SSH transport as the components take it: each private key (the host's, its jump host's) read from the secret it names. */
+export function sshTransportArgs({ privateKeySecret, proxy, ...ssh }: SshTransport, secret: SecretLookup): SshHostTransport {
+    return {
+        ...ssh,
+        privateKey: secret(privateKeySecret),
+        ...(proxy ? { proxy: (({ privateKeySecret: jumpKey, ...jump }) => ({ ...jump, privateKey: secret(jumpKey) }))(proxy) } : {}),
+    };
 }
 
 function serverKey(server: LxdTransport["server"]): string {
@@ -77,7 +86,7 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
         ...settings,
         inventory,
         transport: onTransport<SshTransport, LxdTransport, GpuWorkerArgs["transport"]>(transport, {
-            ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
+            ssh: (ssh) => ({ ssh: sshTransportArgs(ssh, secret) }),
             lxd: ({ server, ...lxd }) => ({
                 lxd: { ...lxd, server: lxdServer(server, secret), ...(route.serverPorts ? { serverPorts: route.serverPorts } : {}) },
             }),
@@ -116,7 +125,7 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): 
         postgres:
             "external" in postgres ? { external: (({ passwordSecret, ...e }) => ({ ...e, password: secret(passwordSecret) }))(postgres.external) } : postgres,
         transport: onTransport<SshTransport, LxdWebTransport, ConcourseWebArgs["transport"]>(transport, {
-            ssh: ({ privateKeySecret, ...ssh }) => ({ ssh: { ...ssh, privateKey: secret(privateKeySecret) } }),
+            ssh: (ssh) => ({ ssh: sshTransportArgs(ssh, secret) }),
             lxd: ({ server, ...lxd }) => ({ lxd: { ...lxd, server: lxdServer(server, secret) } }),
         }),
     };

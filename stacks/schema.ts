@@ -20,6 +20,7 @@ import {
     REGISTRATION_TIMEOUT_SECONDS,
     SERVICE_VM_DEFAULTS,
     settingsSchema as workerSettingsSchema,
+    SSH_PORT_DEFAULT,
     SSH_USER_DEFAULT,
     WORKER_DEFAULTS,
 } from "../components";
@@ -33,16 +34,30 @@ export const hostName = z
     .string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
+/** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
+const HOST_KEY_ERROR = "expected a public host key such as 'ssh-ed25519 AAAA...'";
+const pinnedHostKey = z
+    .string({ error: HOST_KEY_ERROR })
+    .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: HOST_KEY_ERROR });
+
+/** A jump host (bastion): the host is reached through it, and its address and port are as the jump host sees them. */
+export const sshProxySchema = z.strictObject({
+    host: hostAddress.meta({ description: "the jump host's DNS name or IP address, as this machine reaches it" }),
+    port: port.default(SSH_PORT_DEFAULT).meta({ description: "the jump host's sshd port" }),
+    user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user on the jump host (it runs nothing there: it only forwards the connection)" }),
+    privateKeySecret: secretRef.meta({ description: "name of a secret config key holding the OpenSSH private key of that user" }),
+    hostKey: pinnedHostKey.meta({ description: "the jump host's own host key, pinned (`ssh-ed25519 AAAA...`)" }),
+});
+
 export const sshTransportSchema = z.strictObject({
     host: hostAddress,
-    port: port.default(22),
+    port: port.default(SSH_PORT_DEFAULT),
     user: posixUser.default(SSH_USER_DEFAULT),
     /** Config key whose secret value is the OpenSSH private key. */
     privateKeySecret: secretRef,
-    /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
-    hostKey: z
-        .string()
-        .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: "expected a public host key such as 'ssh-ed25519 AAAA...'" }),
+    hostKey: pinnedHostKey,
+    /** A jump host between this machine and the host. */
+    proxy: sshProxySchema.optional(),
 });
 
 export const lxdServerSchema = z

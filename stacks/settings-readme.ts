@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { FieldDoc, fieldDocs, settingsTable } from "../components";
-import { boardFabricSchema, settingsSchema } from "./schema";
+import { boardFabricSchema, settingsSchema, sshProxySchema } from "./schema";
 import { webSchema } from "./web-schema";
 import { clusterSchema } from "./kubernetes-schema";
 
@@ -24,6 +24,7 @@ export const README_TABLES: ReadmeTable[] = [
     { name: "web", heading: "The web node (`gpu-workers:web`)", schema: webSchema },
     { name: "board", heading: "A board shared by several workers", schema: boardFabricSchema, prefix: "fabric" },
     { name: "kubernetes", heading: "Kubernetes GPU nodes (`gpu-workers:kubernetes`)", schema: clusterSchema },
+    { name: "jump host", heading: "Through a jump host", schema: sshProxySchema, prefix: "transport.ssh.proxy" },
 ];
 
 /** The table's rows as the schema gives them. */

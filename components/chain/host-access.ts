@@ -6,6 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { GeneratedContent, stepResourceName } from "../lib/host/steps";
 import { onTransport, Transport } from "../lib/host/transport";
+import { SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { LxdServer } from "../lib/lxd/types";
 import { renderAccessUserData } from "../lib/render/lxd-access";
 import { HostAccessPlan } from "../lib/plan/host-access";
@@ -24,6 +25,22 @@ export interface SshHostTransport {
     /** OpenSSH private key of the login user; keep it a Pulumi secret (config.requireSecret). */
     privateKey: pulumi.Input<string>;
     /** Pinned host public key, as known_hosts has it without the name. Example: "ssh-ed25519 AAAA...". */
+    hostKey: pulumi.Input<string>;
+    /** A jump host (bastion) to reach the host through; `host` and `port` are then as the jump host sees them. Default: none. */
+    proxy?: SshJumpHost;
+}
+
+/** A jump host: it only forwards the connection to the host, and is pinned like it. */
+export interface SshJumpHost {
+    /** Address or DNS name, as this machine reaches it. Example: "bastion.example.com". */
+    host: pulumi.Input<string>;
+    /** SSH port. Default: SSH_PORT_DEFAULT. */
+    port?: pulumi.Input<number>;
+    /** Login user on the jump host. Default: SSH_USER_DEFAULT. */
+    user?: pulumi.Input<string>;
+    /** OpenSSH private key of that user; keep it a Pulumi secret. */
+    privateKey: pulumi.Input<string>;
+    /** The jump host's pinned host public key. Example: "ssh-ed25519 AAAA...". */
     hostKey: pulumi.Input<string>;
 }
 
@@ -52,10 +69,21 @@ export function reachHost(
             connection: pulumi.secret(
                 pulumi.output({
                     host: ssh.host,
-                    port: ssh.port ?? 22,
+                    port: ssh.port ?? SSH_PORT_DEFAULT,
                     user: plan.user,
                     privateKey: ssh.privateKey,
                     hostKey: ssh.hostKey,
+                    ...(ssh.proxy
+                        ? {
+                              proxy: {
+                                  host: ssh.proxy.host,
+                                  port: ssh.proxy.port ?? SSH_PORT_DEFAULT,
+                                  user: ssh.proxy.user ?? SSH_USER_DEFAULT,
+                                  privateKey: ssh.proxy.privateKey,
+                                  hostKey: ssh.proxy.hostKey,
+                              },
+                          }
+                        : {}),
                 }) as pulumi.Output<HostConnection>,
             ),
             reachable: [],

@@ -67,6 +67,26 @@ export class TestLxd {
         workDir: string,
         config: Record<string, string> = {},
     ): { host: Record<string, unknown>; secrets: Record<string, string> } {
+        const sshd = ["sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host"];
+        const machine = this.sshMachine(instance, hostName, workDir, config, [sshd]);
+        return {
+            host: { name: hostName, transport: { ssh: { host: "127.0.0.1", port, ...machine.ssh } }, vendor: "none" },
+            secrets: machine.secrets,
+        };
+    }
+
+    /**
+     * A machine with sshd as sshHost makes it, with only the devices given (`[name, type,
+     * key=value...]`, added before it starts): reached however they let it be. Returns the
+     * transport's key fields (`privateKeySecret`, `hostKey`) and the secret it names.
+     */
+    sshMachine(
+        instance: string,
+        hostName: string,
+        workDir: string,
+        config: Record<string, string>,
+        devices: string[][],
+    ): { ssh: { privateKeySecret: string; hostKey: string }; secrets: Record<string, string> } {
         const userKey = generateOpensshKeyPair(hostName);
         const hostKey = generateOpensshKeyPair(`${hostName}-host`);
         this.lxc("init", "gpu-workers/debian-12", instance, ...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]));
@@ -80,7 +100,7 @@ export class TestLxd {
         push(userKey.publicKeyOpenssh + "\n", "/root/.ssh/authorized_keys", "0600");
         push(hostKey.privateKeyOpenssh, "/etc/ssh/ssh_host_ed25519_key", "0600");
         push(renderSshdDropIn(), LXD_SSHD_DROP_IN, "0644");
-        this.lxc("config", "device", "add", instance, "sshd", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:22", "bind=host");
+        for (const device of devices) this.lxc("config", "device", "add", instance, ...device);
         this.lxc("start", instance);
         execFileSync("sh", ["-c", `for i in $(seq 60); do lxc exec "$1" -- systemctl is-active --quiet ssh && exit 0; sleep 1; done; exit 1`, "sh", instance], {
             env: { ...process.env, LXD_DIR: this.dir },
@@ -88,11 +108,7 @@ export class TestLxd {
         });
         const secret = `${hostName}-ssh-key`;
         return {
-            host: {
-                name: hostName,
-                transport: { ssh: { host: "127.0.0.1", port, privateKeySecret: secret, hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") } },
-                vendor: "none",
-            },
+            ssh: { privateKeySecret: secret, hostKey: hostKey.publicKeyOpenssh.split(" ").slice(0, 2).join(" ") },
             secrets: { [secret]: userKey.privateKeyOpenssh },
         };
     }

@@ -13,7 +13,7 @@ import { commandConnection, machineOf } from "../../providers/host/command-conne
 import { HostConnection } from "../../providers/host/resources";
 import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 
-export { SshHostTransport } from "../host-access";
+export { SshHostTransport, SshJumpHost } from "../host-access";
 
 /** An LXD instance this component creates, reached over SSH through a loopback proxy device. */
 export interface LxdHostTransport extends LxdServerArg {

@@ -5,8 +5,11 @@
  */
 import type { LxdInstanceType } from "../lxd/types";
 
-/** The login user over SSH (others run commands through `sudo -n`). */
+/** The login user over SSH (others run commands through `sudo -n`); a jump host's too. */
 export const SSH_USER_DEFAULT = "root";
+
+/** sshd's port, on a host and on a jump host. */
+export const SSH_PORT_DEFAULT = 22;
 
 /** What an LXD instance a component creates gets when its caller says nothing. */
 export const LXD_TRANSPORT_DEFAULTS = {

@@ -2,7 +2,8 @@
  * The one place that turns an SshTarget (how the program reaches a host) into the connection of
  * @pulumi/command's remote.Command and remote.CopyToRemote: the Command provider's own SSH client,
  * so no ssh process is spawned. The host key is always pinned (the provider accepts any key
- * without one); the machine id is no part of the connection (it goes into the triggers).
+ * without one), and so is a jump host's; the machine id is no part of the connection (it goes
+ * into the triggers).
  */
 import type * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -24,6 +25,20 @@ export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Outpu
             hostKey: t.hostKey.trim(),
             dialErrorLimit: DIAL_ERROR_LIMIT,
             perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
+            // The provider dials the jump host, then the host through it (a direct-tcpip channel): the host and port are as the jump host sees them.
+            ...(t.proxy
+                ? {
+                      proxy: {
+                          host: t.proxy.host,
+                          port: t.proxy.port,
+                          user: t.proxy.user,
+                          privateKey: t.proxy.privateKey,
+                          hostKey: t.proxy.hostKey.trim(),
+                          dialErrorLimit: DIAL_ERROR_LIMIT,
+                          perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
+                      },
+                  }
+                : {}),
         })),
     );
 }
