@@ -91,7 +91,7 @@ describe("an existing stack moves to this release without harm", function () {
     }
 
     /** The web's database with a row of a build's data in it, as a stack in use has. */
-    const marker = () => lxd.exec("gpu-workers-web", "runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>&1; true").trim();
+    const marker = () => lxd.exec("gpu-workers-web", "cd / && runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>&1; true").trim();
 
     after(() => {
         fly.cleanup();
@@ -110,7 +110,7 @@ describe("an existing stack moves to this release without harm", function () {
         assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
         lxd.exec(
             "gpu-workers-web",
-            "runuser -u postgres -- psql -X -q -d atc -c \"create table gw_marker (note text); insert into gw_marker values ('kept')\"",
+            "cd / && runuser -u postgres -- psql -X -q -d atc -c \"create table gw_marker (note text); insert into gw_marker values ('kept')\"",
         );
         const state = await stack.exportStack();
         const old = (state.deployment.resources as { type: string }[]).filter((r) => OLD_HOST_COMMAND.test(r.type));
