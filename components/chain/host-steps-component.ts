@@ -3,11 +3,11 @@
  * creates one child resource each (and the program checks the rendering asks for), all
  * waiting for the component's own dependsOn.
  */
+import type { remote } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/steps";
 import { SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
-import type { HostCommand } from "../providers/host/host-command";
 import { createHostResources, HostConnection } from "../providers/host/resources";
 
 /** How every host component reaches its host. */
@@ -31,7 +31,7 @@ export type CheckMakers = {
     [K in Exclude<ProgramCheck["kind"], "cdi-spec">]?: (
         name: string,
         check: Extract<ProgramCheck, { kind: K }>,
-        after: HostCommand,
+        after: remote.Command,
         opts: pulumi.CustomResourceOptions,
     ) => pulumi.Resource;
 };
@@ -66,7 +66,7 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         rendered: RenderedComponent,
         args: HostAccessArgs,
         extra: { values?: Record<string, pulumi.Input<string>>; checks?: CheckMakers; after?: pulumi.Resource[] } = {},
-    ): Map<string, HostCommand> {
+    ): Map<string, remote.Command> {
         const { values, checks, after: first = [] } = extra;
         const steps = createHostResources(rendered, {
             parent: this,

@@ -10,7 +10,7 @@ import * as fs from "fs";
 import * as path from "path";
 
 export const PROVIDER_MODULES = {
-    "host-command": "./host/host-command-ops",
+    "host-command": "./host/legacy-host-command-ops",
     "ssh-key": "./keys/ssh-key-ops",
     "generated-secret": "./keys/generated-secret-ops",
     "worker-registration": "./checks/worker-registration-ops",

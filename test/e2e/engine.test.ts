@@ -43,11 +43,30 @@ describe("end to end through the Pulumi engine", function () {
         let stack: Stack;
         let config: StackConfig;
         const instance = "e2e-lx";
+        // Host steps run through the Command provider's own SSH client: an `ssh` first on the engine's
+        // PATH writes down every call (then does what ssh does, for the drift guard's refresh check).
+        const sshCalls = path.join(root, "ssh-calls.log");
+        const sshSpawned = () => (fs.existsSync(sshCalls) ? fs.readFileSync(sshCalls, "utf8") : "");
+        let pathBefore: string | undefined;
 
         before(async () => {
+            const bin = path.join(root, "ssh-recorder");
+            fs.mkdirSync(bin, { recursive: true });
+            const realSsh = execFileSync("bash", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
+            fs.writeFileSync(
+                path.join(bin, "ssh"),
+                `#!/bin/sh\nprintf '%s\\n' "ssh $*" >> ${JSON.stringify(sshCalls)}\nexec ${JSON.stringify(realSsh)} "$@"\n`,
+                { mode: 0o755 },
+            );
+            pathBefore = process.env.PATH;
+            process.env.PATH = `${bin}:${process.env.PATH}`;
             config = { defaults: defaults(), hosts: [lxdHost("lx", 2311)] };
             stack = await makeStack(suite.project, "lx", suite.env, config);
             stacks.push(stack);
+        });
+
+        after(() => {
+            process.env.PATH = pathBefore;
         });
 
         it("up on a fresh host converges the whole chain, as the outputs say", async () => {
@@ -69,6 +88,7 @@ describe("end to end through the Pulumi engine", function () {
             assert.strictEqual(dropIn, "drop-in");
             assert.strictEqual(active, "active");
             assert.strictEqual(args.trim(), "/usr/local/concourse/bin/concourse worker --tag=e2e", "the real worker runs with the tags as flags");
+            assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
         });
 
         it("a second up changes nothing and runs no host command", async () => {
@@ -103,11 +123,14 @@ describe("end to end through the Pulumi engine", function () {
                 "lx-validate-validate",
             ]);
             assert.match(lxd.exec(instance, "cat /etc/gpu-workers/runc-wrapper.json"), /_scratch/);
+            assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
         });
 
         it("drift: the wrapper removed by hand is restored by refresh and up", async () => {
             lxd.exec(instance, "cp /usr/local/lib/gpu-workers/runc.real /usr/sbin/runc");
             await stack.refresh();
+            // The drift guard's check (a dynamic provider) still goes through ssh: the recorder sees it.
+            assert.match(sshSpawned(), /^ssh .*127\.0\.0\.1/m, "the recorder is on the engine's PATH");
             await stack.up();
             assert.strictEqual(lxd.exec(instance, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
         });

@@ -105,7 +105,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
             assert.ok(files.length >= 3 && files.every((r) => r.startsWith("rn-b-")), `only the new name's file records are left:\n${files.join("\n")}`);
             assert.match(
                 output,
-                /gpu-workers: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\) on 127\.0\.0\.1:2331: left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
+                /gpu-workers-kept: rn-a-runc-wrapper-runc-wrapper \(step:runc-wrapper\): left in place: applied since by rn-b-runc-wrapper-runc-wrapper/,
                 "the up says what it left to whom",
             );
         });

@@ -39,7 +39,7 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         );
         assert.strictEqual(r.status, 0, r.stderr);
         const [, oldDelete, left, newDelete, after] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
-        assert.strictEqual(oldDelete, `${KEPT_MARK} left in place: applied since by new-postgres (records: ${slotDir("step:postgres")})`);
+        assert.strictEqual(oldDelete, `${KEPT_MARK} old-postgres (step:postgres): left in place: applied since by new-postgres (records: ${slotDir("step:postgres")})`);
         assert.strictEqual(left, "h-22-new", "only the new resource's record is left");
         assert.strictEqual(newDelete, "DROP DATABASE atc");
         assert.strictEqual(after, "end", "no record folder is left behind");

@@ -28,7 +28,7 @@ import { webArgs } from "../../stacks/component-args";
 import { exampleStack } from "../fixtures/stacks/boards";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
-const STEP_TYPES = [`${DYNAMIC}HostCommand`, "pulumi-nodejs:dynamic/lxd:Instance", `${DYNAMIC}InventoryCheck`, `${DYNAMIC}CdiSpecCheck`];
+const STEP_TYPES = ["command:remote:Command", "pulumi-nodejs:dynamic/lxd:Instance", `${DYNAMIC}InventoryCheck`, `${DYNAMIC}CdiSpecCheck`];
 
 const FIXTURES: Record<string, GpuInventoryInput> = { "no-gpu": NO_GPU, rtx: RTX_A500_LAPTOP, hgx: HGX_H100_8X, amd: AMD_PHOENIX, mig: A100_MIG };
 
@@ -44,7 +44,7 @@ async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
     );
     await settle(g);
     const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-    const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+    const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
     const instance = g.resources.find((r) => r.type === "pulumi-nodejs:dynamic/lxd:Instance");
     // The instance's files are a secret input: the value sits inside the secret's wrapper.
     const files = instance?.inputs.files as { value: { path: string }[] } | undefined;
@@ -101,7 +101,7 @@ describe("one plan per host: offline render = resource graph", function () {
             ["hgx-a", "hgx-a-w1", "hgx-a-w2"],
         );
         const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-        const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+        const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((s) => s.name))), "steps");
         assert.deepStrictEqual(
@@ -138,7 +138,7 @@ describe("one plan per host: offline render = resource graph", function () {
         await settle(g);
         const types = [...STEP_TYPES, `${DYNAMIC}WorkerRegistration`];
         const stepNames = g.resources.filter((r) => types.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-        const fileNames = g.resources.filter((r) => r.type === `${DYNAMIC}HostCommand` && r.name.includes("-file-")).map((r) => r.name);
+        const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`).concat(["ci-instance"]));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((st) => st.name))), "steps");
         assert.deepStrictEqual(

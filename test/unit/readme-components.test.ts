@@ -14,7 +14,7 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { RUNC_REAL_PATH } from "../../components/lib/render/runc-wrapper";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 
-const HOST_COMMAND = "pulumi-nodejs:dynamic/gpu-workers:HostCommand";
+const HOST_COMMAND = "command:remote:Command";
 
 /** The README's ```ts block that builds a RuncWrapper by itself. */
 function componentsExample(): string {

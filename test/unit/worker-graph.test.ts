@@ -45,7 +45,7 @@ function componentsOf(g: GraphRecorder, host: string): Record<string, RecordedRe
 
 /** The children that act on the host (files and steps), not helpers such as generated keys. */
 function childrenOf(g: GraphRecorder, parent: RecordedResource): RecordedResource[] {
-    return g.resources.filter((r) => r.parent === parent.urn && r.type === "pulumi-nodejs:dynamic/gpu-workers:HostCommand");
+    return g.resources.filter((r) => r.parent === parent.urn && r.type === "command:remote:Command");
 }
 
 /** Every child of `later` waits for every child of `earlier`. */
@@ -116,7 +116,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
     it("A100 with MIG: the CDI step checks the MIG devices", async () => {
         const g = await buildWorkers({ name: "mig", inventory: A100_MIG });
         const cdi = g.byName("mig-toolkit-cdi-spec");
-        assert.match(String(cdi.inputs.create), /nvidia\.com\/gpu=0:0 nvidia\.com\/gpu=0:1 nvidia\.com\/gpu=0:2$/);
+        assert.match(String(cdi.inputs.create), /nvidia\.com\/gpu=0:0 nvidia\.com\/gpu=0:1 nvidia\.com\/gpu=0:2\n/);
         const check = g.byName("mig-toolkit-cdi-spec-check");
         assert.strictEqual(check.type, "pulumi-nodejs:dynamic/gpu-workers:CdiSpecCheck");
         assert.ok(g.dependsOn(check, cdi), "the generated spec is validated after it is generated");

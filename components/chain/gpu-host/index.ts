@@ -1,3 +1,4 @@
+import { remote } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
@@ -8,7 +9,7 @@ import { LxdDevices } from "../../lib/lxd/types";
 import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
 import type { SshHostShape } from "../../lib/plan/worker-spec";
 import { InventoryCheck } from "../../providers/checks/inventory-check";
-import { HostCommand } from "../../providers/host/host-command";
+import { commandConnection, machineOf } from "../../providers/host/command-connection";
 import { HostConnection } from "../../providers/host/resources";
 import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 
@@ -80,12 +81,16 @@ export class GpuHost extends pulumi.ComponentResource {
         const before = (d === undefined ? [] : Array.isArray(d) ? d : [d]) as pulumi.Input<pulumi.Resource>[];
         const { connection, reachable } = reachHost(this, name, args.transport, plan, before);
         this.connection = connection;
-        const discovery = new HostCommand(
+        const discovery = new remote.Command(
             stepResourceName(name, "discover"),
             {
-                connection: this.connection,
+                connection: commandConnection(this.connection),
                 create: plan.discover.command,
                 stdin: plan.discover.script,
+                // A new machine behind the address is discovered again.
+                triggers: [machineOf(this.connection)],
+                addPreviousOutputInEnv: false,
+                logging: "none",
             },
             { parent: this, dependsOn: [...reachable, ...before] },
         );

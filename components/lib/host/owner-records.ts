@@ -3,8 +3,8 @@
  * create-before-delete) makes new resources that apply the same files and steps on the same
  * machine, and only then are the old resources deleted: their deletes would undo what the new
  * ones use (the web's `DROP DATABASE`, the release, the runc wrapper). So every step that
- * undoes something records on the host, in its slot (the step's name), that it applied it: one record per resource, named by the resource's id, which a replacement does not
- * share. A delete takes its own record away and undoes only when no other resource's record is
+ * undoes something records on the host, in its slot (the step's name), that it applied it: one record per resource, named by the resource's owner id (ownerId: its name and
+ * its triggers), which a replacement does not share. A delete takes its own record away and undoes only when no other resource's record is
  * left; otherwise it leaves the host alone and says which resources hold it. Placed files keep
  * their own records (resources.ts claimFileCommand: each component a user of the path, and what
  * the host had there before), so a file is never gated twice.
@@ -39,6 +39,15 @@ export function slotDir(slot: string): string {
     return `${OWNERS_DIR}/${pathSlug(slot).slice(0, 100)}-${sha256Text(slot).slice(0, 12)}`;
 }
 
+/**
+ * The id a host command records as its own. The command is written before the resource exists,
+ * so the id is made from what the program knows: the resource's name (a renamed one differs),
+ * and a hash of its stack and its triggers (a replacement, which a changed trigger makes, differs).
+ */
+export function ownerId(resource: string, stack: string, triggers: unknown[]): string {
+    return `${resource}.${sha256Text(JSON.stringify([stack, triggers])).slice(0, 12)}`;
+}
+
 /** A resource id as a file name. */
 export function ownerFile(id: string): string {
     return pathSlug(id) || "unnamed";
@@ -66,7 +75,7 @@ export function disownScript(slot: string, id: string): string {
     return `rm -f ${shellCommand([`${dir}/${ownerFile(id)}`])} && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }`;
 }
 
-/** The first word of the line a delete prints when it leaves the host alone; the provider reports that line. */
+/** The first word of the line a delete prints when it leaves the host alone (the Command provider shows a delete's output). */
 export const KEPT_MARK = "gpu-workers-kept:";
 
 /**
@@ -85,7 +94,7 @@ export function releaseScript(owner: HostOwner | undefined, id: string, remove: 
         others,
         `if [ -n "$others" ]; then`,
         ...(owner ? [`  rm -f "$d/$me"`] : []),
-        `  echo ${shellCommand([`${KEPT_MARK} left in place: applied since by`])} "$others" ${shellCommand([`(records: ${where})`])}`,
+        `  echo ${shellCommand([`${KEPT_MARK} ${owner ? `${owner.resource} (${owner.slot}): ` : ""}left in place: applied since by`])} "$others" ${shellCommand([`(records: ${where})`])}`,
         `else`,
         `  (`,
         remove,

@@ -1,6 +1,6 @@
 /**
  * The shape every renderer returns: files to place on a host and steps to run there.
- * Pure data (no Pulumi): the components turn it into HostCommand resources (an SSH dynamic provider), and the
+ * Pure data (no Pulumi): the components turn it into @pulumi/command remote commands, and the
  * offline render writes it to disk with a manifest. Both read the same values.
  */
 

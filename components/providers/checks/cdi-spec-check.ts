@@ -6,6 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 import type { CdiSpecCheckInputs } from "./cdi-spec-check-ops";
 
+// A dynamic provider: the check runs the project's CDI validator in the program, not on the host.
 const provider = lazyProvider("cdi-spec-check", "CDI spec check");
 
 export class CdiSpecCheck extends pulumi.dynamic.Resource {

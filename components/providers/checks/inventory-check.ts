@@ -6,6 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 import type { InventoryCheckInputs } from "./inventory-check-ops";
 
+// A dynamic provider: it compares discovery's output with the declared inventory in the program; nothing runs on the host.
 const provider = lazyProvider("inventory-check", "inventory check");
 
 /** Fails the update when the host's hardware differs from the declaration. */

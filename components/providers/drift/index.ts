@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 import type { SshTarget } from "../host/ssh";
 
+// A dynamic provider: its check runs on refresh (read), and its epoch goes up on drift; a remote.Command runs nothing on refresh.
 const provider = lazyProvider("host-drift-guard", "host drift guard");
 
 export interface HostDriftGuardArgs {

@@ -1,12 +1,15 @@
 /**
- * Thin wiring: turns a RenderedComponent (pure data) into HostCommand resources.
- * Every file is a command whose stdin is the whole content, so `pulumi preview --diff`
- * shows exactly what changes on the host; a binary is streamed and keyed by its sha256.
+ * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
+ * Every text file is a remote.Command whose stdin is the whole content, so `pulumi preview --diff`
+ * shows exactly what changes on the host; a binary is copied with remote.CopyToRemote to a
+ * staging path and installed by a command keyed by its sha256. Every command knows its own
+ * owner id (ownerId: its name and triggers), which the host's records name.
  */
+import { remote, types } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
-import { stepSlot } from "../../lib/host/owner-records";
+import { claimScript, ownerId, releaseScript, stepSlot } from "../../lib/host/owner-records";
 import {
     asRoot,
     fileResourceName,
@@ -22,7 +25,7 @@ import {
     stepResourceName,
 } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
-import { HostCommand } from "./host-command";
+import { commandConnection, machineOf } from "./command-connection";
 import type { SshTarget } from "./ssh";
 
 /** How to reach a host over SSH: address, port, user, private key, pinned host key. */
@@ -40,7 +43,7 @@ export interface HostResourceOptions {
     dependsOn: pulumi.Input<pulumi.Resource>[];
     /** Contents known only at `up` (files marked secret or generated), by host path. */
     values?: Record<string, pulumi.Input<string>>;
-    /** Raised by HostDriftGuard when a refresh finds drift: every command then runs again. */
+    /** Raised by HostDriftGuard when a refresh finds drift: every command is then replaced (runs again). */
     epoch?: pulumi.Input<number>;
     /** Paths an earlier component of the host places identically: not placed again, steps may still need them. */
     placedEarlier?: string[];
@@ -62,7 +65,7 @@ export function writeFileCommand(file: HostFile): string {
 }
 
 /**
- * Makes `user` (a component) a user of the path before it writes there. The first user keeps
+ * Makes `user` (a resource's owner id; a component's name on hosts an earlier release placed) a user of the path before it writes there. The first user keeps
  * what is at the path aside (or notes that nothing is), so the last one puts it back; with
  * `adopt` (an update of a file an earlier version placed, which kept no record) what is there
  * is taken as the program's own. Each record is written before the file changes, so a run cut
@@ -99,6 +102,28 @@ export function removeFileCommand(file: HostFile, user: string): string {
     );
 }
 
+/** Where a binary waits between its copy and its install: relative, so under the login user's home (sftp's and the command's folder), named by its sha256. */
+export function stagingPath(sha256: string): string {
+    return `.gpu-workers-staging/${sha256}`;
+}
+
+/**
+ * Installs the staged copy of a binary at its path, atomically with its mode, after checking its
+ * sha256 on the copy that is moved in place; then the staged copy goes. With no staged copy (an
+ * update that changed only the mode) the file must already hold those bytes.
+ */
+export function installArtifactCommand(file: HostFile, sha256: string): string {
+    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
+    const [staged, tmp, target] = [stagingPath(sha256), `${file.path}.gpu-workers.tmp`, file.path].map((w) => shellCommand([w]));
+    const sum = (f: string) => `printf '%s  %s\\n' ${sha256} ${f} | sha256sum -c --quiet - >/dev/null`;
+    return (
+        `if [ -f ${staged} ]; then` +
+        ` { mkdir -p ${shellCommand([dir])} && (umask 077 && cp ${staged} ${tmp}) && ${sum(tmp)} && chmod ${file.mode} ${tmp} && mv -f ${tmp} ${target} || { rm -f ${tmp}; exit 1; }; }` +
+        ` && rm -f ${staged} && { rmdir ${shellCommand([staged.replace(/\/[^/]+$/, "")])} 2>/dev/null || true; };` +
+        ` else { ${sum(target)} && chmod ${file.mode} ${target}; } || { echo ${shellCommand([`${file.path}: no staged copy, and the file is not sha256 ${sha256}`])} >&2; exit 1; }; fi`
+    );
+}
+
 /** The content of a file that only `up` knows (a secret, a generated key); a secret stays one. */
 function valueOf(file: HostFile, o: HostResourceOptions): pulumi.Input<string> {
     const value = o.values?.[file.path];
@@ -122,37 +147,86 @@ function fileSha256(file: HostFile, o: HostResourceOptions): pulumi.Input<string
     return sha256Text(file.content);
 }
 
-function fileResource(file: HostFile, o: HostResourceOptions): pulumi.Resource {
+/**
+ * What replaces a host resource (its `triggers`): a new machine behind the address (an LXD
+ * instance's UUID) and HostDriftGuard's epoch, so the whole chain runs again on either, plus
+ * what the caller adds. Readable (no secret), so the preview shows why.
+ */
+function triggersOf(o: HostResourceOptions, extra: unknown[] = []): pulumi.Output<unknown[]> {
+    return pulumi.all([machineOf(o.connection), pulumi.output(o.epoch ?? 0)]).apply(([machine, epoch]) => [machine, epoch, ...extra]);
+}
+
+/** The owner id of the resource `name` with these triggers, and what follows from it. */
+function owned<T>(name: string, triggers: pulumi.Output<unknown[]>, f: (id: string) => T): pulumi.Output<T> {
+    return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${pulumi.getStack()}`, t)));
+}
+
+/** Options every remote command shares: no AcceptEnv needed on the host for the previous output. */
+const QUIET = { addPreviousOutputInEnv: false } as const;
+
+/** A host's connection, as its remote commands take it (command-connection.ts). */
+type Connection = pulumi.Output<types.input.remote.ConnectionArgs>;
+
+function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
     const name = fileResourceName(o.prefix, file.path);
     const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
-    const create = asRoot(o.user, `${claimFileCommand(file, o.prefix, false)} && ${writeFileCommand(file)}`);
-    const update = asRoot(o.user, `${claimFileCommand(file, o.prefix, true)} && ${writeFileCommand(file)}`);
-    const remove = asRoot(o.user, removeFileCommand(file, o.prefix));
     if (file.artifact) {
-        if (!fs.existsSync(file.artifact.path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${file.artifact.path}, which does not exist`);
-        return new HostCommand(
-            name,
-            {
-                connection: o.connection,
-                create,
-                update,
-                delete: remove,
-                stdinFile: file.artifact.path,
-                stdinSha256: file.artifact.sha256,
-                reconverge: o.epoch,
-            },
+        const { path, sha256 } = file.artifact;
+        if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
+        // The bytes go by SFTP (stdin is a string); the sha256 in the triggers makes new bytes a new copy and install.
+        const triggers = triggersOf(o, [sha256]);
+        const copy = new remote.CopyToRemote(
+            `${name}-upload`,
+            { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers },
             opts,
         );
+        const install = (adopt: boolean) =>
+            owned(name, triggers, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${installArtifactCommand(file, sha256)}`));
+        return new remote.Command(
+            name,
+            {
+                ...QUIET,
+                connection: conn,
+                create: install(false),
+                update: install(true),
+                delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
+                triggers,
+                logging: "none",
+            },
+            { ...opts, dependsOn: [...o.dependsOn, copy] },
+        );
     }
+    const triggers = triggersOf(o);
+    const write = (adopt: boolean) => owned(name, triggers, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${writeFileCommand(file)}`));
     const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
-    return new HostCommand(name, { connection: o.connection, create, update, delete: remove, stdin, reconverge: o.epoch }, opts);
+    return new remote.Command(
+        name,
+        {
+            ...QUIET,
+            connection: conn,
+            create: write(false),
+            update: write(true),
+            delete: owned(name, triggers, (id) => asRoot(o.user, removeFileCommand(file, id))),
+            stdin,
+            triggers,
+            logging: "none",
+        },
+        opts,
+    );
 }
 
 /**
- * A step carries the sha256 of every file it depends on (secret ones apart, so the others stay
- * readable in the preview): a changed file runs the step again, even when its command is the same.
+ * A step's command names the sha256 of every file it depends on in a comment (secret ones apart,
+ * so the others stay readable in the preview; those go on its stdin, which the step never reads):
+ * a changed file runs the step again, even when its command is the same.
  */
-function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string, pulumi.Resource>, files: Map<string, HostFile>): HostCommand {
+function stepResource(
+    step: HostStep,
+    o: HostResourceOptions,
+    known: Map<string, pulumi.Resource>,
+    files: Map<string, HostFile>,
+    connection: Connection,
+): remote.Command {
     const deps = step.dependsOn.flatMap((d) => {
         // A file an earlier component placed is there before this component starts.
         if (o.placedEarlier?.includes(d)) return [];
@@ -161,40 +235,49 @@ function stepResource(step: HostStep, o: HostResourceOptions, known: Map<string,
         return [r];
     });
     const needed = step.dependsOn.flatMap((d) => (files.has(d) ? [files.get(d)!] : []));
-    const sums = (secret: boolean) => {
-        const chosen = needed.filter((f) => Boolean(f.secret) === secret);
-        return chosen.length === 0 ? undefined : pulumi.all(Object.fromEntries(chosen.map((f) => [f.path, fileSha256(f, o)])));
-    };
+    const sums = (secret: boolean) => pulumi.all(needed.filter((f) => Boolean(f.secret) === secret).map((f) => pulumi.all([f.path, fileSha256(f, o)])));
     const name = stepResourceName(o.prefix, step.name);
-    return new HostCommand(
+    const slot = stepSlot(step);
+    const triggers = triggersOf(o, step.remove ? [slot] : []);
+    const remove = step.remove ? asRoot(o.user, step.remove) : undefined;
+    const create = pulumi.all([sums(false), owned(name, triggers, (id) => id)]).apply(([fileSums, id]) => {
+        const noted = fileSums.map(([p, sum]) => `# needs ${p} sha256:${sum}\n`).join("");
+        const command = `exec </dev/null\n${noted}${asRoot(o.user, step.create)}`;
+        // The record after the command succeeded; the command in a subshell of its own, so an `exit` in it ends only that.
+        return remove ? `(\n${command}\n) && ${asRoot(o.user, claimScript({ slot, resource: name, user: o.user }, id, remove))}` : command;
+    });
+    const secretSums = needed.some((f) => f.secret) ? pulumi.secret(sums(true).apply((s) => s.map(([p, sum]) => `${p} ${sum}\n`).join(""))) : undefined;
+    return new remote.Command(
         name,
         {
-            connection: o.connection,
-            create: asRoot(o.user, step.create),
-            update: asRoot(o.user, step.create),
-            delete: step.remove ? asRoot(o.user, step.remove) : undefined,
-            fileSha256: sums(false),
-            secretFileSha256: sums(true),
-            reconverge: o.epoch,
-            ...(step.remove ? { owner: { slot: stepSlot(step), resource: name, user: o.user } } : {}),
+            ...QUIET,
+            connection,
+            create,
+            update: create,
+            delete: remove
+                ? owned(name, triggers, (id) => `exec </dev/null\n${asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))}`)
+                : undefined,
+            stdin: secretSums,
+            triggers,
         },
         { parent: o.parent, dependsOn: [...o.dependsOn, ...deps] },
     );
 }
 
 /** Creates every file, then every step in order; returns the steps' commands by step name. */
-export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, HostCommand> {
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, remote.Command> {
+    const connection = commandConnection(o.connection);
     const known = new Map<string, pulumi.Resource>();
-    const steps = new Map<string, HostCommand>();
+    const steps = new Map<string, remote.Command>();
     // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
     const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
     for (const file of placed) {
         if (o.placedEarlier?.includes(file.path)) continue;
-        known.set(file.path, fileResource(file, o));
+        known.set(file.path, fileResource(file, o, connection));
     }
     const files = new Map(placed.map((f): [string, HostFile] => [f.path, f]));
     for (const step of rendered.steps) {
-        const r = stepResource(step, o, known, files);
+        const r = stepResource(step, o, known, files, connection);
         known.set(step.name, r);
         steps.set(step.name, r);
     }

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 import type { GeneratedSecretKind } from "./generated-secret-ops";
 
+// A dynamic provider: the secret is generated in the program and kept in the state as a secret; no random provider plugin is to be had.
 const provider = lazyProvider("generated-secret", "generated secret");
 
 /** A secret generated once and kept in the state: a password, or an RSA private key (PEM) with its public half. */

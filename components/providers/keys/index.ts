@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 
+// A dynamic provider: the key pair is generated in the program (OpenSSH format); no tls provider plugin is to be had.
 const provider = lazyProvider("ssh-key", "ssh key");
 
 /** An ED25519 key pair generated once and kept in the state; the private half is a secret. */

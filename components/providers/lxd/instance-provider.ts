@@ -4,5 +4,5 @@
  */
 import { lazyProvider } from "../lazy-provider";
 
-/** The provider every LxdInstance uses. */
+/** The provider every LxdInstance uses. A dynamic provider: no LXD provider plugin is to be had, and it speaks LXD's REST API itself. */
 export const lxdInstanceProvider = lazyProvider("lxd-instance", "lxd");
