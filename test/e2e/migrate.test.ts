@@ -74,7 +74,7 @@ describe("an existing stack moves to this release without harm", function () {
     const said = () =>
         upOutput
             .split("\n")
-            .filter((line) => /gpu-workers:|delet/.test(line))
+            .filter((line) => /(^|\s)gpu-workers(-kept)?: |delet/.test(line))
             .join("\n");
 
     function snapshot(instance: string): HostSnapshot {
