@@ -9,6 +9,7 @@
  * new instance, several CPU-seconds apiece: on a 2-core machine four of those cannot take less
  * than twice one, whatever the program does.
  * It prints medians, ratios and PASS/MISS; it asserts nothing (tests do that).
+ * With --fleet it measures a fleet over SSH instead (bench/up-fleet.ts).
  */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -17,6 +18,7 @@ import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
 import { ensureCommands } from "../test/support/tools";
+import { fleetBench } from "./up-fleet";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
 const ROUNDS = 5;
@@ -160,7 +162,7 @@ async function main(): Promise<void> {
     }
 }
 
-main().catch((e) => {
+(process.argv.includes("--fleet") ? fleetBench() : main()).catch((e) => {
     console.error(`bench:up: ${(e as Error).message}`);
     process.exit(1);
 });

@@ -119,8 +119,8 @@ export class TestLxd {
     }
 }
 
-/** A project folder whose program is this checkout's compiled index.js. */
-export function makeProject(dir: string): string {
+/** A project folder whose program is the compiled index.js of this checkout (or of another built one). */
+export function makeProject(dir: string, programRoot: string = PACKAGE_ROOT): string {
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(
         path.join(dir, "Pulumi.yaml"),
@@ -130,7 +130,7 @@ export function makeProject(dir: string): string {
             "  name: nodejs",
             "  options:",
             "    typescript: false",
-            `main: ${path.join(PACKAGE_ROOT, "dist", "index.js")}`,
+            `main: ${path.join(programRoot, "dist", "index.js")}`,
             "",
         ].join("\n"),
     );

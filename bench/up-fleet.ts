@@ -1,0 +1,168 @@
+/**
+ * npm run bench:up -- --fleet [--baseline COMMIT|none]: converging a fleet over SSH with the real
+ * engine. Eight machines are made beforehand (LXD instances with sshd, as bare metal would be);
+ * stacks of 1, 4 and 8 of them are converged from nothing, then destroyed, round after round.
+ * Each `up` is measured for its wall time, the CPU seconds of the pulumi CLI and every process
+ * under it (the program, the providers and whatever they spawn, as `times` reports them for a
+ * shell's children), and the SSH connections it opened, counted where they land: sshd's
+ * "Accepted publickey" lines in each machine's journal, before and after.
+ * With a baseline (by default the previous release, built beside this checkout) both programs
+ * converge the same machines in the same run, interleaved, so the figures share the machine's load.
+ * It prints each measurement as it goes, then medians per fleet size and per host, and the
+ * ratios the issue sets targets for. BENCH_UP_ROUNDS sets the number of rounds (default 3).
+ */
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { Stack } from "@pulumi/pulumi/automation";
+import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
+import { PREVIOUS_RELEASE, previousRelease } from "../test/support/previous-release";
+import { median, pairedRatio, verdict } from "./stats";
+
+const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
+const SIZES = [1, 4, 8];
+const ROUNDS = Number(process.env.BENCH_UP_ROUNDS ?? 3);
+const FIRST_PORT = 2541;
+
+interface Measure {
+    wall: number;
+    cpu: number;
+    ssh: number;
+}
+
+interface Program {
+    label: string;
+    project: string;
+}
+
+/** Seconds in bash's `times` format (1m2.345s). */
+function seconds(text: string): number {
+    const m = /^(\d+)m([\d.]+)s$/.exec(text);
+    if (!m) throw new Error(`bench:up: unexpected times output: ${text}`);
+    return Number(m[1]) * 60 + Number(m[2]);
+}
+
+/**
+ * Runs one pulumi command under bash and returns its wall time and the CPU seconds (user + system)
+ * of every process it waited for, the pulumi CLI and all below it, from bash's `times`.
+ */
+function measuredPulumi(projectDir: string, env: Record<string, string>, args: string[], timesFile: string): { wall: number; cpu: number } {
+    const start = process.hrtime.bigint();
+    const r = spawnSync("bash", ["-c", 'pulumi "$@"; s=$?; times >"$GW_TIMES"; exit $s', "bash", ...args, "--non-interactive"], {
+        cwd: projectDir,
+        env: { ...process.env, ...env, GW_TIMES: timesFile },
+        encoding: "utf8",
+        maxBuffer: 64 << 20,
+    });
+    const wall = Number(process.hrtime.bigint() - start) / 1e9;
+    if (r.status !== 0) throw new Error(`pulumi ${args.join(" ")} failed:\n${r.stdout}\n${r.stderr}`);
+    // The second line is the children's user and system time.
+    const children = fs.readFileSync(timesFile, "utf8").trim().split("\n")[1].trim().split(/\s+/);
+    return { wall, cpu: seconds(children[0]) + seconds(children[1]) };
+}
+
+/** SSH logins each machine has accepted so far, from sshd's lines in its journal. */
+function acceptedLogins(lxd: TestLxd, instances: string[]): number {
+    return instances
+        .map((instance) => Number(lxd.exec(instance, "journalctl --no-pager -o cat _COMM=sshd | grep -c '^Accepted publickey' || true").trim()))
+        .reduce((a, b) => a + b, 0);
+}
+
+function option(name: string): string | undefined {
+    const at = process.argv.indexOf(name);
+    return at >= 0 ? process.argv[at + 1] : undefined;
+}
+
+export async function fleetBench(): Promise<void> {
+    const baseline = option("--baseline") ?? PREVIOUS_RELEASE;
+    const root = tempDir("gw-fleet-");
+    const lxd = new TestLxd(path.join(root, "lxd"));
+    const stacks: Stack[] = [];
+    try {
+        const env = ensureEngine(path.join(root, "state"));
+        const programs: Program[] = [{ label: "this checkout", project: makeProject(path.join(root, "this")) }];
+        if (baseline !== "none") {
+            programs.push({ label: `previous ${baseline.slice(0, 7)}`, project: makeProject(path.join(root, "previous"), previousRelease(baseline)) });
+        }
+        lxd.start();
+        // Each with users of its own on this machine, as separate machines have: containers that
+        // share one idmap share the kernel's per-user key quota, which eight converging at once exhaust.
+        const machines = Array.from({ length: Math.max(...SIZES) }, (_, i) =>
+            lxd.sshHost(`bench-f${i}`, FIRST_PORT + i, `f${i}`, root, { "security.idmap.isolated": "true" }),
+        );
+        const instances = machines.map((_, i) => `bench-f${i}`);
+        const defaults = { concourse: { tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY } };
+
+        // One stack per program and size, each on the first `size` machines; only one is up at a time.
+        const stackOf = new Map<string, Stack>();
+        for (const [p, program] of programs.entries()) {
+            for (const size of SIZES) {
+                const picked = machines.slice(0, size);
+                const stack = await makeStack(program.project, `fleet-${p}-${size}`, env, {
+                    defaults,
+                    hosts: picked.map((m) => m.host),
+                    secrets: Object.assign({}, ...picked.map((m) => m.secrets)) as Record<string, string>,
+                });
+                stacks.push(stack);
+                stackOf.set(`${p}/${size}`, stack);
+            }
+        }
+
+        const results = new Map<string, Measure[]>();
+        const timesFile = path.join(root, "times");
+        for (let round = 0; round < ROUNDS; round++) {
+            // Alternate the order each round, so neither side always runs on a warmer machine.
+            const sizes = round % 2 === 0 ? SIZES : [...SIZES].reverse();
+            for (const size of sizes) {
+                const order = [...programs.keys()];
+                if ((round + size) % 2 === 1) order.reverse();
+                for (const p of order) {
+                    const stack = stackOf.get(`${p}/${size}`)!;
+                    const before = acceptedLogins(lxd, instances);
+                    const run = measuredPulumi(programs[p].project, env, ["up", "--yes", "--skip-preview", "--stack", stack.name], timesFile);
+                    const ssh = acceptedLogins(lxd, instances) - before;
+                    if (ssh === 0) throw new Error("bench:up: no SSH login counted in the machines' journals: is sshd logging to the journal?");
+                    results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh }]);
+                    // As it goes, so that a run cut short still says what it measured.
+                    console.log(
+                        `  round ${round + 1}: ${programs[p].label}, ${size} hosts: ${run.wall.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, ${ssh} SSH logins`,
+                    );
+                    await stack.destroy();
+                }
+            }
+        }
+
+        const fixed = (x: number, digits = 2) => x.toFixed(digits).padStart(8);
+        console.log(`bench:up --fleet (medians of ${ROUNDS} rounds; ${os.cpus().length} CPUs; converge from nothing over SSH, machines made beforehand)`);
+        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  SSH conns  SSH/host   wall runs`);
+        for (const [p, program] of programs.entries()) {
+            for (const size of SIZES) {
+                const ms = results.get(`${p}/${size}`)!;
+                const wall = median(ms.map((m) => m.wall));
+                const cpu = median(ms.map((m) => m.cpu));
+                const ssh = median(ms.map((m) => m.ssh));
+                console.log(
+                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
+                );
+            }
+        }
+        const walls = (p: number, size: number) => results.get(`${p}/${size}`)!.map((m) => m.wall);
+        const show = (label: string, a: number[], b: number[], target: number) => {
+            const r = pairedRatio(a, b);
+            console.log(`  ${label.padEnd(46)} ${r.value.toFixed(2)} [${r.low.toFixed(2)}, ${r.high.toFixed(2)}] (target <= ${target}) ${verdict(r, target)}`);
+        };
+        for (const [p, program] of programs.entries()) show(`8 hosts / 1 host, ${program.label}`, walls(p, 8), walls(p, 1), 2.5);
+        if (programs.length > 1) show(`1 host, this checkout / ${programs[1].label}`, walls(0, 1), walls(1, 1), 0.7);
+    } finally {
+        for (const stack of stacks) {
+            try {
+                await stack.destroy();
+            } catch (e) {
+                console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`);
+            }
+        }
+        lxd.stop();
+        fs.rmSync(root, { recursive: true, force: true });
+    }
+}

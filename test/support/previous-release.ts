@@ -1,0 +1,52 @@
+/**
+ * The release before host steps became `remote.Command`s, built beside this checkout, so that a
+ * test or a bench can run both programs on one machine: the migration e2e makes a stack with it
+ * and then runs `up` with this checkout; bench:up --fleet converges with both, interleaved.
+ * Built once per commit into the cache (the content of a commit never changes).
+ */
+import { execFileSync, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
+
+/** The last commit whose host steps are HostCommands (a dynamic provider spawning OpenSSH). */
+export const PREVIOUS_RELEASE = "a61cb5beed51a9b5206956ad6644ff976cef0481";
+
+/** Where a built commit is kept. */
+function cacheDir(commit: string): string {
+    return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "gpu-workers", "releases", commit);
+}
+
+/**
+ * A checkout of `commit` with its dist/ built (its own wrapper and host scripts), using this
+ * checkout's node_modules (the previous release needs no package this one lacks). Fails with
+ * what to do when the repository does not have the commit (a shallow clone).
+ */
+export function previousRelease(commit: string = PREVIOUS_RELEASE): string {
+    const dir = cacheDir(commit);
+    if (fs.existsSync(path.join(dir, "dist", "index.js"))) return dir;
+    const has = spawnSync("git", ["-C", PACKAGE_ROOT, "cat-file", "-e", `${commit}^{commit}`], { stdio: "ignore" });
+    if (has.status !== 0) {
+        throw new Error(
+            `the previous release ${commit} is not in this repository (${PACKAGE_ROOT}), which a shallow clone lacks: ` +
+                `fetch it first (git fetch --unshallow, or git fetch origin ${commit})`,
+        );
+    }
+    const building = `${dir}.building-${process.pid}`;
+    fs.rmSync(building, { recursive: true, force: true });
+    fs.mkdirSync(building, { recursive: true });
+    try {
+        execFileSync("bash", ["-c", 'git -C "$1" archive "$2" | tar -x -C "$3"', "bash", PACKAGE_ROOT, commit, building], {
+            stdio: ["ignore", "ignore", "inherit"],
+        });
+        fs.symlinkSync(path.join(PACKAGE_ROOT, "node_modules"), path.join(building, "node_modules"));
+        execFileSync("npm", ["run", "-s", "build"], { cwd: building, stdio: ["ignore", "ignore", "inherit"], timeout: 600_000 });
+        fs.rmSync(dir, { recursive: true, force: true });
+        fs.renameSync(building, dir);
+    } catch (e) {
+        fs.rmSync(building, { recursive: true, force: true });
+        throw new Error(`could not build the previous release ${commit}: ${(e as Error).message}`, { cause: e });
+    }
+    return dir;
+}
