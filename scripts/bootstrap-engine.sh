@@ -30,8 +30,8 @@
 #                                       beside the checkout)
 #   GO                                  the go command to use (default: go on PATH)
 #
-# The Go builds run under `flock /tmp/gw-go.lock`: two big Go builds at once do not fit a small
-# machine.
+# The Go builds take turns with every other big Go build of this user's (go_build_one_at_a_time
+# in go-caches.sh): two at once do not fit a small machine.
 #
 # Callers then run pulumi with PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true and
 # PULUMI_SKIP_UPDATE_CHECK=true (nothing may be downloaded), plus a backend and passphrase,
@@ -195,11 +195,7 @@ build() { # build NAME LDFLAGS PACKAGE...
   local name=$1 ldflags=$2 start=$SECONDS
   shift 2
   log "go build $* ..."
-  if command -v flock >/dev/null 2>&1; then
-    flock /tmp/gw-go.lock "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/" "$@"
-  else
-    "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/" "$@"
-  fi
+  go_build_one_at_a_time "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/" "$@"
   log "$name built in $((SECONDS - start))s"
 }
 

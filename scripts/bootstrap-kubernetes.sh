@@ -26,7 +26,7 @@
 #
 # A complete cache entry is reused without running Go at all. Cold, on 2 cores, the builds take
 # 15 minutes (idle) to 30 (loaded) and up to about 5 GB of memory; they run under
-# `flock /tmp/gw-go.lock`, as every big Go build of this project does, so that two never run at once.
+# go_build_one_at_a_time (go-caches.sh), as every big Go build of this project does, so that two never run at once.
 #
 # Environment:
 #   GPU_WORKERS_KUBERNETES_CACHE      cache root; the entry is <root>/<versions key>
@@ -123,7 +123,7 @@ build() { # build NAME LDFLAGS PACKAGE...: in the current directory, into the st
   local name=$1 ldflags=$2 start=$SECONDS
   shift 2
   log "go build $* ..."
-  flock /tmp/gw-go.lock "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/bin/" "$@" ||
+  go_build_one_at_a_time "$GO" build -trimpath -ldflags="-s -w $ldflags" -o "$stage/bin/" "$@" ||
     die "building $name failed"
   log "$name built in $((SECONDS - start))s"
 }

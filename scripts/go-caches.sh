@@ -25,3 +25,16 @@ go_private_caches() {
   if [ "$need_path" = yes ]; then export GOPATH="$dir/path"; fi
   return 0
 }
+
+# Runs `go build ARGS...` after every other big build of this user's has finished: the engine,
+# the Command plugin and Kubernetes each peak at several GB, and two at once do not fit a small
+# machine. The lock file is this user's (under the cache folder), never a shared one in /tmp.
+#   go_build_one_at_a_time GO ARGS...
+go_build_one_at_a_time() {
+  local lock_dir="${XDG_CACHE_HOME:-${HOME:-}/.cache}/gpu-workers"
+  if ! command -v flock >/dev/null 2>&1 || ! mkdir -p "$lock_dir" 2>/dev/null; then
+    "$@"
+    return
+  fi
+  flock "$lock_dir/go-build.lock" "$@"
+}
