@@ -18,6 +18,13 @@ function cacheDir(commit: string): string {
     return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "gpu-workers", "releases", commit);
 }
 
+/** Points `dir`'s node_modules at this checkout's. */
+function linkNodeModules(dir: string): void {
+    const link = path.join(dir, "node_modules");
+    fs.rmSync(link, { force: true });
+    fs.symlinkSync(fs.realpathSync(path.join(PACKAGE_ROOT, "node_modules")), link);
+}
+
 /**
  * A checkout of `commit` with its dist/ built (its own wrapper and host scripts), using this
  * checkout's node_modules (the previous release needs no package this one lacks). Fails with
@@ -25,7 +32,11 @@ function cacheDir(commit: string): string {
  */
 export function previousRelease(commit: string = PREVIOUS_RELEASE): string {
     const dir = cacheDir(commit);
-    if (fs.existsSync(path.join(dir, "dist", "index.js"))) return dir;
+    if (fs.existsSync(path.join(dir, "dist", "index.js"))) {
+        // The build is the commit's, but its node_modules is the checkout's that runs now: the one that built it may be gone.
+        linkNodeModules(dir);
+        return dir;
+    }
     const has = spawnSync("git", ["-C", PACKAGE_ROOT, "cat-file", "-e", `${commit}^{commit}`], { stdio: "ignore" });
     if (has.status !== 0) {
         throw new Error(
@@ -40,7 +51,7 @@ export function previousRelease(commit: string = PREVIOUS_RELEASE): string {
         execFileSync("bash", ["-c", 'git -C "$1" archive "$2" | tar -x -C "$3"', "bash", PACKAGE_ROOT, commit, building], {
             stdio: ["ignore", "ignore", "inherit"],
         });
-        fs.symlinkSync(path.join(PACKAGE_ROOT, "node_modules"), path.join(building, "node_modules"));
+        linkNodeModules(building);
         execFileSync("npm", ["run", "-s", "build"], { cwd: building, stdio: ["ignore", "ignore", "inherit"], timeout: 600_000 });
         fs.rmSync(dir, { recursive: true, force: true });
         fs.renameSync(building, dir);

@@ -261,8 +261,9 @@ function stepResource(
     const triggers = triggersOf(o, step.remove ? [slot] : []);
     const remove = step.remove ? asRoot(o.user, step.remove) : undefined;
     const create = pulumi.all([sums(false), owned(name, triggers, (id) => id)]).apply(([fileSums, id]) => {
-        const noted = fileSums.map(([p, sum]) => `# needs ${p} sha256:${sum}\n`).join("");
-        const command = drained(`${noted}${asRoot(o.user, step.create)}`);
+        // The files it needs go after the step's own command, so the preview's first line is the command.
+        const noted = fileSums.map(([p, sum]) => `\n# needs ${p} sha256:${sum}`).join("");
+        const command = drained(`${asRoot(o.user, step.create)}${noted}`);
         // The record after the command succeeded; the command in a subshell of its own, so an `exit` in it ends only that.
         return remove ? `(\n${command}\n) && ${asRoot(o.user, claimScript({ slot, resource: name, user: o.user }, id, remove))}` : command;
     });
