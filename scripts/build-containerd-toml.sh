@@ -35,9 +35,11 @@ fi
 go_private_caches "$root"
 
 mkdir -p "$(dirname "$output")"
+# -buildvcs=false: the same source gives the same bytes in any checkout (go would stamp the commit
+# into the binary, and every commit would then place a "new" binary on the hosts).
 tmp="$output.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-if ! (cd "$root/containerd-toml" && CGO_ENABLED=0 GOOS=linux GOFLAGS=-mod=readonly "$go_bin" build -trimpath -ldflags "-s -w" -o "$tmp" .); then
+if ! (cd "$root/containerd-toml" && CGO_ENABLED=0 GOOS=linux GOFLAGS=-mod=readonly "$go_bin" build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp" .); then
   echo "build-containerd-toml: the build failed; it needs its TOML module from the Go module proxy (GOPROXY) or the module cache" >&2
   exit 1
 fi

@@ -78,6 +78,6 @@ fi
 mkdir -p "$(dirname "$output")"
 tmp="$output.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-(cd "$root/wrapper" && CGO_ENABLED=1 CGO_CFLAGS="-O2 $cflags" GOOS=linux CC="$cc" "$go_bin" build -trimpath -tags gpuworkers_front \
+(cd "$root/wrapper" && CGO_ENABLED=1 CGO_CFLAGS="-O2 $cflags" GOOS=linux CC="$cc" "$go_bin" build -trimpath -buildvcs=false -tags gpuworkers_front \
   -ldflags "-s -w -linkmode external -extldflags -static" -o "$tmp" .)
 mv -f "$tmp" "$output"
