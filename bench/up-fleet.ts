@@ -25,6 +25,19 @@ const SIZES = [1, 4, 8];
 const ROUNDS = Number(process.env.BENCH_UP_ROUNDS ?? 3);
 const FIRST_PORT = 2541;
 
+/** Destroys the bench's stacks (a failure is reported, the rest still go), then its LXD daemon and folder. */
+export async function tearDown(stacks: Stack[], lxd: TestLxd, root: string): Promise<void> {
+    for (const stack of stacks) {
+        try {
+            await stack.destroy();
+        } catch (e) {
+            console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`);
+        }
+    }
+    lxd.stop();
+    fs.rmSync(root, { recursive: true, force: true });
+}
+
 interface Measure {
     wall: number;
     cpu: number;
@@ -155,14 +168,6 @@ export async function fleetBench(): Promise<void> {
         for (const [p, program] of programs.entries()) show(`8 hosts / 1 host, ${program.label}`, walls(p, 8), walls(p, 1), 2.5);
         if (programs.length > 1) show(`1 host, this checkout / ${programs[1].label}`, walls(0, 1), walls(1, 1), 0.7);
     } finally {
-        for (const stack of stacks) {
-            try {
-                await stack.destroy();
-            } catch (e) {
-                console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`);
-            }
-        }
-        lxd.stop();
-        fs.rmSync(root, { recursive: true, force: true });
+        await tearDown(stacks, lxd, root);
     }
 }

@@ -12,13 +12,12 @@
  * With --fleet it measures a fleet over SSH instead (bench/up-fleet.ts).
  */
 import { spawnSync } from "child_process";
-import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
 import { ensureCommands } from "../test/support/tools";
-import { fleetBench } from "./up-fleet";
+import { fleetBench, tearDown } from "./up-fleet";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
 const ROUNDS = 5;
@@ -150,15 +149,7 @@ async function main(): Promise<void> {
         console.log(`  4 hosts / 1 host (LXD instances made)  ${verdict(parallel, 2)}`);
         console.log(`  4 hosts / 1 host over SSH (reference)  ${parallelSsh.toFixed(2)}`);
     } finally {
-        for (const stack of stacks) {
-            try {
-                await stack.destroy();
-            } catch (e) {
-                console.error(`bench:up: destroy failed: ${(e as Error).message.split("\n")[0]}`);
-            }
-        }
-        lxd.stop();
-        fs.rmSync(root, { recursive: true, force: true });
+        await tearDown(stacks, lxd, root);
     }
 }
 

@@ -6,14 +6,13 @@
  * their tags. No LXD daemon and no port of this machine is used.
  */
 import * as assert from "assert";
-import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { PULUMI_UNKNOWN } from "../../components/lib/lxd/validate";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine, makeProject, makeStack, tempDir } from "../support/engine";
 import { clientCertificate } from "../support/pki";
+import { renderExampleStack } from "../support/golden-stacks";
 import { ensureCommands } from "../support/tools";
 import { exampleStack } from "../fixtures/stacks/boards";
 
@@ -33,19 +32,7 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         ensureCommands(["openssl"], ["openssl"]);
         const { cert, key } = clientCertificate(path.join(root, "client"), "gpu-workers-e2e");
         const example = exampleStack();
-        execFileSync(
-            "node",
-            [
-                path.join(PACKAGE_ROOT, "dist", "cli", "render.js"),
-                "--project-dir",
-                path.join(PACKAGE_ROOT, "examples", "stacks"),
-                "--stack",
-                "hgx",
-                "--out",
-                path.join(root, "render"),
-            ],
-            { stdio: "ignore" },
-        );
+        renderExampleStack("hgx", path.join(root, "render"));
         const stack = await makeStack(project, "hgx", env, {
             defaults: example.defaults,
             hosts: unreachable(example.hosts),

@@ -11,13 +11,13 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { execFileSync } from "child_process";
 import { EngineEvent, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { parseAllDocuments, parse } from "yaml";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ControlPlane, ensureKubernetesTools, startControlPlane } from "../support/control-plane";
 import { ensureEngine, makeProject, tempDir } from "../support/engine";
+import { renderExampleStack } from "../support/golden-stacks";
 import { HGX_H100_8X, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
 const IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1";
@@ -229,21 +229,7 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
 
         it("its offline render: kubectl apply --dry-run=server accepts every object", async () => {
             const out = path.join(root, "render");
-            execFileSync(
-                "node",
-                [
-                    path.join(PACKAGE_ROOT, "dist", "cli", "render.js"),
-                    "--project-dir",
-                    path.join(PACKAGE_ROOT, "examples", "stacks"),
-                    "--stack",
-                    "k8s",
-                    "--out",
-                    out,
-                ],
-                {
-                    stdio: "ignore",
-                },
-            );
+            renderExampleStack("k8s", out);
             const file = path.join(out, "_kubernetes", "lab.yaml");
             const objects = parseAllDocuments(fs.readFileSync(file, "utf8")).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
             // What a dry run cannot make for the objects after it: the CRDs and the namespaces, made for real first (from the render too).

@@ -4,6 +4,7 @@
  * with (host scripts, placed as they are, by name and digest): a binary's digest depends on the Go toolchain that built it, so the golden files name
  * each binary by a digest of its name, and every path relative to the checkout.
  */
+import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import type { ArtifactSource } from "../../components/chain/artifacts";
@@ -85,4 +86,13 @@ export function renderGolden(stack: { raw: RawStackConfig; baseDir: string }): R
 /** A golden stack's Kubernetes clusters (their YAML holds no artifact). */
 export function renderGoldenClusters(stack: { raw: RawStackConfig }): RenderedCluster[] {
     return renderClusters(parseStack(stack.raw));
+}
+
+/** Runs the offline render's CLI (`npm run render`, built) on a stack of examples/stacks/, into `out`. */
+export function renderExampleStack(stack: string, out: string): void {
+    execFileSync(
+        "node",
+        [path.join(PACKAGE_ROOT, "dist", "cli", "render.js"), "--project-dir", path.join(PACKAGE_ROOT, "examples", "stacks"), "--stack", stack, "--out", out],
+        { stdio: "ignore" },
+    );
 }
