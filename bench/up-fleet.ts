@@ -134,6 +134,11 @@ export async function fleetBench(): Promise<void> {
                     const stack = stackOf.get(`${p}/${size}`)!;
                     const before = acceptedLogins(lxd, instances);
                     const run = measuredPulumi(programs[p].project, env, ["up", "--yes", "--skip-preview", "--stack", stack.name], timesFile);
+                    // BENCH_UP_STATE=DIR keeps each converged state (every resource's creation time) for a look at the critical path.
+                    if (process.env.BENCH_UP_STATE) {
+                        const exported = await stack.exportStack();
+                        fs.writeFileSync(path.join(process.env.BENCH_UP_STATE, `${p}-${size}-${round}.json`), JSON.stringify(exported));
+                    }
                     const ssh = acceptedLogins(lxd, instances) - before;
                     if (ssh === 0) throw new Error("bench:up: no SSH login counted in the machines' journals: is sshd logging to the journal?");
                     results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh }]);

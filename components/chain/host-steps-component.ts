@@ -24,6 +24,12 @@ export interface HostAccessArgs {
      * Default: none. Example: ["/usr/local/lib/gpu-workers/install-runc-wrapper.sh"].
      */
     placedEarlier?: string[];
+    /**
+     * What the host must have done before this component's files in the program's own folders
+     * are placed (GpuWorker: its GpuHost and drift guard): they need not wait for the earlier
+     * components in the chain, only the steps do. Default: the component's whole dependsOn.
+     */
+    hostReady?: pulumi.Input<pulumi.Resource>[];
 }
 
 /** Makers of program checks by kind: (resource name, the check, the step it follows, options). */
@@ -74,6 +80,7 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
             connection: args.connection,
             user: args.user ?? SSH_USER_DEFAULT,
             dependsOn: [...dependsOnList(this.componentOpts), ...first],
+            ownFilesDependOn: args.hostReady ? [...args.hostReady, ...first] : undefined,
             values,
             epoch: args.epoch,
             placedEarlier: args.placedEarlier,

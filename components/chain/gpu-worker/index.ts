@@ -176,7 +176,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             },
             { parent: this, dependsOn: [gpuHost] },
         );
-        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch };
+        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch, hostReady: [gpuHost, guard] };
 
         const c = args.concourse ?? {};
         const worker: ConcourseExtras = {

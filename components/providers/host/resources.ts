@@ -41,6 +41,13 @@ export interface HostResourceOptions {
     user: string;
     /** Resources every child waits for (the previous component in the chain). */
     dependsOn: pulumi.Input<pulumi.Resource>[];
+    /**
+     * What a file in the program's own folders (HOST_LIB_DIR, HOST_ETC_DIR) waits for instead of
+     * dependsOn: no step of an earlier component writes there, and a path placed twice has one
+     * content (placeOnce), so those files go on the host while the earlier components' steps run,
+     * off the chain's critical path. Default: dependsOn.
+     */
+    ownFilesDependOn?: pulumi.Input<pulumi.Resource>[];
     /** Contents known only at `up` (files marked secret or generated), by host path. */
     values?: Record<string, pulumi.Input<string>>;
     /** Raised by HostDriftGuard when a refresh finds drift: every command's update then runs (the chain again). */
@@ -185,9 +192,15 @@ const QUIET = { addPreviousOutputInEnv: false } as const;
 /** A host's connection, as its remote commands take it (command-connection.ts). */
 type Connection = pulumi.Output<types.input.remote.ConnectionArgs>;
 
+/** A path in the program's own folders, where nothing but its placed files is written. */
+function inOwnFolder(path: string): boolean {
+    return [HOST_LIB_DIR, HOST_ETC_DIR].some((dir) => path.startsWith(`${dir}/`));
+}
+
 function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
     const name = fileResourceName(o.prefix, file.path);
-    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: o.dependsOn };
+    const dependsOn = o.ownFilesDependOn && inOwnFolder(file.path) ? o.ownFilesDependOn : o.dependsOn;
+    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn };
     if (file.artifact) {
         const { path, sha256 } = file.artifact;
         if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
@@ -213,7 +226,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
                 triggers,
                 logging: "none",
             },
-            { ...opts, dependsOn: [...o.dependsOn, copy] },
+            { ...opts, dependsOn: [...dependsOn, copy] },
         );
     }
     const triggers = triggersOf(o);
