@@ -59,7 +59,9 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         private readonly componentName: string,
         private readonly componentOpts: pulumi.ComponentResourceOptions | undefined,
     ) {
-        super(type, componentName, {}, componentOpts);
+        // The component itself waits for nothing: a child registers only once its parent has, and
+        // each child waits for what it needs (placeOnHost), so files that need not wait are not held back.
+        super(type, componentName, {}, { ...componentOpts, dependsOn: undefined });
     }
 
     /** Creates the children for `rendered`; subclasses call it once, then registerOutputs. Returns the steps by name. */
