@@ -60,8 +60,9 @@ COMMAND_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/comman
 # (github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3) is not to be had at
 # PULUMI_VERSION: the last github.com/pulumi/pulumi/sdk/v3 release served here that still
 # carries it. It speaks the engine's gRPC protocol, but the newer engine does not hand it the
-# runtime options of Pulumi.yaml (typescript, nodeargs, ...): it runs with its defaults
-# (ts-node registered for .ts files, which a compiled .js program never loads).
+# runtime options of Pulumi.yaml (typescript, nodeargs, ...): it runs with its defaults. A
+# compiled .js program is not transpiled, but ts-node and its source-map support are still
+# loaded into it (0.3 to 0.4 s at the start, and a mapped stack trace for every resource).
 LANGHOST_FALLBACK_SDK_VERSION=3.68.0
 # Bump when the way the binaries are built changes, so that old cache entries are not used.
 RECIPE=2

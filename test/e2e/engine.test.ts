@@ -7,6 +7,7 @@
 import * as assert from "assert";
 import { execFileSync } from "child_process";
 import * as fs from "fs";
+import * as net from "net";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
@@ -233,6 +234,56 @@ describe("end to end through the Pulumi engine", function () {
         assert.match(error.message, /hosts\[0\]: unknown key colour/);
         assert.doesNotMatch(error.message, /at .*\.js:\d+/, "no stack trace");
         await stack.workspace.removeStack("bad");
+    });
+
+    it("an address that accepts but never speaks SSH fails the up with the address, where the provider's handshake would wait forever", async () => {
+        // A wrong port, or an HTTP server waiting for its request: it accepts the connection and says nothing.
+        const accepted: net.Socket[] = [];
+        const silent = net.createServer((socket) => accepted.push(socket));
+        await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+        const port = (silent.address() as net.AddressInfo).port;
+        try {
+            const stack = await makeStack(suite.project, "silent", suite.env, {
+                defaults: defaults(),
+                hosts: [
+                    {
+                        name: "silent",
+                        transport: {
+                            ssh: {
+                                host: "127.0.0.1",
+                                port,
+                                privateKeySecret: "silent-key",
+                                hostKey: generateOpensshKeyPair("h").publicKeyOpenssh.split(" ").slice(0, 2).join(" "),
+                            },
+                        },
+                        vendor: "none",
+                    },
+                ],
+                secrets: { "silent-key": generateOpensshKeyPair("silent").privateKeyOpenssh },
+            });
+            const started = Date.now();
+            const error = await stack.up().then(
+                () => undefined,
+                (e: Error) => e,
+            );
+            const seconds = (Date.now() - started) / 1000;
+            assert.ok(error, "the up fails");
+            assert.match(
+                error.message,
+                new RegExp(`127\\.0\\.0\\.1:${port} accepted a connection but sent no SSH identification in 15 s: it is not an SSH server`),
+            );
+            assert.doesNotMatch(error.message, /error serializing property/, "said once, in its own words");
+            assert.doesNotMatch(error.message, /at .*\.(js|ts):\d+/, "no stack trace");
+            assert.ok(seconds < 120, `it fails within the dial timeout, not never (${seconds.toFixed(0)} s)`);
+            assert.ok(accepted.length >= 1, "the address was tried");
+            const state = (await stack.exportStack()).deployment as { pending_operations?: unknown[] };
+            assert.deepStrictEqual(state.pending_operations ?? [], [], "no operation left pending: nothing was started on the address");
+            await stack.destroy();
+            await stack.workspace.removeStack("silent");
+        } finally {
+            for (const socket of accepted) socket.destroy();
+            silent.close();
+        }
     });
 
     it("preview with unreachable hosts lists every file and tag", async () => {

@@ -13,6 +13,7 @@ import * as os from "os";
 import * as path from "path";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { runOnce, runOverSsh, SshTarget } from "../../components/providers/host/ssh";
+import { checkSshBanner } from "../../components/providers/host/ssh-banner";
 import { ensureCommands } from "../support/tools";
 
 async function freePort(): Promise<number> {
@@ -117,6 +118,16 @@ describe("runOverSsh through a jump host (real sshd on both ends)", function () 
         assert.strictEqual(r.stdout, "from stdin\non-the-target\n");
         // The jump host's sshd opened the forwarded connection to the target.
         assert.match(fs.readFileSync(jump.log, "utf8"), new RegExp(`server_request_direct_tcpip: .* target 127\\.0\\.0\\.1 port ${target.port}\\b`));
+    });
+
+    it("the check that an address speaks SSH passes a real sshd, which logs a client that named itself and left", async () => {
+        await checkSshBanner("127.0.0.1", jump.port, 15);
+        // sshd logs as it goes: wait for the probe's leaving, after the line naming it.
+        const probed = /remote software version gpu-workers-probe[^]*Connection closed by 127\.0\.0\.1 port \d+ \[preauth\]/;
+        for (let i = 0; i < 50 && !probed.test(fs.readFileSync(jump.log, "utf8")); i++) await new Promise((r) => setTimeout(r, 100));
+        const log = fs.readFileSync(jump.log, "utf8");
+        assert.match(log, probed);
+        assert.doesNotMatch(log, /Did not receive identification string|banner exchange/i);
     });
 
     it("fails where the jump host forwards nothing: the target is reached through it, not directly", async () => {

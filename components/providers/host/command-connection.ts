@@ -8,6 +8,7 @@
 import type * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { SshTarget } from "./ssh";
+import { checkSshBannerOnce } from "./ssh-banner";
 
 /** How often a dial may fail before a step fails (a host still booting), and how long one dial waits, in seconds. */
 export const DIAL_ERROR_LIMIT = 10;
@@ -17,30 +18,45 @@ export const PER_DIAL_TIMEOUT_SECONDS = 15;
 export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Output<command.types.input.remote.ConnectionArgs> {
     return pulumi.secret(
         // No command line is built from these (the provider dials itself), so nothing in them can become an option.
-        pulumi.output(target).apply((t): command.types.input.remote.ConnectionArgs => ({
-            host: t.host,
-            port: t.port,
-            user: t.user,
-            privateKey: t.privateKey,
-            hostKey: t.hostKey.trim(),
-            dialErrorLimit: DIAL_ERROR_LIMIT,
-            perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
-            // The provider dials the jump host, then the host through it (a direct-tcpip channel): the host and port are as the jump host sees them.
-            ...(t.proxy
-                ? {
-                      proxy: {
-                          host: t.proxy.host,
-                          port: t.proxy.port,
-                          user: t.proxy.user,
-                          privateKey: t.proxy.privateKey,
-                          hostKey: t.proxy.hostKey.trim(),
-                          dialErrorLimit: DIAL_ERROR_LIMIT,
-                          perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
-                      },
-                  }
-                : {}),
-        })),
+        pulumi.output(target).apply(async (t): Promise<command.types.input.remote.ConnectionArgs> => {
+            await speaksSsh(t);
+            return {
+                host: t.host,
+                port: t.port,
+                user: t.user,
+                privateKey: t.privateKey,
+                hostKey: t.hostKey.trim(),
+                dialErrorLimit: DIAL_ERROR_LIMIT,
+                perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
+                // The provider dials the jump host, then the host through it (a direct-tcpip channel): the host and port are as the jump host sees them.
+                ...(t.proxy
+                    ? {
+                          proxy: {
+                              host: t.proxy.host,
+                              port: t.proxy.port,
+                              user: t.proxy.user,
+                              privateKey: t.proxy.privateKey,
+                              hostKey: t.proxy.hostKey.trim(),
+                              dialErrorLimit: DIAL_ERROR_LIMIT,
+                              perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
+                          },
+                      }
+                    : {}),
+            };
+        }),
     );
+}
+
+/**
+ * Before `up` dials a host, its first hop (the jump host where it has one) must answer like an
+ * SSH server (ssh-banner.ts): the provider would wait forever on one that accepts and stays
+ * silent. A preview dials nothing, and neither does a program under Pulumi's mocks (they have no
+ * monitor address: the language host hands a real program its monitor in PULUMI_NODEJS_MONITOR).
+ */
+async function speaksSsh(t: SshTarget): Promise<void> {
+    if (pulumi.runtime.isDryRun() || !process.env.PULUMI_NODEJS_MONITOR) return;
+    const first = t.proxy ?? t;
+    await checkSshBannerOnce(first.host, first.port, PER_DIAL_TIMEOUT_SECONDS);
 }
 
 /** The machine behind a target (SshTarget.machineId), readable: it goes into the triggers of every host step. */
