@@ -31,6 +31,16 @@ async function server(onConnection: (socket: net.Socket) => void) {
     };
 }
 
+/** Runs `body` against a fresh server, which is closed after, pass or fail. */
+async function withServer(onConnection: (socket: net.Socket) => void, body: (s: Awaited<ReturnType<typeof server>>) => Promise<void>): Promise<void> {
+    const s = await server(onConnection);
+    try {
+        await body(s);
+    } finally {
+        await s.close();
+    }
+}
+
 async function rejection(p: Promise<void>): Promise<Error> {
     return p.then(
         () => assert.fail("expected the check to fail"),
@@ -49,96 +59,96 @@ describe("ssh banner check", function () {
     this.timeout(20_000);
 
     it("passes an address that identifies as SSH, and says who it is before it leaves", async () => {
-        const s = await server((socket) => socket.write("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n"));
-        try {
-            await checkSshBanner("127.0.0.1", s.port, 5);
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            assert.match(s.received[0], /^SSH-2\.0-gpu-workers-probe\r\n$/);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.write("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n"),
+            async (s) => {
+                await checkSshBanner("127.0.0.1", s.port, 5);
+                await new Promise((resolve) => setTimeout(resolve, 100));
+                assert.match(s.received[0], /^SSH-2\.0-gpu-workers-probe\r\n$/);
+            },
+        );
     });
 
     it("passes lines before the identification, as RFC 4253 lets a server send", async () => {
-        const s = await server((socket) => socket.write("Welcome to the lab\r\nauthorized use only\r\nSSH-2.0-dropbear_2022.83\r\n"));
-        try {
-            await checkSshBanner("127.0.0.1", s.port, 5);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.write("Welcome to the lab\r\nauthorized use only\r\nSSH-2.0-dropbear_2022.83\r\n"),
+            async (s) => {
+                await checkSshBanner("127.0.0.1", s.port, 5);
+            },
+        );
     });
 
     it("fails an address that accepts and says nothing, naming it, once the time is up", async () => {
-        const s = await server(() => undefined);
-        try {
-            const started = Date.now();
-            const error = await rejection(checkSshBanner("127.0.0.1", s.port, 1));
-            assert.ok(Date.now() - started >= 900, "it waits the whole time");
-            assert.ok(error instanceof NotAnSshServerError);
-            assert.strictEqual(
-                error.message,
-                `127.0.0.1:${s.port} accepted a connection but sent no SSH identification in 1 s: it is not an SSH server (check the host's transport.ssh host and port, or its jump host's)`,
-            );
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            () => undefined,
+            async (s) => {
+                const started = Date.now();
+                const error = await rejection(checkSshBanner("127.0.0.1", s.port, 1));
+                assert.ok(Date.now() - started >= 900, "it waits the whole time");
+                assert.ok(error instanceof NotAnSshServerError);
+                assert.strictEqual(
+                    error.message,
+                    `127.0.0.1:${s.port} accepted a connection but sent no SSH identification in 1 s: it is not an SSH server (check the host's transport.ssh host and port, or its jump host's)`,
+                );
+            },
+        );
     });
 
     it("fails an address that answers something else, quoting its first line", async () => {
-        const s = await server((socket) => socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"));
-        try {
-            const error = await rejection(checkSshBanner("127.0.0.1", s.port, 5));
-            assert.match(
-                error.message,
-                new RegExp(`^127\\.0\\.0\\.1:${s.port} answered "HTTP/1\\.1 400 Bad Request" and closed the connection: it is not an SSH server`),
-            );
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
+            async (s) => {
+                const error = await rejection(checkSshBanner("127.0.0.1", s.port, 5));
+                assert.match(
+                    error.message,
+                    new RegExp(`^127\\.0\\.0\\.1:${s.port} answered "HTTP/1\\.1 400 Bad Request" and closed the connection: it is not an SSH server`),
+                );
+            },
+        );
     });
 
     it("fails an address that keeps talking without an identification", async () => {
-        const s = await server((socket) => socket.write("x".repeat(10_000)));
-        try {
-            const error = await rejection(checkSshBanner("127.0.0.1", s.port, 5));
-            assert.match(error.message, /answered "x{60}\.\.\.", not an SSH identification/);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.write("x".repeat(10_000)),
+            async (s) => {
+                const error = await rejection(checkSshBanner("127.0.0.1", s.port, 5));
+                assert.match(error.message, /answered "x{60}\.\.\.", not an SSH identification/);
+            },
+        );
     });
 
     it("leaves a refused or dropped connection to the provider's retries (a machine still booting)", async () => {
         await checkSshBanner("127.0.0.1", await closedPort(), 5);
         // LXD's proxy device accepts, then closes while the instance's sshd is not up yet.
-        const s = await server((socket) => socket.end());
-        try {
-            await checkSshBanner("127.0.0.1", s.port, 5);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.end(),
+            async (s) => {
+                await checkSshBanner("127.0.0.1", s.port, 5);
+            },
+        );
     });
 
     it("keeps its words when Pulumi's serializer prefixes them once per resource, and shows no stack", async () => {
-        const s = await server(() => undefined);
-        try {
-            const error = await rejection(checkSshBanner("127.0.0.1", s.port, 1));
-            const words = error.message;
-            for (let i = 0; i < 3; i++) error.message = `error serializing property "connection": ${error.message}`;
-            assert.strictEqual(error.message, words);
-            assert.strictEqual(error.stack, words);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            () => undefined,
+            async (s) => {
+                const error = await rejection(checkSshBanner("127.0.0.1", s.port, 1));
+                const words = error.message;
+                for (let i = 0; i < 3; i++) error.message = `error serializing property "connection": ${error.message}`;
+                assert.strictEqual(error.message, words);
+                assert.strictEqual(error.stack, words);
+            },
+        );
     });
 
     it("checks an address once per program run, however many commands share it", async () => {
-        const s = await server((socket) => socket.write("SSH-2.0-OpenSSH_9.2\r\n"));
-        try {
-            await Promise.all([1, 2, 3].map(() => checkSshBannerOnce("127.0.0.1", s.port, 5)));
-            await checkSshBannerOnce("127.0.0.1", s.port, 5);
-            assert.strictEqual(s.sockets.length, 1);
-        } finally {
-            await s.close();
-        }
+        await withServer(
+            (socket) => socket.write("SSH-2.0-OpenSSH_9.2\r\n"),
+            async (s) => {
+                await Promise.all([1, 2, 3].map(() => checkSshBannerOnce("127.0.0.1", s.port, 5)));
+                await checkSshBannerOnce("127.0.0.1", s.port, 5);
+                assert.strictEqual(s.sockets.length, 1);
+            },
+        );
     });
 });
