@@ -11,6 +11,7 @@ import * as path from "path";
 import { PULUMI_UNKNOWN } from "../../components/lib/lxd/validate";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine, makeProject, makeStack, tempDir } from "../support/engine";
+import { fileSetContents } from "../support/pulumi-graph";
 import { clientCertificate } from "../support/pki";
 import { renderExampleStack } from "../support/golden-stacks";
 import { ensureCommands } from "../support/tools";
@@ -56,12 +57,7 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         // Every command on the board's own machine (there before the up) is known before it is reached. The worker VMs
         // are made by this up: their commands name the machine (its instance UUID, in their owner ids), unknown until it exists.
         const boardCommands = [...inputs].filter(([name, i]) => name.startsWith("hgx-a-") && !/^hgx-a-w\d/.test(name) && "create" in i);
-        for (const planned of [
-            "hgx-a-host-discover",
-            "hgx-a-fabric-vm-nvswitch-vfio",
-            "hgx-a-fabric-vm-service-vm",
-            "hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-domain.xml",
-        ])
+        for (const planned of ["hgx-a-host-discover", "hgx-a-fabric-vm-nvswitch-vfio", "hgx-a-fabric-vm-service-vm", "hgx-a-fabric-vm-files"])
             assert.ok(
                 boardCommands.some(([name]) => name === planned),
                 `the preview plans ${planned}`,
@@ -69,9 +65,9 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
         const unknown = boardCommands.filter(([, i]) => typeof i.create !== "string" || i.create === PULUMI_UNKNOWN).map(([name]) => name);
         assert.deepStrictEqual(unknown, [], "every command on the board's machine is known before the host is reached");
         // The service VM's domain: exactly the four NVSwitches and the memory controller, as the render has it.
-        const domainFile = "hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-domain.xml";
-        assert.ok(out.includes(domainFile) && out.includes('<domain type=\\"kvm\\">'), "the terminal preview shows the domain file");
-        const domain = String(input(domainFile).stdin);
+        assert.ok(out.includes("hgx-a-fabric-vm-files") && out.includes("==> /usr/local/lib/gpu-workers/"), "the terminal preview shows the board's file set");
+        const placed = fileSetContents(String(input("hgx-a-fabric-vm-files").stdin));
+        const domain = placed.get("/etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml") ?? "";
         assert.strictEqual(
             domain,
             fs.readFileSync(path.join(root, "render", "hgx-a", "etc/gpu-workers/fabric-vm/hgx-a-fabric/domain.xml"), "utf8"),
@@ -82,7 +78,7 @@ describe("end to end: the example HGX stack previews with its hosts unreachable"
             assert.ok(domain.includes(`<address domain="0x0000" bus="${bus}" slot="0x00" function="0x0"/>`), `NVSwitch ${bus}`);
         assert.ok(domain.includes(`<address domain="0x0000" bus="0x03" slot="0x00" function="0x1"/>`), "the memory controller");
         assert.match(
-            String(input("hgx-a-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-a-fabric-seed-user-data").stdin),
+            placed.get("/etc/gpu-workers/fabric-vm/hgx-a-fabric/seed/user-data") ?? "",
             /^ {6}FABRIC_MODE=1$/m,
             "the seed runs fabricmanager in shared NVSwitch mode",
         );

@@ -1,12 +1,13 @@
 /**
  * An existing stack moves to this release without harm, through the real Pulumi engine: the dev
- * stack (Pulumi.dev.yaml: a Concourse web and a worker, each an LXD instance) is made with the
- * previous release (its host steps HostCommands, a dynamic provider spawning OpenSSH), then
- * this checkout runs `up` on the same state. That up must run no step's remove on a host
- * (placed files, owner records and the web's database are all still there), restart no service,
- * leave no resource of the old type in the state, keep the worker registered, and leave nothing
- * for a following preview to do.
- * The previous release is built from its commit beside this checkout (test/support/previous-release.ts):
+ * stack (Pulumi.dev.yaml: a Concourse web and a worker, each an LXD instance) is made with an
+ * earlier release, then this checkout runs `up` on the same state. Two earlier releases: the
+ * previous one (its host steps HostCommands, a dynamic provider spawning OpenSSH), and the
+ * last one that placed each text file by a remote.Command of its own (before file sets). That
+ * up must run no step's remove on a host (placed files, owner records and the web's database
+ * are all still there), restart no service, leave none of the old resources in the state, keep
+ * the worker registered, and leave nothing for a following preview to do.
+ * Each release is built from its commit beside this checkout (test/support/previous-release.ts):
  * a shallow clone that lacks it fails, saying so.
  */
 import * as assert from "assert";
@@ -18,12 +19,58 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { Fly } from "../support/concourse";
 import { datasetSourceDir, makeProject, makeStack, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
-import { PREVIOUS_RELEASE, previousRelease } from "../support/previous-release";
+import { fileSetContents } from "../support/pulumi-graph";
+import { pathSlug } from "../../components/lib/host/steps";
+import { FILE_BY_FILE_RELEASE, PREVIOUS_RELEASE, previousRelease } from "../support/previous-release";
 
 const PORTS = { web: 2360, tsa: 2361, webSsh: 2362, dev: 2363 };
-/** The old release's host command: a dynamic resource of this type. */
-const OLD_HOST_COMMAND = /:HostCommand$/;
 const REMOTE_COMMAND = "command:remote:Command";
+
+/** A resource as the exported state holds it. */
+type StateResource = { type: string; urn: string; inputs?: { stdin?: unknown } };
+
+/** An earlier release, and the resources of its stacks that this one replaces. */
+interface EarlierRelease {
+    commit: string;
+    /** How it placed files and ran steps. */
+    how: string;
+    /** Of the resources this release replaces: those the state held `before` the move, and those it still holds `after`. */
+    replaced(before: StateResource[], after: StateResource[]): { held: string[]; left: string[] };
+    /** At least this many were held before (the dev stack). */
+    least: number;
+}
+
+const nameOf = (urn: string) => urn.split("::").pop()!;
+
+const RELEASES: EarlierRelease[] = [
+    {
+        commit: PREVIOUS_RELEASE,
+        how: "host steps as HostCommands",
+        replaced: (before, after) => {
+            const hostCommands = (resources: StateResource[]) => resources.filter((r) => /:HostCommand$/.test(r.type)).map((r) => r.urn);
+            return { held: hostCommands(before), left: hostCommands(after) };
+        },
+        least: 20,
+    },
+    {
+        commit: FILE_BY_FILE_RELEASE,
+        how: "each text file a remote.Command of its own",
+        replaced: (before, after) => {
+            // Each path a file set of this release places had a command of its own: `<component>-file-<path>`.
+            const own = new Set(
+                after
+                    .filter((r) => r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string")
+                    .flatMap((set) => {
+                        const component = nameOf(set.urn).replace(/-(system-)?files$/, "");
+                        return [...fileSetContents(set.inputs!.stdin as string).keys()].map((p) => `${component}-file-${pathSlug(p)}`);
+                    }),
+            );
+            const ofOwn = (resources: StateResource[]) => resources.filter((r) => own.has(nameOf(r.urn))).map((r) => r.urn);
+            return { held: ofOwn(before), left: ofOwn(after) };
+        },
+        least: 10,
+    },
+];
 
 /** The dev stack of a checkout, as `npm run up` makes it, on the test's LXD daemon, ports and datasets. */
 function devStackConfig(checkout: string, socket: string, tarball: string, datasets: string): StackConfig {
@@ -50,118 +97,116 @@ interface HostSnapshot {
 
 const PLACED_FOLDERS = "/etc/concourse /etc/containerd /etc/gpu-workers /etc/systemd/system /usr/local/lib/gpu-workers /usr/local/concourse/bin";
 
-describe("an existing stack moves to this release without harm", function () {
-    this.timeout(1_200_000);
-    const datasets = datasetSourceDir("gw-mg-");
-    let previous: string;
-    // Registered before the suite's hooks, so it runs first: a clone without the previous release fails here, saying so.
-    before(() => {
-        previous = previousRelease();
-        fs.mkdirSync(path.join(datasets, "models"));
-        fs.mkdirSync(path.join(datasets, "scratch_rw"));
-        fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
-    });
-    const suite = engineSuite("gw-mg-");
-    const { lxd, stacks } = suite;
-    const fly = new Fly("gw-migrate");
-    const instances = ["gpu-workers-web", "gpu-workers-dev"];
-    let stack: Stack;
-    let project: string;
-    const snapshots: Record<string, HostSnapshot> = {};
-    let oldHostCommands = 0;
-    let upOutput = "";
-    /** What the providers said during the up (their own lines, and the deletes), for a failure's message. */
-    const said = () =>
-        upOutput
-            .split("\n")
-            .filter((line) => /(^|\s)gpu-workers(-kept)?: |delet/.test(line))
-            .join("\n");
-
-    function snapshot(instance: string): HostSnapshot {
-        const lines = (script: string) => lxd.exec(instance, script).trim().split("\n").filter(Boolean);
-        const services = lines(
-            "systemctl list-units --type=service --state=running --no-legend --plain | awk '{print $1}' | grep -v '^user@' | " +
-                'while read -r u; do echo "$u $(systemctl show -p InvocationID --value "$u") $(systemctl show -p MainPID --value "$u")"; done',
-        );
-        return {
-            files: lines(`find ${PLACED_FOLDERS} /usr/sbin/runc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum; true`),
-            records: lines("cd /var/lib/gpu-workers && find owners placed -mindepth 1 -maxdepth 1 | sort; true"),
-            services: Object.fromEntries(services.map((line) => [line.split(" ")[0], line.split(" ").slice(1).join(" ")])),
-        };
-    }
-
-    /** The web's database with a row of a build's data in it, as a stack in use has. */
-    const marker = () => lxd.exec("gpu-workers-web", "cd / && runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>&1; true").trim();
-
-    after(() => {
-        fly.cleanup();
-        fs.rmSync(datasets, { recursive: true, force: true });
-    });
-
-    it(`the previous release (${PREVIOUS_RELEASE.slice(0, 7)}) makes the dev stack`, async () => {
-        project = makeProject(path.join(suite.root, "project"), previous);
-        stack = await makeStack(project, "dev", suite.env, devStackConfig(previous, lxd.socket, suite.tarball, datasets));
-        stacks.push(stack);
-        const started = Date.now();
-        const result = await stack.up();
-        console.log(`      up with the previous release: ${((Date.now() - started) / 1000).toFixed(0)} s`);
-        const web = result.outputs.web.value as { url: string; username: string; password: string };
-        fly.login(web.url, web.username, web.password);
-        assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
-        lxd.exec(
-            "gpu-workers-web",
-            "cd / && runuser -u postgres -- psql -X -q -d atc -c \"create table gw_marker (note text); insert into gw_marker values ('kept')\"",
-        );
-        const state = await stack.exportStack();
-        const old = (state.deployment.resources as { type: string }[]).filter((r) => OLD_HOST_COMMAND.test(r.type));
-        oldHostCommands = old.length;
-        assert.ok(old.length > 20, `the previous release's stack holds its host steps as HostCommands (${old.length})`);
-        for (const instance of instances) snapshots[instance] = snapshot(instance);
-        assert.ok(snapshots["gpu-workers-dev"].services["concourse-worker.service"], "the worker runs");
-        assert.ok(snapshots["gpu-workers-web"].services["concourse-web.service"], "the web runs");
-    });
-
-    it("this release's up on the same state runs no remove and restarts nothing", async () => {
-        makeProject(project, PACKAGE_ROOT);
-        await setStackConfig(stack, devStackConfig(PACKAGE_ROOT, lxd.socket, suite.tarball, datasets));
-        const started = Date.now();
-        await stack.up({
-            onOutput: (out) => {
-                upOutput += out;
-            },
+for (const release of RELEASES)
+    describe(`an existing stack of ${release.commit.slice(0, 7)} (${release.how}) moves to this release without harm`, function () {
+        this.timeout(1_200_000);
+        const datasets = datasetSourceDir("gw-mg-");
+        let previous: string;
+        // Registered before the suite's hooks, so it runs first: a clone without the release fails here, saying so.
+        before(() => {
+            previous = previousRelease(release.commit);
+            fs.mkdirSync(path.join(datasets, "models"));
+            fs.mkdirSync(path.join(datasets, "scratch_rw"));
+            fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
         });
-        console.log(`      up with this checkout: ${((Date.now() - started) / 1000).toFixed(0)} s`);
-        for (const instance of instances) {
-            const now = snapshot(instance);
-            const was = snapshots[instance];
-            const gone = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
-            assert.deepStrictEqual(
-                gone(was.files, now.files),
-                [],
-                `${instance}: placed files changed or removed (a remove ran, or a file was rendered anew)\n${said()}`,
-            );
-            assert.deepStrictEqual(gone(was.records, now.records), [], `${instance}: owner or file records taken away (a remove ran)\n${said()}`);
-            const restarted = Object.keys(was.services).filter((unit) => now.services[unit] !== was.services[unit]);
-            assert.deepStrictEqual(
-                restarted.map((unit) => `${unit}: ${was.services[unit]} -> ${now.services[unit] ?? "not running"}`),
-                [],
-                `${instance}: services restarted or stopped (InvocationID MainPID)\n${said()}`,
-            );
-        }
-        assert.strictEqual(marker(), "kept", "the web's database is the same (its remove drops it)");
-    });
+        const suite = engineSuite("gw-mg-");
+        const { lxd, stacks } = suite;
+        const fly = new Fly("gw-migrate");
+        const instances = ["gpu-workers-web", "gpu-workers-dev"];
+        let stack: Stack;
+        let project: string;
+        const snapshots: Record<string, HostSnapshot> = {};
+        let earlierState: StateResource[] = [];
+        let upOutput = "";
+        /** What the providers said during the up (their own lines, and the deletes), for a failure's message. */
+        const said = () =>
+            upOutput
+                .split("\n")
+                .filter((line) => /(^|\s)gpu-workers(-kept)?: |delet/.test(line))
+                .join("\n");
 
-    it("the worker is still registered, no HostCommand is left in the state, and a preview has nothing to do", async () => {
-        assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
-        const state = await stack.exportStack();
-        const resources = state.deployment.resources as { type: string; urn: string }[];
-        // Once host steps are remote.Commands, none of the old type may be left; the same release twice keeps them all.
-        const left = resources.filter((r) => OLD_HOST_COMMAND.test(r.type)).map((r) => r.urn);
-        if (resources.some((r) => r.type === REMOTE_COMMAND)) assert.deepStrictEqual(left, [], "resources of the old HostCommand type left behind");
-        else assert.strictEqual(left.length, oldHostCommands, "this checkout makes no remote.Command: the same release twice keeps its HostCommands");
-        assert.deepStrictEqual(state.deployment.pending_operations ?? [], [], "no operation left pending");
-        const preview = await stack.preview();
-        const changed = Object.entries(preview.changeSummary).filter(([op, n]) => op !== "same" && n > 0);
-        assert.deepStrictEqual(changed, [], "a preview after the move shows no change");
+        function snapshot(instance: string): HostSnapshot {
+            const lines = (script: string) => lxd.exec(instance, script).trim().split("\n").filter(Boolean);
+            const services = lines(
+                "systemctl list-units --type=service --state=running --no-legend --plain | awk '{print $1}' | grep -v '^user@' | " +
+                    'while read -r u; do echo "$u $(systemctl show -p InvocationID --value "$u") $(systemctl show -p MainPID --value "$u")"; done',
+            );
+            return {
+                files: lines(`find ${PLACED_FOLDERS} /usr/sbin/runc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum; true`),
+                records: lines("cd /var/lib/gpu-workers && find owners placed -mindepth 1 -maxdepth 1 | sort; true"),
+                services: Object.fromEntries(services.map((line) => [line.split(" ")[0], line.split(" ").slice(1).join(" ")])),
+            };
+        }
+
+        /** The web's database with a row of a build's data in it, as a stack in use has. */
+        const marker = () =>
+            lxd.exec("gpu-workers-web", "cd / && runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>&1; true").trim();
+
+        after(() => {
+            fly.cleanup();
+            fs.rmSync(datasets, { recursive: true, force: true });
+        });
+
+        it(`the earlier release (${release.commit.slice(0, 7)}) makes the dev stack`, async () => {
+            project = makeProject(path.join(suite.root, "project"), previous);
+            stack = await makeStack(project, "dev", suite.env, devStackConfig(previous, lxd.socket, suite.tarball, datasets));
+            stacks.push(stack);
+            const started = Date.now();
+            const result = await stack.up();
+            console.log(`      up with the previous release: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+            const web = result.outputs.web.value as { url: string; username: string; password: string };
+            fly.login(web.url, web.username, web.password);
+            assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
+            lxd.exec(
+                "gpu-workers-web",
+                "cd / && runuser -u postgres -- psql -X -q -d atc -c \"create table gw_marker (note text); insert into gw_marker values ('kept')\"",
+            );
+            const state = await stack.exportStack();
+            earlierState = state.deployment.resources as StateResource[];
+            for (const instance of instances) snapshots[instance] = snapshot(instance);
+            assert.ok(snapshots["gpu-workers-dev"].services["concourse-worker.service"], "the worker runs");
+            assert.ok(snapshots["gpu-workers-web"].services["concourse-web.service"], "the web runs");
+        });
+
+        it("this release's up on the same state runs no remove and restarts nothing", async () => {
+            makeProject(project, PACKAGE_ROOT);
+            await setStackConfig(stack, devStackConfig(PACKAGE_ROOT, lxd.socket, suite.tarball, datasets));
+            const started = Date.now();
+            await stack.up({
+                onOutput: (out) => {
+                    upOutput += out;
+                },
+            });
+            console.log(`      up with this checkout: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+            for (const instance of instances) {
+                const now = snapshot(instance);
+                const was = snapshots[instance];
+                const gone = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
+                assert.deepStrictEqual(
+                    gone(was.files, now.files),
+                    [],
+                    `${instance}: placed files changed or removed (a remove ran, or a file was rendered anew)\n${said()}`,
+                );
+                assert.deepStrictEqual(gone(was.records, now.records), [], `${instance}: owner or file records taken away (a remove ran)\n${said()}`);
+                const restarted = Object.keys(was.services).filter((unit) => now.services[unit] !== was.services[unit]);
+                assert.deepStrictEqual(
+                    restarted.map((unit) => `${unit}: ${was.services[unit]} -> ${now.services[unit] ?? "not running"}`),
+                    [],
+                    `${instance}: services restarted or stopped (InvocationID MainPID)\n${said()}`,
+                );
+            }
+            assert.strictEqual(marker(), "kept", "the web's database is the same (its remove drops it)");
+        });
+
+        it("the worker is still registered, none of the old resources is left in the state, and a preview has nothing to do", async () => {
+            assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
+            const state = await stack.exportStack();
+            const { held, left } = release.replaced(earlierState, state.deployment.resources as StateResource[]);
+            assert.ok(held.length >= release.least, `the earlier release's stack held ${release.how} (${held.length} of them)`);
+            assert.deepStrictEqual(left, [], `resources of the earlier release left behind (${release.how})`);
+            assert.deepStrictEqual(state.deployment.pending_operations ?? [], [], "no operation left pending");
+            const preview = await stack.preview();
+            const changed = Object.entries(preview.changeSummary).filter(([op, n]) => op !== "same" && n > 0);
+            assert.deepStrictEqual(changed, [], "a preview after the move shows no change");
+        });
     });
-});

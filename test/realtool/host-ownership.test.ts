@@ -29,7 +29,7 @@ import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/r
 import { FABRIC_MANAGER_CONFIG, renderFabricManager, renderFabricManagerConfig } from "../../components/lib/render/fabric-manager";
 import type { VendorRepository } from "../../components/lib/repos/vendor-repos";
 import { driverPin } from "../../components/lib/toolkit/pins";
-import { claimFileCommand, installArtifactCommand, removeFileCommand, stagingPath, writeFileCommand } from "../../components/providers/host/resources";
+import { claimFileCommand, installArtifactCommand, removeFileCommand, stagingPath, writeFileCommand } from "../../components/lib/host/placed-files";
 import { AptSandbox, LocalAptRepository, TestKey } from "./apt-sandbox";
 import { ensureLxdTools, TestDaemon } from "./lxd-support";
 import { HOST_DIR, tempDir } from "./wrapper-support";

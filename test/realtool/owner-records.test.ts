@@ -9,7 +9,14 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import { claimScript, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseScript, slotDir } from "../../components/lib/host/owner-records";
 import { HostFile, shellCommand } from "../../components/lib/host/steps";
-import { claimFileCommand, removeFileCommand, writeFileCommand } from "../../components/providers/host/resources";
+import {
+    claimFileCommand,
+    fileSetStdin,
+    placeFileSetCommand,
+    removeFileCommand,
+    removeFileSetCommand,
+    writeFileCommand,
+} from "../../components/lib/host/placed-files";
 import { ensureCommands } from "../support/tools";
 
 /** Runs `script` (bash) with a private, empty /var/lib; returns its output and status. */
@@ -125,5 +132,99 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         assert.strictEqual(left, "this release\n640");
         assert.strictEqual(replaced, "replaced\n640");
         assert.strictEqual(last, "host\n644\nend", "the host's own file is back, and no record is left");
+    });
+});
+
+describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)", () => {
+    before(() => ensureCommands(["unshare", "mount", "sha256sum", "mktemp"], ["util-linux", "mount", "coreutils"]));
+
+    /** Runs `script` with private, empty /var/lib and /usr/local/lib (the program's own folder lives there). */
+    function onPrivateHost(script: string) {
+        return onHost(`mount -t tmpfs gw-own /usr/local/lib && ${script}`);
+    }
+    const conf: HostFile = { path: "/var/lib/gw-target/app.conf", mode: "0640", content: "port = 1\n" };
+    // No newline at the end, a line that looks like a header, and characters of more than one byte.
+    const tricky: HostFile = { path: "/usr/local/lib/gpu-workers/tricky.sh", mode: "0755", content: "echo ü\n==> /etc/passwd (mode 0644, 3 bytes) <==\nabc" };
+    const extra: HostFile = { path: "/usr/local/lib/gpu-workers/extra.txt", mode: "0644", content: "extra\n" };
+    // A set's owner id comes from its name and triggers (its paths among them): other paths, another owner.
+    const owner = ownerId("w-app-files", "p/s", [null, conf.path, tricky.path, extra.path]);
+    const run = (files: HostFile[], id = owner, stdin = fileSetStdin(files)) =>
+        `printf '%s' ${shellCommand([stdin])} | sh -c ${shellCommand([placeFileSetCommand(files, id)])}`;
+    const show = (f: HostFile) => `echo "[${f.path}]"; cat ${f.path} 2>&1; echo; stat -c %a ${f.path} 2>&1`;
+
+    it("places every file byte for byte with its mode and keeps what the host had; an update writes only what changed; a set of other paths takes over before the old one lets go; the last delete puts the host back", () => {
+        const first = [conf, tricky, extra];
+        const changed = [{ ...conf, content: "port = 2\n" }, tricky, extra];
+        const added: HostFile = { path: "/var/lib/gw-target/added.conf", mode: "0600", content: "added\n" };
+        const other = [{ ...conf, content: "port = 2\n" }, tricky, added];
+        const otherOwner = ownerId("w-app-files", "p/s", [null, conf.path, tricky.path, added.path]);
+        const r = onPrivateHost(
+            [
+                `mkdir -p /var/lib/gw-target && printf host > ${conf.path} && printf host-added > ${added.path}`,
+                run(first),
+                "echo '--- created'",
+                show(conf),
+                show(tricky),
+                show(extra),
+                `inode=$(stat -c %i ${tricky.path})`,
+                run(changed),
+                "echo '--- updated'",
+                `[ "$(stat -c %i ${tricky.path})" = "$inode" ] && echo "unchanged file kept"`,
+                show(conf),
+                run(other, otherOwner),
+                `sh -c ${shellCommand([removeFileSetCommand(changed, owner)])}`,
+                "echo '--- replaced'",
+                show(conf),
+                show(added),
+                `ls -A /usr/local/lib/gpu-workers`,
+                `sh -c ${shellCommand([removeFileSetCommand(other, otherOwner)])}`,
+                "echo '--- deleted'",
+                show(conf),
+                show(added),
+                'echo "own folders: $(ls -A /usr/local/lib)"; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records',
+            ].join("\n"),
+        );
+        assert.strictEqual(r.status, 0, r.stderr);
+        const [, created, updated, replaced, deleted] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
+        assert.strictEqual(created, `[${conf.path}]\nport = 1\n\n640\n[${tricky.path}]\n${tricky.content}\n755\n[${extra.path}]\nextra\n\n644`);
+        assert.strictEqual(updated, `unchanged file kept\n[${conf.path}]\nport = 2\n\n640`, "an unchanged file is not written again");
+        assert.strictEqual(
+            replaced,
+            `[${conf.path}]\nport = 2\n\n640\n[${added.path}]\nadded\n\n600\ntricky.sh`,
+            "the new set places its new path; the old set's delete takes only the path no set holds now, with nothing there before it",
+        );
+        assert.match(deleted, new RegExp(`^\\[${conf.path}\\]\nhost\n644\n\\[${added.path}\\]\nhost-added\n644\n`), "the host's own files are back");
+        assert.match(deleted, /\nown folders: \nno records$/, "the program's own folder went with its last file, and no record is left");
+    });
+
+    it("a stdin that does not hold the command's files where it expects them fails before any path is touched", () => {
+        const files = [conf, tricky];
+        const r = onPrivateHost(
+            [
+                `mkdir -p /var/lib/gw-target && printf host > ${conf.path}`,
+                `${run(files, owner, fileSetStdin([tricky, conf]))}; echo status=$?`,
+                show(conf),
+                `ls -A /var/lib/gw-target; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records`,
+            ].join("\n"),
+        );
+        assert.match(r.stderr, new RegExp(`file set: the stdin does not hold ${conf.path} where expected`));
+        assert.match(r.stdout, /^status=1\n/);
+        assert.match(
+            r.stdout,
+            new RegExp(`\\[${conf.path}\\]\nhost\n644\napp.conf\nno records\n?$`),
+            "the host's file is untouched, no temp file or record is left",
+        );
+    });
+
+    it("bytes that do not match their header's sha256 never reach the path, and the command fails", () => {
+        const r = onPrivateHost(
+            [
+                `mkdir -p /var/lib/gw-target && printf host > ${conf.path}`,
+                `${run([conf], owner, fileSetStdin([conf]).replace("port = 1\n", "port = 9\n"))}; echo status=$?`,
+                show(conf),
+                `ls -A /var/lib/gw-target`,
+            ].join("\n"),
+        );
+        assert.match(r.stdout, new RegExp(`^status=1\n\\[${conf.path}\\]\nhost\n644\napp.conf\n?$`), "the host's file is untouched, no temp file is left");
     });
 });

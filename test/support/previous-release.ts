@@ -1,7 +1,7 @@
 /**
- * The release before host steps became `remote.Command`s, built beside this checkout, so that a
- * test or a bench can run both programs on one machine: the migration e2e makes a stack with it
- * and then runs `up` with this checkout; bench:up --fleet converges with both, interleaved.
+ * Earlier releases built beside this checkout, so that a test or a bench can run both programs
+ * on one machine: the migration e2e makes a stack with one and then runs `up` with this
+ * checkout; bench:up --fleet converges with the previous release and this one, interleaved.
  * Built once per commit into the cache (the content of a commit never changes).
  */
 import { execFileSync, spawnSync } from "child_process";
@@ -12,6 +12,9 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
 /** The last commit whose host steps are HostCommands (a dynamic provider spawning OpenSSH). */
 export const PREVIOUS_RELEASE = "a61cb5beed51a9b5206956ad6644ff976cef0481";
+
+/** The last commit that placed each text file by a remote.Command of its own (before file sets). */
+export const FILE_BY_FILE_RELEASE = "566e0635c8ce098c2d6f5837884bd4c134c430fa";
 
 /** Where a built commit is kept. */
 function cacheDir(commit: string): string {

@@ -4,6 +4,27 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { RegisterResourceRequest, RegisterResourceResponse } from "@pulumi/pulumi/proto/resource_pb";
+import { pathSlug } from "../../components/lib/host/steps";
+
+/** A command that places files: a file set (`<component>-files`, `<component>-system-files`) or one file's own (`<component>-file-<path>`). */
+export function isFileResourceName(name: string): boolean {
+    return /-file-|-files$/.test(name);
+}
+
+/** The files of a file set's stdin, by path, read back by their headers' byte counts. */
+export function fileSetContents(stdin: string): Map<string, string> {
+    const files = new Map<string, string>();
+    const bytes = Buffer.from(stdin);
+    const header = /^==> (\S+) \(mode [0-7]+, (\d+) bytes, sha256 [0-9a-f]{64}\) <==\n/gm;
+    let at = 0;
+    for (let m = header.exec(stdin); m; m = header.exec(stdin)) {
+        const start = Buffer.byteLength(stdin.slice(0, m.index + m[0].length));
+        if (start < at) continue; // a header-like line inside a file's content
+        at = start + Number(m[2]);
+        files.set(m[1], bytes.subarray(start, at).toString());
+    }
+    return files;
+}
 
 export interface RecordedResource {
     type: string;
@@ -30,6 +51,27 @@ export class GraphRecorder {
 
     ofType(type: string): RecordedResource[] {
         return this.resources.filter((r) => r.type === type);
+    }
+
+    /** The remote commands that place files: file sets (lib/host/placed-files.ts) and a secret file's own. */
+    fileResources(): RecordedResource[] {
+        return this.resources.filter((r) => r.type === "command:remote:Command" && isFileResourceName(r.name));
+    }
+
+    /** The command that places `path` (among those named from `prefix`, where given) and the content it gives the path. */
+    placed(path: string, prefix = ""): { resource: RecordedResource; content: string } {
+        for (const resource of this.fileResources().filter((r) => r.name.startsWith(prefix))) {
+            const stdin = resource.inputs.stdin;
+            if (resource.name.endsWith(`-file-${pathSlug(path)}`))
+                return { resource, content: typeof stdin === "string" ? stdin : String((stdin as { value: unknown }).value) };
+            const content = typeof stdin === "string" ? fileSetContents(stdin).get(path) : undefined;
+            if (content !== undefined) return { resource, content };
+        }
+        throw new Error(
+            `no resource places ${path}${prefix ? ` under ${prefix}` : ""}; file resources: ${this.fileResources()
+                .map((r) => r.name)
+                .join(", ")}`,
+        );
     }
 
     /** True when `from` waits for `to`, directly or through other resources. */

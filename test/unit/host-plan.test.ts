@@ -17,7 +17,7 @@ import { parseStackConfig } from "../../stacks/config";
 import { workerArgs } from "../../stacks/component-args";
 import { planStack, renderPlan } from "../../stacks/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
-import { recordGraph, settle } from "../support/pulumi-graph";
+import { isFileResourceName, recordGraph, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
 import { parseStack } from "../../stacks/config";
@@ -43,15 +43,16 @@ async function graphOf(host: ReturnType<typeof parseStackConfig>[number]) {
         workerArgs(host, () => pulumi.secret("key"), process.cwd()),
     );
     await settle(g);
-    const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-    const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
+    const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !isFileResourceName(r.name)).map((r) => r.name);
+    const fileNames = g.fileResources().map((r) => r.name);
     const instance = g.resources.find((r) => r.type === "pulumi-nodejs:dynamic/lxd:Instance");
     // The instance's files are a secret input: the value sits inside the secret's wrapper.
     const files = instance?.inputs.files as { value: { path: string }[] } | undefined;
     return { stepNames, fileNames, instanceFiles: files ? files.value.map((f) => f.path) : [] };
 }
 
-const sorted = (xs: string[]) => [...xs].sort();
+/** Sorted, each once: a file set's name stands for each of its files in a manifest. */
+const sorted = (xs: string[]) => [...new Set(xs)].sort();
 
 /** The host's plan through the stack's own mapping, as the offline render makes it. */
 function planOf(host: ReturnType<typeof parseStackConfig>[number]): HostPlan {
@@ -100,8 +101,8 @@ describe("one plan per host: offline render = resource graph", function () {
             manifests.map((m) => m.host),
             ["hgx-a", "hgx-a-w1", "hgx-a-w2"],
         );
-        const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-        const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
+        const stepNames = g.resources.filter((r) => STEP_TYPES.includes(r.type) && !isFileResourceName(r.name)).map((r) => r.name);
+        const fileNames = g.fileResources().map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((s) => s.name))), "steps");
         assert.deepStrictEqual(
@@ -137,8 +138,8 @@ describe("one plan per host: offline render = resource graph", function () {
         for (const host of stack.hosts) new GpuWorker(host.name, workerArgs(host, secret, process.cwd(), { config: stack.web!, forWorkers: web.forWorkers() }));
         await settle(g);
         const types = [...STEP_TYPES, `${DYNAMIC}WorkerRegistration`];
-        const stepNames = g.resources.filter((r) => types.includes(r.type) && !r.name.includes("-file-")).map((r) => r.name);
-        const fileNames = g.resources.filter((r) => r.type === "command:remote:Command" && r.name.includes("-file-")).map((r) => r.name);
+        const stepNames = g.resources.filter((r) => types.includes(r.type) && !isFileResourceName(r.name)).map((r) => r.name);
+        const fileNames = g.fileResources().map((r) => r.name);
         const instances = new Set(manifests.map((m) => `${m.host}-host-instance`).concat(["ci-instance"]));
         assert.deepStrictEqual(sorted(stepNames), sorted(manifests.flatMap((m) => m.steps.map((st) => st.name))), "steps");
         assert.deepStrictEqual(
@@ -173,11 +174,14 @@ describe("one plan per host: offline render = resource graph", function () {
             plan.files.filter((f) => f.path === ownership).map((f) => f.component),
             ["ContainerdRuntime"],
         );
-        const graph = await graphOf(host);
-        assert.deepStrictEqual(
-            graph.fileNames.filter((n) => n.endsWith("install-runc-wrapper.sh")),
-            ["w-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"],
+        const g = recordGraph();
+        new GpuWorker(
+            host.name,
+            workerArgs(host, () => pulumi.secret("key"), process.cwd()),
         );
+        await settle(g);
+        assert.strictEqual(g.placed(installer).resource.name, "w-runc-wrapper-files");
+        assert.throws(() => g.placed(installer, "w-concourse-"), /no resource places/, "the worker does not place it again");
     });
 
     it("FabricServiceVm on its own, in a user's terms: image, NVSwitches and partitions; the VM's size, URI and wait from SERVICE_VM_DEFAULTS", async () => {
@@ -190,9 +194,9 @@ describe("one plan per host: offline render = resource graph", function () {
         await settle(g);
         const expected = renderFabricServiceVm({ name: "board-fabric", ...SERVICE_VM_DEFAULTS, memoryControllerPci: [], ...given });
         const domain = expected.files.find((f) => f.path.endsWith(".xml"))!;
-        const placed = g.resources.find((r) => r.name === fileResourceName("board-fabric", domain.path));
-        assert.ok(placed, g.resources.map((r) => r.name).join("\n"));
-        assert.strictEqual(placed.inputs.stdin, domain.content, "the domain has the default size and name");
+        const placed = g.placed(domain.path);
+        assert.strictEqual(placed.resource.name, fileResourceName("board-fabric", domain));
+        assert.strictEqual(placed.content, domain.content, "the domain has the default size and name");
         assert.match(domain.content, new RegExp(`<memory unit="MiB">${SERVICE_VM_DEFAULTS.memoryMiB}</memory>`));
     });
 
@@ -210,8 +214,10 @@ describe("one plan per host: offline render = resource graph", function () {
             tsaPublicKey: settings.tsaPublicKey!,
         });
         await settle(g);
-        const files = g.resources.filter((r) => r.name.startsWith("solo-concourse-file-")).map((r) => r.name);
-        assert.strictEqual(files.length, rendered.files.length);
-        assert.ok(files.includes("solo-concourse-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh"));
+        for (const file of rendered.files) assert.ok(g.placed(file.path, "solo-concourse-"), `${file.path} is placed`);
+        assert.strictEqual(
+            g.placed("/usr/local/lib/gpu-workers/install-runc-wrapper.sh").content,
+            rendered.files.find((f) => f.path.endsWith("install-runc-wrapper.sh"))!.content,
+        );
     });
 });

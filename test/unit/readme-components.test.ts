@@ -92,9 +92,9 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
 
     it("the wrapper planned from the inventory, selection and datasets: the AMD device nodes, runc behind it", () => {
         const wrapper = component("gpu-workers:wrapper:RuncWrapper", "gpu-a-wrapper")!;
-        const config = children(wrapper).find((r) => r.name.endsWith("runc-wrapper.json"));
-        assert.ok(config, "the wrapper's settings file is one of its resources");
-        const body = JSON.parse(String(config.inputs.stdin)) as Record<string, unknown>;
+        const config = graph.placed("/etc/gpu-workers/runc-wrapper.json");
+        assert.ok(children(wrapper).includes(config.resource), "the wrapper's settings file is placed by one of its resources");
+        const body = JSON.parse(config.content) as Record<string, unknown>;
         assert.deepStrictEqual(body.deviceNodes, ["/dev/kfd", "/dev/dri/renderD128"]);
         assert.deepStrictEqual((body.env as Record<string, string>).AMD_VISIBLE_DEVICES, "0");
         assert.strictEqual(body.datasetRoot, "/srv");

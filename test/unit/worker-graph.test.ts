@@ -14,6 +14,7 @@ import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
 import { parseStack } from "../../stacks/config";
 import { boardArgs } from "../../stacks/boards";
 import { boardStack } from "../fixtures/stacks/boards";
+import { serviceVmPaths } from "../../components/lib/render/fabric-service-vm";
 
 const COMPONENT_TYPES = {
     worker: "gpu-workers:worker:GpuWorker",
@@ -50,7 +51,7 @@ function childrenOf(g: GraphRecorder, parent: RecordedResource): RecordedResourc
 
 /** A file in the program's own folders (/usr/local/lib/gpu-workers, /etc/gpu-workers), which no step writes. */
 function placedInOwnFolder(r: RecordedResource): boolean {
-    return /-file-(usr-local-lib-gpu-workers|etc-gpu-workers)-/.test(r.name);
+    return /-file-(usr-local-lib-gpu-workers|etc-gpu-workers)-/.test(r.name) || (r.name.endsWith("-files") && !r.name.endsWith("-system-files"));
 }
 
 /**
@@ -95,14 +96,15 @@ describe("worker resource graph (Pulumi mocks)", function () {
         );
         assert.ok(g.dependsOn(g.byName("laptop-host-inventory"), g.byName("laptop-host-discover")));
         // Off the critical path: the wrapper's own script waits for the verified host, not for the containerd steps; its step waits for both.
-        const script = g.byName("laptop-runc-wrapper-file-usr-local-lib-gpu-workers-install-runc-wrapper.sh");
+        const script = g.placed("/usr/local/lib/gpu-workers/install-runc-wrapper.sh").resource;
+        assert.strictEqual(script.name, "laptop-runc-wrapper-files");
         for (const before of ["laptop-host-inventory", "laptop-drift"]) assert.ok(g.dependsOn(script, g.byName(before)), `the script waits for ${before}`);
         assert.ok(!g.dependsOn(script, g.byName("laptop-containerd-containerd-runtime")), "the script does not wait for the containerd step");
         assert.ok(g.dependsOn(g.byName("laptop-runc-wrapper-runc-wrapper"), g.byName("laptop-containerd-containerd-runtime")));
         assert.ok(g.dependsOn(g.byName("laptop-runc-wrapper-runc-wrapper"), script));
-        const unit = g.byName("laptop-concourse-file-etc-systemd-system-concourse-worker.service");
-        assert.match(String(unit.inputs.stdin), /--tag=gpu-devices=0/);
-        assert.match(String(unit.inputs.stdin), /--tag=gpu-model=rtx-a500-laptop-gpu/);
+        const unit = g.placed("/etc/systemd/system/concourse-worker.service", "laptop-concourse-").content;
+        assert.match(unit, /--tag=gpu-devices=0/);
+        assert.match(unit, /--tag=gpu-model=rtx-a500-laptop-gpu/);
     });
 
     it("8x H100 HGX with NVSwitches: fabricmanager after the driver, before the worker", async () => {
@@ -112,17 +114,17 @@ describe("worker resource graph (Pulumi mocks)", function () {
         assert.strictEqual(c.fabric.parent, c.worker!.urn);
         assertOrdered(g, c.driver!, c.fabric);
         assertOrdered(g, c.fabric, c.concourse!);
-        const cfg = g.byName("hgx-fabric-manager-file-usr-share-nvidia-nvswitch-fabricmanager.cfg");
-        assert.match(String(cfg.inputs.stdin), /^FABRIC_MODE=0$/m);
+        const cfg = g.placed("/usr/share/nvidia/nvswitch/fabricmanager.cfg", "hgx-fabric-manager-").content;
+        assert.match(cfg, /^FABRIC_MODE=0$/m);
     });
 
     it("AMD Phoenix gfx1103: the wrapper config carries the HSA override and kfd", async () => {
         const g = await buildWorkers({ name: "apu", inventory: AMD_PHOENIX });
         const c = componentsOf(g, "apu");
         assert.ok(c.driver && c.toolkit && c.wrapper);
-        const config = g.resources.find((r) => r.parent === c.wrapper!.urn && /runc-wrapper\.json$/.test(r.name));
-        assert.ok(config, "the wrapper config is a file resource of the wrapper");
-        const body = JSON.parse(String(config.inputs.stdin));
+        const config = g.placed("/etc/gpu-workers/runc-wrapper.json", "apu-");
+        assert.strictEqual(config.resource.parent, c.wrapper.urn, "the wrapper config is placed by the wrapper");
+        const body = JSON.parse(config.content) as unknown;
         assert.strictEqual(JSON.stringify(body).includes("HSA_OVERRIDE_GFX_VERSION"), true);
         assert.ok(JSON.stringify(body).includes("/dev/kfd"));
     });
@@ -165,7 +167,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const serviceVm = g.byName("hgx-fabric-vm-service-vm");
         assert.ok(g.dependsOn(vfio, inventory), "the board is checked before its NVSwitches move");
         assert.ok(g.dependsOn(serviceVm, vfio), "the VM starts with its functions on vfio-pci");
-        assert.ok(g.dependsOn(serviceVm, g.byName("hgx-fabric-vm-file-etc-gpu-workers-fabric-vm-hgx-fabric-domain.xml")));
+        assert.ok(g.dependsOn(serviceVm, g.placed(serviceVmPaths("hgx-fabric").domainXml).resource));
         for (const [worker, partition, pci] of [
             ["hgx-w1", 1, "0000:18:00.0"],
             ["hgx-w2", 5, "0000:ba:00.0"],
@@ -182,7 +184,7 @@ describe("worker resource graph (Pulumi mocks)", function () {
             assert.strictEqual(devices.sshd.nat, "true");
             assert.ok(!("nvidia.runtime" in (instance.inputs.config as object)), "a VM has its own driver");
             assert.match(
-                String(g.byName(`${worker}-concourse-file-etc-systemd-system-concourse-worker.service`).inputs.stdin),
+                g.placed("/etc/systemd/system/concourse-worker.service", `${worker}-concourse-`).content,
                 new RegExp(`--tag=gpu-fabric-partition=${partition}`),
             );
         }

@@ -98,9 +98,19 @@ export function pathSlug(path: string): string {
     return path.replace(/^\/+/, "").replace(/[^A-Za-z0-9._-]+/g, "-");
 }
 
-/** The resource that places `path` for the component named `component`. */
-export function fileResourceName(component: string, path: string): string {
-    return `${component}-file-${pathSlug(path)}`;
+/**
+ * A plain text file (no binary, secret or generated value) goes on the host with the
+ * component's other plain text files of its kind of folder, by one command (a file set:
+ * lib/host/placed-files.ts); a secret keeps a resource of its own, so the others stay readable.
+ */
+export function inFileSet(file: HostFile): boolean {
+    return !file.artifact && !file.secret && !file.generated;
+}
+
+/** The resource that places `file` for the component named `component`. */
+export function fileResourceName(component: string, file: HostFile): string {
+    if (inFileSet(file)) return `${component}-${inOwnFolder(file.path) ? "files" : "system-files"}`;
+    return `${component}-file-${pathSlug(file.path)}`;
 }
 
 /** The resource that runs `step` (or a program check) of the component named `component`. */
@@ -129,6 +139,13 @@ export function asRoot(user: string, cmd: string): string {
 /** Where the project keeps its own scripts and state on a host. */
 export const HOST_LIB_DIR = "/usr/local/lib/gpu-workers";
 export const HOST_ETC_DIR = "/etc/gpu-workers";
+/** The program's own folders: nothing but its placed files is written there, and it may remove them once empty. */
+export const OWN_DIRS = [HOST_LIB_DIR, HOST_ETC_DIR];
+
+/** A path in the program's own folders (or below them). */
+export function inOwnFolder(path: string): boolean {
+    return OWN_DIRS.some((dir) => path.startsWith(`${dir}/`));
+}
 /** The host scripts' records (their STATE_DIR): what they installed, and what was there before. */
 export const HOST_STATE_DIR = "/var/lib/gpu-workers";
 

@@ -135,7 +135,7 @@ export function planBoard(spec: BoardSpec): BoardPlan {
         partitions,
         serviceVm,
         steps: [...host.steps, ...chainSteps([serviceVm], inventoryStep)],
-        files: placement.placed.map(({ owner, ...file }) => ({ ...file, component: owner, resource: fileResourceName(serviceVm.name, file.path) })),
+        files: placement.placed.map(({ owner, ...file }) => ({ ...file, component: owner, resource: fileResourceName(serviceVm.name, file) })),
         workerSpecs,
         workers,
     };

@@ -112,8 +112,8 @@ export function planHost(spec: WorkerSpec): HostPlan {
     const links = chain.map((link, i) => ({ ...link, placedEarlier: placement.placedEarlier[i + 1] }));
     const componentName = new Map<string, string>(chain.map((l): [string, string] => [l.component, l.name]));
     // GpuHost's files go in with the instance it creates, before the first start.
-    const resourceOf = (owner: string, path: string) =>
-        owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, path);
+    const resourceOf = (owner: string, file: HostFile) =>
+        owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, file);
     const inventoryStep = host.steps[host.steps.length - 1].name;
     return {
         name: spec.name,
@@ -133,7 +133,7 @@ export function planHost(spec: WorkerSpec): HostPlan {
         steps: [...host.steps, ...chainSteps(chain, inventoryStep)],
         files: placement.placed.map((f) => {
             const { owner, ...file } = f;
-            return { ...file, component: owner, resource: resourceOf(owner, f.path) };
+            return { ...file, component: owner, resource: resourceOf(owner, file) };
         }),
         ...(settings.stoppedBeforeWorker ? { stoppedBeforeWorker: settings.stoppedBeforeWorker } : {}),
     };

@@ -157,7 +157,7 @@ export function planWebHost(spec: WebSpec): WebPlan {
             ...file,
             component: "ConcourseWeb",
             // The access files go in with the instance it creates, before the first start.
-            resource: owner === "ConcourseWeb" ? fileResourceName(spec.name, file.path) : instance,
+            resource: owner === "ConcourseWeb" ? fileResourceName(spec.name, file) : instance,
         })),
         warnings: plainHttpWarning(spec, derived.exposed, externalUrl),
     };
@@ -173,7 +173,7 @@ export function planWorkerAdmission(web: WebPlan, component: string, worker: str
     const rendered = renderWorkerAdmission(worker, webKeysTarget(web.settings));
     const script = hostScriptPath("concourse-web.sh");
     return {
-        files: rendered.files.filter((f) => f.path !== script).map((f) => ({ ...f, component: "ConcourseWorker", resource: fileResourceName(prefix, f.path) })),
+        files: rendered.files.filter((f) => f.path !== script).map((f) => ({ ...f, component: "ConcourseWorker", resource: fileResourceName(prefix, f) })),
         steps: componentSteps(prefix, "ConcourseWorker", rendered, [stepResourceName(web.name, "concourse-web")]),
     };
 }

@@ -1,9 +1,11 @@
 /**
  * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
- * Every text file is a remote.Command whose stdin is the whole content, so `pulumi preview --diff`
- * shows exactly what changes on the host; a binary is copied with remote.CopyToRemote to a
- * staging path and installed by a command keyed by its sha256. Every command knows its own
- * owner id (ownerId: its name and triggers), which the host's records name.
+ * A component's plain text files go by one remote.Command per kind of folder (a file set) whose
+ * stdin holds each file's whole content, so `pulumi preview --diff` shows exactly what changes on
+ * the host; a secret file has a command of its own; a binary is copied with remote.CopyToRemote
+ * to a staging path and installed by a command keyed by its sha256. Every command knows its own
+ * owner id (ownerId: its name and triggers), which the host's records name. The shell is
+ * lib/host/placed-files.ts.
  */
 import { remote, types } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -11,19 +13,16 @@ import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
 import { claimScript, ownerId, releaseScript, stepSlot } from "../../lib/host/owner-records";
 import {
-    asRoot,
-    fileResourceName,
-    HOST_ETC_DIR,
-    HOST_LIB_DIR,
-    HOST_STATE_DIR,
-    HostFile,
-    HostStep,
-    pathSlug,
-    placedRecordDir,
-    RenderedComponent,
-    shellCommand,
-    stepResourceName,
-} from "../../lib/host/steps";
+    claimFileCommand,
+    fileSetStdin,
+    installArtifactCommand,
+    placeFileSetCommand,
+    removeFileCommand,
+    removeFileSetCommand,
+    stagingPath,
+    writeFileCommand,
+} from "../../lib/host/placed-files";
+import { asRoot, fileResourceName, HostFile, HostStep, inFileSet, inOwnFolder, RenderedComponent, stepResourceName } from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { commandConnection, machineOf } from "./command-connection";
 import type { SshTarget } from "./ssh";
@@ -54,81 +53,6 @@ export interface HostResourceOptions {
     epoch?: pulumi.Input<number>;
     /** Paths an earlier component of the host places identically: not placed again, steps may still need them. */
     placedEarlier?: string[];
-}
-
-/**
- * Writes stdin to `path` atomically with `mode`; the same command on create and update.
- * The temp file is private (umask 077) until its mode is set, so a secret is never readable
- * by others on the way, and it is removed when any step fails.
- */
-export function writeFileCommand(file: HostFile): string {
-    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
-    const tmp = shellCommand([`${file.path}.gpu-workers.tmp`]);
-    return (
-        [`mkdir -p ${shellCommand([dir])}`, `(umask 077 && cat > ${tmp})`, `chmod ${file.mode} ${tmp}`, `mv -f ${tmp} ${shellCommand([file.path])}`].join(
-            " && ",
-        ) + ` || { rm -f ${tmp}; exit 1; }`
-    );
-}
-
-/**
- * Makes `user` (a resource's owner id; a component's name on hosts an earlier release placed) a user of the path before it writes there. The first user keeps
- * what is at the path aside (or notes that nothing is), so the last one puts it back; with
- * `adopt` (an update of a file an earlier version placed, which kept no record) what is there
- * is taken as the program's own. Each record is written before the file changes, so a run cut
- * short does it again and never keeps the program's own file as the host's.
- */
-export function claimFileCommand(file: HostFile, user: string, adopt: boolean): string {
-    const keep = adopt
-        ? `: > "$r/absent"`
-        : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
-    return `${recordVariables(file)}; mkdir -p "$r/users" && { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ] || ${keep}; } && : > "$r/users/"${shellCommand([pathSlug(user)])}`;
-}
-
-/** `r`: the path's record (placedRecordDir), `p`: the path. */
-function recordVariables(file: HostFile): string {
-    return `r=${shellCommand([placedRecordDir(file.path)])} p=${shellCommand([file.path])}`;
-}
-
-/**
- * `user` no longer places the file. The last user puts back what was at the path before (the
- * original, byte for byte, in one rename) or removes the file where nothing was; then the
- * record goes, and the file's folder when that is one of ours and now empty. Without a record
- * it does nothing: a step put the original back already (fabric-manager.sh restarts the
- * service that reads it).
- */
-export function removeFileCommand(file: HostFile, user: string): string {
-    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
-    const ours = dir === HOST_LIB_DIR || dir === HOST_ETC_DIR;
-    const record = placedRecordDir(file.path).slice(HOST_STATE_DIR.length + 1);
-    return (
-        `${recordVariables(file)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
-        ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";` +
-        ` elif [ -e "$r/absent" ]; then rm -f "$p"${ours ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi` +
-        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null; cd / && rmdir ${HOST_STATE_DIR} 2>/dev/null || true; }; fi`
-    );
-}
-
-/** Where a binary waits between its copy and its install: relative, so under the login user's home (sftp's and the command's folder), named by its sha256. */
-export function stagingPath(sha256: string): string {
-    return `.gpu-workers-staging/${sha256}`;
-}
-
-/**
- * Installs the staged copy of a binary at its path, atomically with its mode, after checking its
- * sha256 on the copy that is moved in place; then the staged copy goes. With no staged copy (an
- * update that changed only the mode) the file must already hold those bytes.
- */
-export function installArtifactCommand(file: HostFile, sha256: string): string {
-    const dir = file.path.replace(/\/[^/]+$/, "") || "/";
-    const [staged, tmp, target] = [stagingPath(sha256), `${file.path}.gpu-workers.tmp`, file.path].map((w) => shellCommand([w]));
-    const sum = (f: string) => `printf '%s  %s\\n' ${sha256} ${f} | sha256sum -c --quiet - >/dev/null`;
-    return (
-        `if [ -f ${staged} ]; then` +
-        ` { mkdir -p ${shellCommand([dir])} && (umask 077 && cp ${staged} ${tmp}) && ${sum(tmp)} && chmod ${file.mode} ${tmp} && mv -f ${tmp} ${target} || { rm -f ${tmp}; exit 1; }; }` +
-        ` && rm -f ${staged} && { rmdir ${shellCommand([staged.replace(/\/[^/]+$/, "")])} 2>/dev/null || true; };` +
-        ` else { ${sum(target)} && chmod ${file.mode} ${target}; } || { echo ${shellCommand([`${file.path}: no staged copy, and the file is not sha256 ${sha256}`])} >&2; exit 1; }; fi`
-    );
 }
 
 /** The content of a file that only `up` knows (a secret, a generated key); a secret stays one. */
@@ -192,15 +116,43 @@ const QUIET = { addPreviousOutputInEnv: false } as const;
 /** A host's connection, as its remote commands take it (command-connection.ts). */
 type Connection = pulumi.Output<types.input.remote.ConnectionArgs>;
 
-/** A path in the program's own folders, where nothing but its placed files is written. */
-function inOwnFolder(path: string): boolean {
-    return [HOST_LIB_DIR, HOST_ETC_DIR].some((dir) => path.startsWith(`${dir}/`));
+/** What a file at `path` waits for: in the program's own folders, only the host's readiness where given. */
+function fileDependsOn(path: string, o: HostResourceOptions): pulumi.Input<pulumi.Resource>[] {
+    return o.ownFilesDependOn && inOwnFolder(path) ? o.ownFilesDependOn : o.dependsOn;
+}
+
+/**
+ * Plain text files of one kind of folder (fileResourceName names the set) by one command: one
+ * SSH session and one resource for them all, their contents still in the preview (the stdin).
+ * Its paths are among its triggers: the preview lists them all (a created set's stdin shows
+ * only its first lines), and other paths make a new set, whose create claims them before the
+ * old set's delete lets go of its own.
+ */
+function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions, conn: Connection): pulumi.Resource {
+    const triggers = triggersOf(
+        o,
+        files.map((f) => f.path),
+    );
+    const place = owned(name, triggers, (id) => asRoot(o.user, placeFileSetCommand(files, id)));
+    return new remote.Command(
+        name,
+        {
+            ...QUIET,
+            connection: conn,
+            create: place,
+            update: withEpoch(o, place),
+            delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileSetCommand(files, id)))),
+            stdin: fileSetStdin(files),
+            triggers,
+            logging: "none",
+        },
+        { parent: o.parent, dependsOn: fileDependsOn(files[0].path, o) },
+    );
 }
 
 function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
-    const name = fileResourceName(o.prefix, file.path);
-    const dependsOn = o.ownFilesDependOn && inOwnFolder(file.path) ? o.ownFilesDependOn : o.dependsOn;
-    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn };
+    const name = fileResourceName(o.prefix, file);
+    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: fileDependsOn(file.path, o) };
     if (file.artifact) {
         const { path, sha256 } = file.artifact;
         if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
@@ -226,7 +178,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
                 triggers,
                 logging: "none",
             },
-            { ...opts, dependsOn: [...dependsOn, copy] },
+            { ...opts, dependsOn: [...fileDependsOn(file.path, o), copy] },
         );
     }
     const triggers = triggersOf(o);
@@ -305,9 +257,15 @@ export function createHostResources(rendered: RenderedComponent, o: HostResource
     const steps = new Map<string, remote.Command>();
     // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
     const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
+    const sets = new Map<string, HostFile[]>();
     for (const file of placed) {
         if (o.placedEarlier?.includes(file.path)) continue;
-        known.set(file.path, fileResource(file, o, connection));
+        if (!inFileSet(file)) known.set(file.path, fileResource(file, o, connection));
+        else sets.set(fileResourceName(o.prefix, file), [...(sets.get(fileResourceName(o.prefix, file)) ?? []), file]);
+    }
+    for (const [name, files] of sets) {
+        const set = fileSetResource(name, files, o, connection);
+        for (const file of files) known.set(file.path, set);
     }
     const files = new Map(placed.map((f): [string, HostFile] => [f.path, f]));
     for (const step of rendered.steps) {
