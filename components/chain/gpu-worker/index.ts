@@ -168,13 +168,16 @@ export class GpuWorker extends pulumi.ComponentResource {
             },
             { parent: this, dependsOn: opts?.dependsOn },
         );
+        // The guard touches no host until a refresh, so it waits for nothing but its connection (an
+        // LXD instance's): the engine starts the Node.js dynamic provider for it while discovery
+        // runs, not after, and it holds every registration while it starts.
         const guard = new HostDriftGuard(
             `${name}-drift`,
             {
                 connection: gpuHost.connection,
                 check: chainDriftCheck(plan.links),
             },
-            { parent: this, dependsOn: [gpuHost] },
+            { parent: this },
         );
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch, hostReady: [gpuHost, guard] };
 
