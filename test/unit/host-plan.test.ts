@@ -17,7 +17,7 @@ import { parseStackConfig } from "../../stacks/config";
 import { workerArgs } from "../../stacks/component-args";
 import { planStack, renderPlan } from "../../stacks/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
-import { isFileResourceName, recordGraph, settle } from "../support/pulumi-graph";
+import { fileSetContents, isFileResourceName, recordGraph, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
 import { parseStack } from "../../stacks/config";
@@ -180,7 +180,14 @@ describe("one plan per host: offline render = resource graph", function () {
             workerArgs(host, () => pulumi.secret("key"), process.cwd()),
         );
         await settle(g);
-        assert.strictEqual(g.placed(installer).resource.name, "w-runc-wrapper-files");
+        const set = g.placed(installer).resource;
+        assert.strictEqual(set.name, "w-runc-wrapper-files");
+        // Listed whole in a preview (which shortens a created resource's stdin to its first lines), and other paths make a new set.
+        assert.deepStrictEqual(
+            (set.inputs.triggers as unknown[]).slice(1),
+            [...fileSetContents(String(set.inputs.stdin)).keys()],
+            "a set's paths are its triggers",
+        );
         assert.throws(() => g.placed(installer, "w-concourse-"), /no resource places/, "the worker does not place it again");
     });
 
