@@ -260,8 +260,12 @@ export function createHostResources(rendered: RenderedComponent, o: HostResource
     const sets = new Map<string, HostFile[]>();
     for (const file of placed) {
         if (o.placedEarlier?.includes(file.path)) continue;
-        if (!inFileSet(file)) known.set(file.path, fileResource(file, o, connection));
-        else sets.set(fileResourceName(o.prefix, file), [...(sets.get(fileResourceName(o.prefix, file)) ?? []), file]);
+        if (!inFileSet(file)) {
+            known.set(file.path, fileResource(file, o, connection));
+            continue;
+        }
+        const set = fileResourceName(o.prefix, file);
+        sets.set(set, [...(sets.get(set) ?? []), file]);
     }
     for (const [name, files] of sets) {
         const set = fileSetResource(name, files, o, connection);
