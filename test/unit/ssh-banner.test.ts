@@ -48,6 +48,11 @@ async function rejection(p: Promise<void>): Promise<Error> {
     );
 }
 
+/** The check passes (neither fails nor hangs) against a server that does `onConnection`. */
+function passesWith(onConnection: (socket: net.Socket) => void): Promise<void> {
+    return withServer(onConnection, (s) => checkSshBanner("127.0.0.1", s.port, 5));
+}
+
 /** A port nothing listens on: one the kernel just gave a server that is closed again. */
 async function closedPort(): Promise<number> {
     const s = await server(() => undefined);
@@ -70,12 +75,7 @@ describe("ssh banner check", function () {
     });
 
     it("passes lines before the identification, as RFC 4253 lets a server send", async () => {
-        await withServer(
-            (socket) => socket.write("Welcome to the lab\r\nauthorized use only\r\nSSH-2.0-dropbear_2022.83\r\n"),
-            async (s) => {
-                await checkSshBanner("127.0.0.1", s.port, 5);
-            },
-        );
+        await passesWith((socket) => socket.write("Welcome to the lab\r\nauthorized use only\r\nSSH-2.0-dropbear_2022.83\r\n"));
     });
 
     it("fails an address that accepts and says nothing, naming it, once the time is up", async () => {
@@ -120,12 +120,7 @@ describe("ssh banner check", function () {
     it("leaves a refused or dropped connection to the provider's retries (a machine still booting)", async () => {
         await checkSshBanner("127.0.0.1", await closedPort(), 5);
         // LXD's proxy device accepts, then closes while the instance's sshd is not up yet.
-        await withServer(
-            (socket) => socket.end(),
-            async (s) => {
-                await checkSshBanner("127.0.0.1", s.port, 5);
-            },
-        );
+        await passesWith((socket) => socket.end());
     });
 
     it("keeps its words when Pulumi's serializer prefixes them once per resource, and shows no stack", async () => {
