@@ -46,8 +46,10 @@ export class Fly {
         return r.stdout;
     }
 
+    /** Logs in as a user would type it; a failure names the user, never the password. */
     login(url: string, username: string, password: string): void {
-        this.ok(["login", "-c", url, "-u", username, "-p", password]);
+        const r = this.run(["login", "-c", url, "-u", username, "-p", password]);
+        if (r.status !== 0) throw new Error(`fly login -c ${url} -u ${username} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`);
     }
 
     workers(): { name: string; state: string; tags: string[] | null; team: string }[] {

@@ -35,7 +35,7 @@ export const webSettingsSchema = z.strictObject({
         .default("admin")
         .meta({
             description:
-                "the main team's local user (letters, digits and `_ . -`); its password is generated, a secret output (`pulumi stack output web --show-secrets`)",
+                "the main team's local user (letters, digits and `_ . -`); its password is generated (32 letters and digits), a secret output (`pulumi stack output web --show-secrets`)",
         }),
     keepDatabase: z.boolean().default(false).meta({ description: "keep the local database when the web is destroyed" }),
 });

@@ -10,9 +10,23 @@ export interface GeneratedSecretInputs {
     comment?: string;
 }
 
-/** A password of 32 characters from [A-Za-z0-9_-] (192 bits), safe in env files and URLs. */
-function password(): string {
-    return randomBytes(24).toString("base64url");
+const PASSWORD_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const PASSWORD_LENGTH = 32;
+
+/**
+ * A password of 32 letters and digits (190 bits), safe in env files, URLs and on a command line:
+ * one that began with `-` was read as an option by `fly login -p`. Bytes at or above the
+ * alphabet's largest multiple below 256 are drawn again, so every character is equally likely.
+ */
+export function password(): string {
+    const limit = 256 - (256 % PASSWORD_ALPHABET.length);
+    let made = "";
+    while (made.length < PASSWORD_LENGTH) {
+        for (const byte of randomBytes(PASSWORD_LENGTH)) {
+            if (byte < limit && made.length < PASSWORD_LENGTH) made += PASSWORD_ALPHABET[byte % PASSWORD_ALPHABET.length];
+        }
+    }
+    return made;
 }
 
 /**
