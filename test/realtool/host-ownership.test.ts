@@ -29,7 +29,7 @@ import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/r
 import { FABRIC_MANAGER_CONFIG, renderFabricManager, renderFabricManagerConfig } from "../../components/lib/render/fabric-manager";
 import type { VendorRepository } from "../../components/lib/repos/vendor-repos";
 import { driverPin } from "../../components/lib/toolkit/pins";
-import { claimFileCommand, installArtifactCommand, removeFileCommand, stagingPath, writeFileCommand } from "../../components/lib/host/placed-files";
+import { claimFileCommand, fileSetStdin, placeFileSetCommand, removeFileCommand, stagingPath, writeFileCommand } from "../../components/lib/host/placed-files";
 import { AptSandbox, LocalAptRepository, TestKey } from "./apt-sandbox";
 import { ensureLxdTools, TestDaemon } from "./lxd-support";
 import { HOST_DIR, tempDir } from "./wrapper-support";
@@ -250,9 +250,9 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     function up(component: string, rendered: RenderedComponent, env = ""): void {
         for (const file of unique(rendered.files)) {
             if (file.artifact) {
-                // A binary: copied to its staging path in the login user's home, then installed by its sha256.
+                // A binary: copied to its staging path in the login user's home, then installed by its set.
                 daemon.lxc("file", "push", "-q", "--create-dirs", file.artifact.path, `${INSTANCE}/root/${stagingPath(file.artifact.sha256)}`);
-                ok(`cd /root && ${claimFileCommand(file, component, false)} && ${installArtifactCommand(file, file.artifact.sha256)}`);
+                ok(`cd /root && ${placeFileSetCommand([file], component)}`, fileSetStdin([file]));
                 assert.notStrictEqual(sh(`test -e /root/${stagingPath(file.artifact.sha256)}`).status, 0, "the staged copy is gone once installed");
             } else ok(`${claimFileCommand(file, component, false)} && ${writeFileCommand(file)}`, file.content);
         }

@@ -7,7 +7,9 @@
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
+import { createHash } from "crypto";
 import { claimScript, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseScript, slotDir } from "../../components/lib/host/owner-records";
+import { sha256Text } from "../../components/lib/file-hash";
 import { HostFile, shellCommand } from "../../components/lib/host/steps";
 import {
     claimFileCommand,
@@ -216,6 +218,74 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
         );
     });
 
+    describe("with a binary (its bytes staged beforehand, its header naming only the sum)", () => {
+        const bytes = Buffer.from([0, 1, 2, 255, 10, 0x3d, 0x3d, 0x3e, 10, 7]);
+        const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+        const binary: HostFile = { path: "/usr/local/lib/gpu-workers/helper", mode: "0755", content: "", artifact: { path: "/unused", sha256: sha(bytes) } };
+        const files = [conf, binary];
+        const binOwner = ownerId("w-app-files", "p/s", [null, conf.path, binary.path]);
+        /** Copies bytes to the staging path of their sum, as remote.CopyToRemote does, in the login user's home (the command's folder). */
+        const stage = (b: Buffer, as = sha(b)) => `mkdir -p .gpu-workers-staging && echo ${b.toString("base64")} | base64 -d > .gpu-workers-staging/${as}`;
+        const inHome = (lines: string[]) => onPrivateHost(["mkdir -p /var/lib/home && cd /var/lib/home", ...lines].join("\n"));
+        const binaryState = `sha256sum ${binary.path} | cut -c1-64; stat -c '%a %i' ${binary.path}; ls -A /var/lib/home`;
+
+        it("installs the staged bytes with their mode and drops the copy; a later run, staged again or not, keeps the inode; a mode alone is set; the delete takes it", () => {
+            const r = inHome([
+                stage(bytes),
+                run(files, binOwner),
+                "echo '--- installed'",
+                binaryState,
+                `inode=$(stat -c %i ${binary.path})`,
+                run([{ ...conf, content: "port = 2\n" }, binary], binOwner),
+                stage(bytes),
+                run(files, binOwner),
+                "echo '--- kept'",
+                `[ "$(stat -c %i ${binary.path})" = "$inode" ] && echo "same inode"; ls -A /var/lib/home`,
+                run([conf, { ...binary, mode: "0700" }], binOwner),
+                "echo '--- mode'",
+                `stat -c %a ${binary.path}`,
+                `sh -c ${shellCommand([removeFileSetCommand(files, binOwner)])}`,
+                "echo '--- deleted'",
+                `ls -A /usr/local/lib; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records`,
+            ]);
+            assert.strictEqual(r.status, 0, r.stderr);
+            const [, installed, kept, mode, deleted] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
+            assert.match(installed, new RegExp(`^${sha(bytes)}\n755 \\d+$`), "the bytes and mode; no staged copy or staging folder is left");
+            assert.strictEqual(kept, "same inode", "a binary already in place is not written again, and a new staged copy of it goes");
+            assert.strictEqual(mode, "700");
+            assert.strictEqual(deleted, "no records", "the binary and the own folder went, and no record is left");
+        });
+
+        it("staged bytes that fail the sum, or none where the path lacks them, change nothing and fail naming the path", () => {
+            const r = inHome([
+                `mkdir -p /usr/local/lib/gpu-workers && printf host > ${binary.path}`,
+                stage(Buffer.from("not the binary"), sha(bytes)),
+                `${run(files, binOwner)}; echo status=$?`,
+                `cat ${binary.path}; echo; ls -A /usr/local/lib/gpu-workers`,
+                "rm -r .gpu-workers-staging",
+                `${run(files, binOwner)}; echo status=$?`,
+                `cat ${binary.path}; echo`,
+            ]);
+            assert.strictEqual(r.stdout.trim(), "status=1\nhost\nhelper\nstatus=1\nhost", "the host's file is untouched, no temp file is left");
+            assert.strictEqual(
+                r.stderr.trim(),
+                [
+                    `${binary.path}: the bytes for it are not sha256 ${sha(bytes)}`,
+                    `${binary.path}: no staged copy, and the file is not sha256 ${sha(bytes)}`,
+                ].join("\n"),
+            );
+        });
+
+        it("a header of another kind for the path (text where a binary is expected) is refused", () => {
+            const r = inHome([
+                stage(bytes),
+                `${run(files, binOwner, fileSetStdin([conf, { ...binary, artifact: undefined, content: "text" }]))}; echo status=$?`,
+            ]);
+            assert.match(r.stdout, /status=1/);
+            assert.match(r.stderr, new RegExp(`file set: the stdin does not hold ${binary.path} where expected`));
+        });
+    });
+
     it("bytes that do not match their header's sha256 never reach the path, and the command fails", () => {
         const r = onPrivateHost(
             [
@@ -226,5 +296,6 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
             ].join("\n"),
         );
         assert.match(r.stdout, new RegExp(`^status=1\n\\[${conf.path}\\]\nhost\n644\napp.conf\n?$`), "the host's file is untouched, no temp file is left");
+        assert.strictEqual(r.stderr.trim(), `${conf.path}: the bytes for it are not sha256 ${sha256Text(conf.content)}`);
     });
 });

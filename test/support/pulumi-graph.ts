@@ -11,17 +11,17 @@ export function isFileResourceName(name: string): boolean {
     return /-file-|-files$/.test(name);
 }
 
-/** The files of a file set's stdin, by path, read back by their headers' byte counts. */
+/** The files of a file set's stdin, by path, read back by their headers' byte counts; a binary (staged, its bytes elsewhere) as "". */
 export function fileSetContents(stdin: string): Map<string, string> {
     const files = new Map<string, string>();
     const bytes = Buffer.from(stdin);
-    const header = /^==> (\S+) \(mode [0-7]+, (\d+) bytes, sha256 [0-9a-f]{64}\) <==\n/gm;
+    const header = /^==> (\S+) \(mode [0-7]+, (?:(\d+) bytes|staged copy), sha256 [0-9a-f]{64}\) <==\n/gm;
     let at = 0;
     for (let m = header.exec(stdin); m; m = header.exec(stdin)) {
         const start = Buffer.byteLength(stdin.slice(0, m.index + m[0].length));
         if (start < at) continue; // a header-like line inside a file's content
-        at = start + Number(m[2]);
-        files.set(m[1], bytes.subarray(start, at).toString());
+        at = m[2] === undefined ? start : start + Number(m[2]) + 1;
+        files.set(m[1], m[2] === undefined ? "" : bytes.subarray(start, start + Number(m[2])).toString());
     }
     return files;
 }

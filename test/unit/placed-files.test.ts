@@ -1,7 +1,8 @@
 /**
  * A file set's stdin (lib/host/placed-files.ts): every file under a header a reader of the
- * preview can follow, and from which the host reads each file's size; the command itself names
- * no size, so a changed file changes only the stdin.
+ * preview can follow, and from which the host reads each file's size (a binary's bytes are staged
+ * beforehand: its header names its sum); the command itself names no size or sum, so a changed
+ * file changes only the stdin.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
@@ -19,6 +20,7 @@ const files: HostFile[] = [
     { path: "/usr/local/lib/gpu-workers/b.sh", mode: "0755", content: "#!/bin/sh\n==> /etc/shadow (mode 0600, 2 bytes) <==\nno newline" },
     { path: "/usr/local/lib/gpu-workers/empty", mode: "0600", content: "" },
 ];
+const binary: HostFile = { path: "/usr/local/lib/gpu-workers/helper", mode: "0755", content: "", artifact: { path: "/built/helper", sha256: "ab".repeat(32) } };
 
 describe("file set layout", () => {
     it("shows each file under its path, mode, size in bytes and sha256, and reads back byte for byte", () => {
@@ -27,10 +29,26 @@ describe("file set layout", () => {
         assert.deepStrictEqual(fileSetContents(stdin), new Map(files.map((f) => [f.path, f.content])));
     });
 
+    it("a binary is its header alone, with its sum: its bytes wait at their staging path", () => {
+        const stdin = fileSetStdin([files[0], binary, files[1]]);
+        assert.ok(
+            stdin.includes(
+                `\n==> /usr/local/lib/gpu-workers/helper (mode 0755, staged copy, sha256 ${"ab".repeat(32)}) <==\n==> /usr/local/lib/gpu-workers/b.sh (`,
+            ),
+            stdin,
+        );
+        assert.deepStrictEqual(fileSetContents(stdin), new Map([files[0], binary, files[1]].map((f) => [f.path, f.content])));
+    });
+
     it("a changed content changes the stdin only (its file's header with it): the commands name paths and modes, not sizes or sums", () => {
-        const changed = files.map((f) => ({ ...f, content: `${f.content}more` }));
-        assert.strictEqual(placeFileSetCommand(changed, "w-files.abc"), placeFileSetCommand(files, "w-files.abc"));
-        assert.strictEqual(removeFileSetCommand(changed, "w-files.abc"), removeFileSetCommand(files, "w-files.abc"));
+        const all = [...files, binary];
+        const changed = [
+            ...files.map((f) => ({ ...f, content: `${f.content}more` })),
+            { ...binary, artifact: { path: "/built/helper", sha256: "cd".repeat(32) } },
+        ];
+        assert.strictEqual(placeFileSetCommand(changed, "w-files.abc"), placeFileSetCommand(all, "w-files.abc"));
+        assert.strictEqual(removeFileSetCommand(changed, "w-files.abc"), removeFileSetCommand(all, "w-files.abc"));
+        assert.notStrictEqual(fileSetStdin(changed.slice(3)), fileSetStdin(all.slice(3)), "a binary's new bytes are a new line in the stdin");
         assert.notStrictEqual(
             placeFileSetCommand(
                 files.map((f) => ({ ...f, mode: "0600" })),
@@ -40,9 +58,12 @@ describe("file set layout", () => {
         );
     });
 
-    it("refuses a secret, a generated value or a binary: they keep a command of their own", () => {
-        for (const odd of [{ secret: true }, { generated: "worker-key.public" as const }, { artifact: { path: "/x", sha256: "0".repeat(64) } }]) {
-            assert.throws(() => fileSetStdin([{ path: "/etc/x", mode: "0600", content: "s", ...odd }]), /\/etc\/x: only plain text files go in a file set/);
+    it("refuses a secret or a generated value: they keep a command of their own, so the rest stays readable", () => {
+        for (const odd of [{ secret: true }, { generated: "worker-key.public" as const }]) {
+            assert.throws(
+                () => fileSetStdin([{ path: "/etc/x", mode: "0600", content: "s", ...odd }]),
+                /\/etc\/x: a secret or generated file does not go in a file set/,
+            );
         }
     });
 
@@ -50,7 +71,7 @@ describe("file set layout", () => {
         ensureCommands(["shellcheck"], ["shellcheck"]);
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-set-"));
         try {
-            const odd = [...files, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
+            const odd = [...files, binary, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
             const commands = {
                 place: placeFileSetCommand(odd, "w-files.abc"),
                 delete: removeFileSetCommand(odd, "w-files.abc"),

@@ -3,10 +3,11 @@
  * (placedRecordDir: each resource a user of the path by its owner id, and what the host had
  * there before). Pure: providers/host/resources.ts hands these to remote commands.
  *
- * A component's plain text files go in one command (a file set): its stdin holds every file
- * under a readable header naming its path, mode, size and sha256, so `pulumi preview --diff` still
- * shows each file's content and names each file that changes; the host cuts each file out of it
- * by the size its header gives, and checks it by the sum.
+ * A component's files go in one command per kind of folder (a file set): its stdin holds every
+ * text file under a readable header naming its path, mode, size and sha256, so `pulumi preview
+ * --diff` still shows each file's content and names each file that changes; the host cuts each
+ * file out of it by the size its header gives, and checks it by the sum. A binary's header names
+ * its sha256 alone: its bytes were copied to a staging path beforehand.
  */
 import { sha256Text } from "../file-hash";
 import { HOST_STATE_DIR, HostFile, inFileSet, OWN_DIRS, pathSlug, placedRecordDir, shellCommand } from "./steps";
@@ -22,27 +23,79 @@ function sha256Check(sha256: string, file: string): string {
 }
 
 /**
+ * The shell words a file's commands are made of: in a command of its own, its quoted path and
+ * the like (wordsOf); in a set's shell functions, their arguments (ARGUMENT_WORDS). One text for
+ * each command, so the two never differ in what they do.
+ */
+interface FileWords {
+    path: string;
+    /** Where the file's bytes are written before they move in place. */
+    tmp: string;
+    folder: string;
+    mode: string;
+    /** The path's record (placedRecordDir), and the same below HOST_STATE_DIR. */
+    record: string;
+    recordInState: string;
+    /** Whether the file's folder is one of ours (removed once empty): a shell test, or none where it is not. */
+    ownFolder?: string;
+}
+
+/** Below HOST_STATE_DIR: the records of every placed path. */
+const PLACED_IN_STATE = placedRecordDir("").slice(HOST_STATE_DIR.length + 1);
+
+function wordsOf(file: HostFile): FileWords {
+    const q = (word: string) => shellCommand([word]);
+    return {
+        path: q(file.path),
+        tmp: q(`${file.path}.gpu-workers.tmp`),
+        folder: q(folderOf(file.path)),
+        mode: file.mode,
+        record: q(placedRecordDir(file.path)),
+        recordInState: q(`${PLACED_IN_STATE}${file.path}`),
+        ownFolder: OWN_DIRS.includes(folderOf(file.path)) ? "true" : undefined,
+    };
+}
+
+/** A set's shell functions take the path first, then its mode (place) or `own` where its folder is ours (release). */
+const ARGUMENT_WORDS: FileWords = {
+    path: '"$1"',
+    tmp: '"$1".gpu-workers.tmp',
+    folder: '"$(dirname "$1")"',
+    mode: '"$2"',
+    record: `${placedRecordDir("")}"$1"`,
+    recordInState: `${PLACED_IN_STATE}"$1"`,
+    ownFolder: '[ "$2" = own ]',
+};
+
+function writeWords(w: FileWords, source: string, check?: (tmp: string) => string): string {
+    const tmp = w.tmp;
+    return (
+        [`mkdir -p ${w.folder}`, `(umask 077 && ${source} > ${tmp})`, ...(check ? [check(tmp)] : []), `chmod ${w.mode} ${tmp}`, `mv -f ${tmp} ${w.path}`].join(
+            " && ",
+        ) + ` || { rm -f ${tmp}; exit 1; }`
+    );
+}
+
+/**
  * Writes `path` atomically with `mode` from what `source` (a shell pipeline) prints: `cat`, the
  * command's stdin, by default. The temp file is private (umask 077) until its mode is set, so a
  * secret is never readable by others on the way, and it is removed when any step fails. With
  * `check` (a test of the temp file), bytes that fail it are never moved in place.
  */
 export function writeFileCommand(file: HostFile, source = "cat", check?: (tmp: string) => string): string {
-    const tmp = shellCommand([`${file.path}.gpu-workers.tmp`]);
-    return (
-        [
-            `mkdir -p ${shellCommand([folderOf(file.path)])}`,
-            `(umask 077 && ${source} > ${tmp})`,
-            ...(check ? [check(tmp)] : []),
-            `chmod ${file.mode} ${tmp}`,
-            `mv -f ${tmp} ${shellCommand([file.path])}`,
-        ].join(" && ") + ` || { rm -f ${tmp}; exit 1; }`
-    );
+    return writeWords(wordsOf(file), source, check);
 }
 
 /** `r`: the path's record (placedRecordDir), `p`: the path. */
-function recordVariables(path: string): string {
-    return `r=${shellCommand([placedRecordDir(path)])} p=${shellCommand([path])}`;
+function recordVariables(w: FileWords): string {
+    return `r=${w.record} p=${w.path}`;
+}
+
+function claimWords(w: FileWords, user: string, adopt: boolean): string {
+    const keep = adopt
+        ? `: > "$r/absent"`
+        : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
+    return `${recordVariables(w)}; mkdir -p "$r/users" && { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ] || ${keep}; } && : > "$r/users/"${shellCommand([pathSlug(user)])}`;
 }
 
 /**
@@ -53,10 +106,17 @@ function recordVariables(path: string): string {
  * short does it again and never keeps the program's own file as the host's.
  */
 export function claimFileCommand(file: HostFile, user: string, adopt: boolean): string {
-    const keep = adopt
-        ? `: > "$r/absent"`
-        : `if [ -e "$p" ] || [ -L "$p" ]; then cp -a "$p" "$r/original.tmp" && mv -f "$r/original.tmp" "$r/original"; else : > "$r/absent"; fi`;
-    return `${recordVariables(file.path)}; mkdir -p "$r/users" && { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ] || ${keep}; } && : > "$r/users/"${shellCommand([pathSlug(user)])}`;
+    return claimWords(wordsOf(file), user, adopt);
+}
+
+function releaseWords(w: FileWords, user: string): string {
+    const dropFolder = w.ownFolder === undefined ? "" : ` && { ${w.ownFolder === "true" ? "" : `! ${w.ownFolder} || `}rmdir ${w.folder} 2>/dev/null || true; }`;
+    return (
+        `${recordVariables(w)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
+        ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${w.folder} && mv -f "$r/original" "$p";` +
+        ` elif [ -e "$r/absent" ]; then rm -f "$p"${dropFolder}; fi` +
+        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${w.recordInState} 2>/dev/null; cd / && rmdir ${HOST_STATE_DIR} 2>/dev/null || true; }; fi`
+    );
 }
 
 /**
@@ -67,86 +127,110 @@ export function claimFileCommand(file: HostFile, user: string, adopt: boolean): 
  * service that reads it).
  */
 export function removeFileCommand(file: HostFile, user: string): string {
-    const dir = folderOf(file.path);
-    const record = placedRecordDir(file.path).slice(HOST_STATE_DIR.length + 1);
-    return (
-        `${recordVariables(file.path)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
-        ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${shellCommand([dir])} && mv -f "$r/original" "$p";` +
-        ` elif [ -e "$r/absent" ]; then rm -f "$p"${OWN_DIRS.includes(dir) ? ` && { rmdir ${shellCommand([dir])} 2>/dev/null || true; }` : ""}; fi` +
-        ` && rm -f "$r/absent" && { cd ${HOST_STATE_DIR} && rmdir -p --ignore-fail-on-non-empty ${shellCommand([record])} 2>/dev/null; cd / && rmdir ${HOST_STATE_DIR} 2>/dev/null || true; }; fi`
-    );
+    return releaseWords(wordsOf(file), user);
 }
 
-/** Where a binary waits between its copy and its install: relative, so under the login user's home (sftp's and the command's folder), named by its sha256. */
+/** Where binaries wait between their copy and their install: relative, so under the login user's home (sftp's and the command's folder). */
+const STAGING_DIR = ".gpu-workers-staging";
+
+/** Where a binary waits between its copy and its install, named by its sha256. */
 export function stagingPath(sha256: string): string {
-    return `.gpu-workers-staging/${sha256}`;
+    return `${STAGING_DIR}/${sha256}`;
 }
 
 /**
- * Installs the staged copy of a binary at its path, atomically with its mode, after checking its
- * sha256 on the copy that is moved in place; then the staged copy goes. With no staged copy (an
- * update that changed only the mode) the file must already hold those bytes.
- */
-export function installArtifactCommand(file: HostFile, sha256: string): string {
-    const [staged, target] = [stagingPath(sha256), file.path].map((w) => shellCommand([w]));
-    return (
-        `if [ -f ${staged} ]; then` +
-        ` { ${writeFileCommand(file, `cat ${staged}`, (tmp) => sha256Check(sha256, tmp))}; }` +
-        ` && rm -f ${staged} && { rmdir ${shellCommand([folderOf(stagingPath(sha256))])} 2>/dev/null || true; };` +
-        ` else { ${sha256Check(sha256, target)} && chmod ${file.mode} ${target}; } || { echo ${shellCommand([`${file.path}: no staged copy, and the file is not sha256 ${sha256}`])} >&2; exit 1; }; fi`
-    );
-}
-
-/**
- * The line before each file of a set in its stdin: its path, mode, size and sha256. Any change of
- * a file changes its line, so the preview's diff of the stdin names every file that changes,
- * however deep in it the change is; the host reads the size and checks the sum from it.
+ * The line before each file of a set in its stdin: its path, mode, size and sha256; a binary has
+ * `staged copy` for its size and no content here (its bytes wait at stagingPath). Any change of a
+ * file changes its line, so the preview's diff of the stdin names every file that changes, however
+ * deep in it the change is; the host reads the size and checks the sum from it.
  */
 function setHeader(file: HostFile): string {
-    return `==> ${file.path} (mode ${file.mode}, ${Buffer.byteLength(file.content)} bytes, sha256 ${sha256Text(file.content)}) <==`;
+    const [size, sha256] = file.artifact ? ["staged copy", file.artifact.sha256] : [`${Buffer.byteLength(file.content)} bytes`, sha256Text(file.content)];
+    return `==> ${file.path} (mode ${file.mode}, ${size}, sha256 ${sha256}) <==`;
 }
 
-/** Lays out plain text files (no binary, secret or generated value: see inFileSet) as one stdin: each file under its header, its content exactly, then a newline. */
+/** Lays out a set's files (no secret or generated value: see inFileSet) as one stdin: each file under its header, a text file's content exactly, then a newline. */
 export function fileSetStdin(files: HostFile[]): string {
     return files
         .map((file) => {
-            if (!inFileSet(file)) throw new Error(`${file.path}: only plain text files go in a file set`);
-            return `${setHeader(file)}\n${file.content}\n`;
+            if (!inFileSet(file)) throw new Error(`${file.path}: a secret or generated file does not go in a file set`);
+            return file.artifact ? `${setHeader(file)}\n` : `${setHeader(file)}\n${file.content}\n`;
         })
         .join("");
 }
 
 /**
- * Shell function `next_file PATH`: reads the header at byte `$at` of the set's stdin (`$b`),
- * checks that it names PATH, and sets `$start`, `$n` and `$sum` to where its content lies, its
- * size and sha256, and `$at` past it. The command names no size or sum, so a changed file
- * changes only the stdin in the preview.
+ * Shell function `next_file PATH KIND` (KIND `text` or `staged`): reads the header at byte `$at`
+ * of the set's stdin (`$b`), checks that it names PATH with a size of that kind, and sets `$start`,
+ * `$n` and `$sum` to where a text file's content lies, its size, and the sha256, and `$at` past
+ * the file. The command names no size or sum, so a changed file changes only the stdin in the preview.
  */
 const NEXT_FILE =
     `next_file() { h=$(tail -c +$((at + 1)) "$b" | head -n 1); case $h in "==> $1 (mode "*) ;; *) return 1;; esac;` +
-    ` sum=\${h##*, sha256 }; sum=\${sum%") <=="}; n=\${h%", sha256 "*}; n=\${n##*, }; n=\${n%" bytes"};` +
-    ` case $n in ''|*[!0-9]*) return 1;; esac; case $sum in ''|*[!0-9a-f]*) return 1;; esac;` +
-    ` start=$((at + $(printf '%s\\n' "$h" | wc -c))); at=$((start + n + 1)); }`;
+    ` sum=\${h##*, sha256 }; sum=\${sum%") <=="}; n=\${h%", sha256 "*}; n=\${n##*, };` +
+    ` case $2:$n in "staged:staged copy") n=0;; text:*" bytes") n=\${n%" bytes"}; case $n in ''|*[!0-9]*) return 1;; esac;; *) return 1;; esac;` +
+    ` case $sum in ''|*[!0-9a-f]*) return 1;; esac;` +
+    ` start=$((at + $(printf '%s\\n' "$h" | wc -c))); if [ "$2" = staged ]; then at=$start; else at=$((start + n + 1)); fi; }`;
+
+/** The mode as `stat -c %a` prints it (and chmod takes it): "0644" is 644. */
+function statMode(mode: string): string {
+    return parseInt(mode, 8).toString(8);
+}
+
+/**
+ * The shell functions a set's place command calls once per file, `place_text PATH MODE` and
+ * `place_binary PATH MODE` (MODE as statMode prints it), with the user's owner id written once:
+ * each finds the file's header (next_file), claims the path, and leaves it alone where it holds
+ * those bytes with that mode already (its inode too). A text file is written from its part of
+ * the stdin; a binary from its staged copy (`$s`), which then goes, as it does when the path
+ * held it already. With no staged copy (a set rewritten for another file, or a mode change) the
+ * path must hold those bytes. Bytes are checked against the sum on the copy that moves in place.
+ */
+function placeFunctions(user: string, binaries: boolean): string[] {
+    const a = ARGUMENT_WORDS;
+    const sumOf = (tmp: string) => `{ ${sha256Check('"$sum"', tmp)} 2>/dev/null || { echo "$1: the bytes for it are not sha256 $sum" >&2; false; }; }`;
+    const functions = [
+        NEXT_FILE,
+        `found() { next_file "$1" "$2" || { echo "file set: the stdin does not hold $1 where expected" >&2; exit 1; }; }`,
+        `claim() { ${claimWords(a, user, false)}; }`,
+        `holds_already() { ${sha256Check('"$sum"', a.path)} 2>/dev/null && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
+        // put PATH MODE SOURCE: SOURCE is the function that prints the bytes.
+        `put() { ${writeWords(a, '"$3"', sumOf)}; }`,
+        `text_part() { tail -c +$((start + 1)) "$b" | head -c "$n"; }`,
+        `place_text() { found "$1" text && claim "$1" && { holds_already "$1" "$2" || put "$1" "$2" text_part; }; }`,
+    ];
+    if (!binaries) return functions;
+    return [
+        ...functions,
+        `staged_copy() { cat "$s"; }`,
+        `place_binary() { found "$1" staged && claim "$1" && s=${STAGING_DIR}/"$sum" && { { holds_already "$1" "$2" && rm -f "$s"; } ||` +
+            ` if [ -f "$s" ]; then put "$1" "$2" staged_copy && rm -f "$s";` +
+            ` else { ${sha256Check('"$sum"', a.path)} 2>/dev/null && chmod "$2" "$1"; } || { echo "$1: no staged copy, and the file is not sha256 $sum" >&2; exit 1; }; fi;` +
+            ` } && { rmdir ${STAGING_DIR} 2>/dev/null || true; }; }`,
+    ];
+}
 
 /**
  * Places every file of the set (in the order of fileSetStdin) as `user`: the stdin goes to a
- * private temp file first, then each file is claimed and written from its part. The same on
- * create and update: a set's paths never change (they are among its triggers, so other paths
- * make a new set, whose owner id differs, and the old one's delete lets go of the rest).
+ * private temp file first, then each file is claimed and written from its part (a binary from its
+ * staged copy). The same on create and update: a set's paths never change (they are among its
+ * triggers, so other paths make a new set, whose owner id differs, and the old one's delete lets
+ * go of the rest).
  */
 export function placeFileSetCommand(files: HostFile[], user: string): string {
-    const place = files.map((file) => {
-        const path = shellCommand([file.path]);
-        const found = `{ next_file ${path} || { echo ${shellCommand([`file set: the stdin does not hold ${file.path} where expected`])} >&2; exit 1; }; }`;
-        // A file that already holds these bytes with this mode is left as it is (its inode too).
-        const same = `{ ${sha256Check('"$sum"', path)} 2>/dev/null && [ "$(stat -c %a ${path})" = ${parseInt(file.mode, 8).toString(8)} ]; }`;
-        const write = writeFileCommand(file, `tail -c +$((start + 1)) "$b" | head -c "$n"`, (tmp) => sha256Check('"$sum"', tmp));
-        return `${found} && { ${claimFileCommand(file, user, false)} && { ${same} || { ${write}; }; }; }`;
-    });
-    return [`b=$(mktemp) && trap 'rm -f "$b"' EXIT && cat > "$b" && at=0 || exit 1`, NEXT_FILE, place.join(" &&\n")].join("\n");
+    const place = files.map((file) => `${file.artifact ? "place_binary" : "place_text"} ${shellCommand([file.path])} ${statMode(file.mode)}`);
+    return [
+        `b=$(mktemp) && trap 'rm -f "$b"' EXIT && cat > "$b" && at=0 || exit 1`,
+        ...placeFunctions(
+            user,
+            files.some((f) => f.artifact),
+        ),
+        place.join(" &&\n"),
+    ].join("\n");
 }
 
-/** `user` no longer places any file of the set. */
+/** `user` no longer places any file of the set: `release PATH own` where the file's folder is ours, `release PATH other` elsewhere. */
 export function removeFileSetCommand(files: HostFile[], user: string): string {
-    return files.map((file) => `{ ${removeFileCommand(file, user)}; }`).join(" &&\n");
+    const release = files.map((file) => `release ${shellCommand([file.path])} ${wordsOf(file).ownFolder ? "own" : "other"}`);
+    return [`release() { ${releaseWords(ARGUMENT_WORDS, user)}; }`, release.join(" &&\n")].join("\n");
 }

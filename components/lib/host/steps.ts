@@ -99,18 +99,29 @@ export function pathSlug(path: string): string {
 }
 
 /**
- * A plain text file (no binary, secret or generated value) goes on the host with the
- * component's other plain text files of its kind of folder, by one command (a file set:
- * lib/host/placed-files.ts); a secret keeps a resource of its own, so the others stay readable.
+ * A plain text file or a binary goes on the host with the component's other files of its kind of
+ * folder, by one command (a file set: lib/host/placed-files.ts; a binary's bytes are copied
+ * beforehand, its set installs them); a secret or generated value keeps a resource of its own,
+ * so the others stay readable.
  */
 export function inFileSet(file: HostFile): boolean {
-    return !file.artifact && !file.secret && !file.generated;
+    return !file.secret && !file.generated;
+}
+
+/** The name of `path`'s own resources: a secret's command, a binary's copy (fileUploadName). */
+function ownFileResourceName(component: string, path: string): string {
+    return `${component}-file-${pathSlug(path)}`;
 }
 
 /** The resource that places `file` for the component named `component`. */
 export function fileResourceName(component: string, file: HostFile): string {
     if (inFileSet(file)) return `${component}-${inOwnFolder(file.path) ? "files" : "system-files"}`;
-    return `${component}-file-${pathSlug(file.path)}`;
+    return ownFileResourceName(component, file.path);
+}
+
+/** The copy of a binary's bytes to its staging path, before its file set installs it. */
+export function fileUploadName(component: string, file: HostFile): string {
+    return `${ownFileResourceName(component, file.path)}-upload`;
 }
 
 /** The resource that runs `step` (or a program check) of the component named `component`. */

@@ -1,9 +1,9 @@
 /**
  * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
- * A component's plain text files go by one remote.Command per kind of folder (a file set) whose
- * stdin holds each file's whole content, so `pulumi preview --diff` shows exactly what changes on
- * the host; a secret file has a command of its own; a binary is copied with remote.CopyToRemote
- * to a staging path and installed by a command keyed by its sha256. Every command knows its own
+ * A component's files go by one remote.Command per kind of folder (a file set) whose stdin holds
+ * each text file's whole content, so `pulumi preview --diff` shows exactly what changes on the
+ * host; a binary is copied with remote.CopyToRemote to a staging path named by its sha256, and
+ * its set installs it; a secret file has a command of its own. Every command knows its own
  * owner id (ownerId: its name and triggers), which the host's records name. The shell is
  * lib/host/placed-files.ts.
  */
@@ -15,14 +15,23 @@ import { claimScript, ownerId, releaseScript, stepSlot } from "../../lib/host/ow
 import {
     claimFileCommand,
     fileSetStdin,
-    installArtifactCommand,
     placeFileSetCommand,
     removeFileCommand,
     removeFileSetCommand,
     stagingPath,
     writeFileCommand,
 } from "../../lib/host/placed-files";
-import { asRoot, fileResourceName, HostFile, HostStep, inFileSet, inOwnFolder, RenderedComponent, stepResourceName } from "../../lib/host/steps";
+import {
+    asRoot,
+    fileResourceName,
+    fileUploadName,
+    HostFile,
+    HostStep,
+    inFileSet,
+    inOwnFolder,
+    RenderedComponent,
+    stepResourceName,
+} from "../../lib/host/steps";
 import { placeOnce } from "../../lib/plan/place-files";
 import { commandConnection, machineOf } from "./command-connection";
 import type { SshTarget } from "./ssh";
@@ -122,17 +131,34 @@ function fileDependsOn(path: string, o: HostResourceOptions): pulumi.Input<pulum
 }
 
 /**
- * Plain text files of one kind of folder (fileResourceName names the set) by one command: one
- * SSH session and one resource for them all, their contents still in the preview (the stdin).
- * Its paths are among its triggers: the preview lists them all (a created set's stdin shows
- * only its first lines), and other paths make a new set, whose create claims them before the
- * old set's delete lets go of its own.
+ * A binary's bytes, copied by SFTP (stdin is a string) to the staging path its sha256 names, where
+ * its file set finds them: new bytes are a new copy, and a raised epoch copies again, so the set's
+ * update finds a staged copy to put back.
+ */
+function uploadResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
+    const { path, sha256 } = file.artifact!;
+    if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
+    const triggers = pulumi.all([triggersOf(o, [sha256]), pulumi.output(o.epoch ?? 0)]).apply(([t, epoch]) => [...t, epoch]);
+    return new remote.CopyToRemote(
+        fileUploadName(o.prefix, file),
+        { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers },
+        { parent: o.parent, dependsOn: fileDependsOn(file.path, o) },
+    );
+}
+
+/**
+ * The files of one kind of folder (fileResourceName names the set) by one command: one SSH session
+ * and one resource for them all, the text files' contents and the binaries' sums still in the
+ * preview (the stdin). Its paths are among its triggers: the preview lists them all (a created
+ * set's stdin shows only its first lines), and other paths make a new set, whose create claims
+ * them before the old set's delete lets go of its own.
  */
 function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions, conn: Connection): pulumi.Resource {
     const triggers = triggersOf(
         o,
         files.map((f) => f.path),
     );
+    const uploads = files.filter((f) => f.artifact).map((f) => uploadResource(f, o, conn));
     const place = owned(name, triggers, (id) => asRoot(o.user, placeFileSetCommand(files, id)));
     return new remote.Command(
         name,
@@ -146,44 +172,15 @@ function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions
             triggers,
             logging: "none",
         },
-        { parent: o.parent, dependsOn: fileDependsOn(files[0].path, o) },
+        { parent: o.parent, dependsOn: [...fileDependsOn(files[0].path, o), ...uploads] },
     );
 }
 
+/** A secret or generated file: a command of its own, whose stdin (the value) hides nothing else. */
 function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
     const name = fileResourceName(o.prefix, file);
-    const opts: pulumi.CustomResourceOptions = { parent: o.parent, dependsOn: fileDependsOn(file.path, o) };
-    if (file.artifact) {
-        const { path, sha256 } = file.artifact;
-        if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
-        // The bytes go by SFTP (stdin is a string); the sha256 in the triggers makes new bytes a new copy and install.
-        const triggers = triggersOf(o, [sha256]);
-        // A raised epoch copies again too: the install's update then finds a staged copy to put back.
-        const copyTriggers = pulumi.all([triggers, pulumi.output(o.epoch ?? 0)]).apply(([t, epoch]) => [...t, epoch]);
-        const copy = new remote.CopyToRemote(
-            `${name}-upload`,
-            { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers: copyTriggers },
-            opts,
-        );
-        const install = (adopt: boolean) =>
-            owned(name, triggers, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${installArtifactCommand(file, sha256)}`));
-        return new remote.Command(
-            name,
-            {
-                ...QUIET,
-                connection: conn,
-                create: install(false),
-                update: withEpoch(o, install(true)),
-                delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
-                triggers,
-                logging: "none",
-            },
-            { ...opts, dependsOn: [...fileDependsOn(file.path, o), copy] },
-        );
-    }
     const triggers = triggersOf(o);
     const write = (adopt: boolean) => owned(name, triggers, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${writeFileCommand(file)}`));
-    const stdin = file.secret || file.generated ? valueOf(file, o) : file.content;
     return new remote.Command(
         name,
         {
@@ -192,11 +189,11 @@ function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection):
             create: write(false),
             update: withEpoch(o, write(true)),
             delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
-            stdin,
+            stdin: valueOf(file, o),
             triggers,
             logging: "none",
         },
-        opts,
+        { parent: o.parent, dependsOn: fileDependsOn(file.path, o) },
     );
 }
 
