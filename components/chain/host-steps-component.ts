@@ -19,8 +19,9 @@ export interface HostAccessArgs {
     /** HostDriftGuard's epoch: when a refresh finds drift, every command runs again on `up`. Default: none. */
     epoch?: pulumi.Input<number>;
     /**
-     * Paths this component renders that an earlier component on the same host already places
-     * with the same content (GpuWorker's plan works them out): they are not placed twice.
+     * Paths this component renders that something else on the same host places, with the same
+     * content, before its steps run (GpuWorker's plan works them out: an earlier component, or
+     * GpuWorker's one set of the program's own files): they are not placed twice.
      * Default: none. Example: ["/usr/local/lib/gpu-workers/install-runc-wrapper.sh"].
      */
     placedEarlier?: string[];

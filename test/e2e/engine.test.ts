@@ -116,8 +116,8 @@ describe("end to end through the Pulumi engine", function () {
                     if (m?.op === "update" && !m.urn.includes("::pulumi:providers:")) updated.push(m.urn.split("::").pop()!);
                 },
             });
-            // The wrapper's file set, the steps that depend on the file (their file hashes changed), and the drift check that knows the file's hash.
-            assert.deepStrictEqual(updated.sort(), ["lx-drift", "lx-runc-wrapper-files", "lx-runc-wrapper-runc-wrapper", "lx-validate-validate"]);
+            // The worker's set of the program's own files (the wrapper's config is one), the steps that depend on the file (their file hashes changed), and the drift check that knows the file's hash.
+            assert.deepStrictEqual(updated.sort(), ["lx-drift", "lx-files", "lx-runc-wrapper-runc-wrapper", "lx-validate-validate"]);
             assert.match(lxd.exec(instance, "cat /etc/gpu-workers/runc-wrapper.json"), /_scratch/);
             assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
         });

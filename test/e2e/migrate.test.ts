@@ -56,16 +56,13 @@ const RELEASES: EarlierRelease[] = [
         commit: FILE_BY_FILE_RELEASE,
         how: "each text file a remote.Command of its own",
         replaced: (before, after) => {
-            // Each path a file set of this release places had a command of its own: `<component>-file-<path>`.
-            const own = new Set(
-                after
-                    .filter((r) => r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string")
-                    .flatMap((set) => {
-                        const component = nameOf(set.urn).replace(/-(system-)?files$/, "");
-                        return [...fileSetContents(set.inputs!.stdin as string).keys()].map((p) => `${component}-file-${pathSlug(p)}`);
-                    }),
-            );
-            const ofOwn = (resources: StateResource[]) => resources.filter((r) => own.has(nameOf(r.urn))).map((r) => r.urn);
+            // Each path a file set of this release places (a binary's too) had a command of its own, `<component>-file-<path>`,
+            // whichever set now holds it: the component's, or the worker's set of the program's own files.
+            const ends = after
+                .filter((r) => r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string")
+                .flatMap((set) => [...fileSetContents(set.inputs!.stdin as string).keys()].map((p) => `-file-${pathSlug(p)}`));
+            const ofOwn = (resources: StateResource[]) =>
+                resources.filter((r) => r.type === REMOTE_COMMAND && ends.some((end) => nameOf(r.urn).endsWith(end))).map((r) => r.urn);
             return { held: ofOwn(before), left: ofOwn(after) };
         },
         least: 10,

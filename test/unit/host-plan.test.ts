@@ -165,10 +165,16 @@ describe("one plan per host: offline render = resource graph", function () {
         );
         const concourse = plan.links.find((l) => l.component === "ConcourseWorker")!;
         const ownership = "/usr/local/lib/gpu-workers/ownership.sh";
+        const ownOfWorker = ["/usr/local/lib/gpu-workers/concourse-install.sh", "/usr/local/lib/gpu-workers/concourse-worker.sh"];
         assert.deepStrictEqual(
             concourse.placedEarlier,
-            [ownership, installer],
-            "the worker runs the installer the wrapper placed, and the helper the first component placed",
+            [ownership, installer, ...ownOfWorker],
+            "the worker runs the installer the wrapper placed and the helper the first component placed; its own scripts are in the worker's set",
+        );
+        assert.deepStrictEqual(
+            plan.files.filter((f) => ownOfWorker.includes(f.path)).map((f) => [f.component, f.resource]),
+            ownOfWorker.map(() => ["ConcourseWorker", "w-files"]),
+            "a file of the program's own folders is still its component's, placed by the worker's set",
         );
         assert.deepStrictEqual(
             plan.files.filter((f) => f.path === ownership).map((f) => f.component),
@@ -181,7 +187,7 @@ describe("one plan per host: offline render = resource graph", function () {
         );
         await settle(g);
         const set = g.placed(installer).resource;
-        assert.strictEqual(set.name, "w-runc-wrapper-files");
+        assert.strictEqual(set.name, "w-files");
         // Listed whole in a preview (which shortens a created resource's stdin to its first lines), and other paths make a new set.
         assert.deepStrictEqual(
             (set.inputs.triggers as unknown[]).slice(1),

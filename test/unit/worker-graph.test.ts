@@ -95,9 +95,9 @@ describe("worker resource graph (Pulumi mocks)", function () {
             "nothing touches the host before its inventory is verified",
         );
         assert.ok(g.dependsOn(g.byName("laptop-host-inventory"), g.byName("laptop-host-discover")));
-        // Off the critical path: the wrapper's own script waits for the verified host, not for the containerd steps; its step waits for both.
+        // Off the critical path: the wrapper's own script, in the worker's one set of the program's own files, waits for the verified host, not for the containerd steps; its step waits for both.
         const script = g.placed("/usr/local/lib/gpu-workers/install-runc-wrapper.sh").resource;
-        assert.strictEqual(script.name, "laptop-runc-wrapper-files");
+        assert.strictEqual(script.name, "laptop-files");
         for (const before of ["laptop-host-inventory", "laptop-drift"]) assert.ok(g.dependsOn(script, g.byName(before)), `the script waits for ${before}`);
         assert.ok(!g.dependsOn(script, g.byName("laptop-containerd-containerd-runtime")), "the script does not wait for the containerd step");
         assert.ok(g.dependsOn(g.byName("laptop-runc-wrapper-runc-wrapper"), g.byName("laptop-containerd-containerd-runtime")));
@@ -123,7 +123,12 @@ describe("worker resource graph (Pulumi mocks)", function () {
         const c = componentsOf(g, "apu");
         assert.ok(c.driver && c.toolkit && c.wrapper);
         const config = g.placed("/etc/gpu-workers/runc-wrapper.json", "apu-");
-        assert.strictEqual(config.resource.parent, c.wrapper.urn, "the wrapper config is placed by the wrapper");
+        assert.strictEqual(
+            config.resource.parent,
+            c.worker!.urn,
+            "the wrapper config, in the program's own folder, is placed by the worker's set of those files",
+        );
+        assert.ok(g.dependsOn(g.byName("apu-runc-wrapper-runc-wrapper"), config.resource), "the wrapper's step waits for it");
         const body = JSON.parse(config.content) as unknown;
         assert.strictEqual(JSON.stringify(body).includes("HSA_OVERRIDE_GFX_VERSION"), true);
         assert.ok(JSON.stringify(body).includes("/dev/kfd"));

@@ -8,6 +8,7 @@ import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSch
 import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
+import { createHostFiles } from "../../providers/host/resources";
 import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { ConcourseWorker } from "../concourse-worker";
 import { ContainerdRuntime } from "../containerd";
@@ -180,6 +181,19 @@ export class GpuWorker extends pulumi.ComponentResource {
             { parent: this },
         );
         const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch, hostReady: [gpuHost, guard] };
+        // Every link's files in the program's own folders, by one set as soon as the host is verified (plan.ownFiles).
+        const ownFiles = [
+            ...new Set(
+                createHostFiles(plan.ownFiles, {
+                    parent: this,
+                    prefix: name,
+                    connection: gpuHost.connection,
+                    user: gpuHost.user,
+                    dependsOn: [gpuHost, guard],
+                    epoch: guard.epoch,
+                }).values(),
+            ),
+        ];
 
         const c = args.concourse ?? {};
         const worker: ConcourseExtras = {
@@ -193,7 +207,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         const created = new Map<string, pulumi.Resource>();
         let concourse: ConcourseWorker | undefined;
         for (const link of plan.links) {
-            const dependsOn = [gpuHost, guard, ...link.dependsOn.map((d) => created.get(d)!)];
+            const dependsOn = [gpuHost, guard, ...ownFiles, ...link.dependsOn.map((d) => created.get(d)!)];
             const resource = createLink(link, spec, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
             if (resource instanceof ConcourseWorker) concourse = resource;
             created.set(link.name, resource);

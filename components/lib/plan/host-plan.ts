@@ -6,7 +6,7 @@
  */
 import type { VerifyField } from "../discovery/verify";
 import { WorkerGpuPlan } from "../gpu/plan";
-import { describeCheck, fileResourceName, HostFile, RenderedComponent, stepResourceName } from "../host/steps";
+import { describeCheck, fileResourceName, HostFile, inFileSet, inOwnFolder, RenderedComponent, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { ChainLink, ChainSettings, chainSettings, lxdInstanceSettings, renderChain } from "./chain";
 import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
@@ -15,7 +15,10 @@ import type { LxdHostShape, SshHostShape, WorkerSpec } from "./worker-spec";
 
 /** A link of the chain as the plan places it. */
 export interface PlannedLink extends ChainLink {
-    /** Paths this link renders that an earlier component of the host already places, identically. */
+    /**
+     * Paths this link renders and does not place itself: an earlier component of the host places
+     * them, identically, or the worker's set of the program's own files does (ownFiles).
+     */
     placedEarlier: string[];
 }
 
@@ -37,6 +40,13 @@ export interface HostPlan {
     settings: ChainSettings;
     gpu: WorkerGpuPlan;
     links: PlannedLink[];
+    /**
+     * The links' files in the program's own folders (OWN_DIRS), secrets and generated ones apart:
+     * GpuWorker places them all by one file set of its own (`<worker>-files`) once the host is
+     * verified, and each link counts them as placed earlier. No step of the chain writes there, so
+     * they need not wait for one, and one set costs one SSH login and one resource for them all.
+     */
+    ownFiles: HostFile[];
     /** Every step, check and instance, in an order that has each after what it waits for. */
     steps: PlannedStep[];
     files: PlannedFile[];
@@ -109,11 +119,24 @@ export function planHost(spec: WorkerSpec): HostPlan {
         { owner: "GpuHost", files: host.files },
         ...chain.map((link) => ({ owner: link.component, files: link.rendered.files })),
     ]);
-    const links = chain.map((link, i) => ({ ...link, placedEarlier: placement.placedEarlier[i + 1] }));
+    const ownFiles = placement.placed
+        .filter((f) => f.owner !== "GpuHost" && inFileSet(f) && inOwnFolder(f.path))
+        .map((f): HostFile => {
+            const { owner: _owner, ...file } = f;
+            return file;
+        });
+    const ownPaths = new Set(ownFiles.map((f) => f.path));
+    const links = chain.map((link, i) => {
+        const earlier = placement.placedEarlier[i + 1];
+        const inOwnSet = link.rendered.files.map((f) => f.path).filter((p) => ownPaths.has(p) && !earlier.includes(p));
+        return { ...link, placedEarlier: [...earlier, ...new Set(inOwnSet)] };
+    });
     const componentName = new Map<string, string>(chain.map((l): [string, string] => [l.component, l.name]));
     // GpuHost's files go in with the instance it creates, before the first start.
     const resourceOf = (owner: string, file: HostFile) =>
-        owner === "GpuHost" ? stepResourceName(hostComponent, "instance") : fileResourceName(componentName.get(owner)!, file);
+        owner === "GpuHost"
+            ? stepResourceName(hostComponent, "instance")
+            : fileResourceName(ownPaths.has(file.path) ? spec.name : componentName.get(owner)!, file);
     const inventoryStep = host.steps[host.steps.length - 1].name;
     return {
         name: spec.name,
@@ -130,6 +153,7 @@ export function planHost(spec: WorkerSpec): HostPlan {
         settings,
         gpu: settings.plan,
         links,
+        ownFiles,
         steps: [...host.steps, ...chainSteps(chain, inventoryStep)],
         files: placement.placed.map((f) => {
             const { owner, ...file } = f;

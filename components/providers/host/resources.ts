@@ -247,27 +247,37 @@ function stepResource(
     );
 }
 
-/** Creates every file, then every step in order; returns the steps' commands by step name. */
-export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, remote.Command> {
-    const connection = commandConnection(o.connection);
-    const known = new Map<string, pulumi.Resource>();
-    const steps = new Map<string, remote.Command>();
-    // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
-    const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
+/**
+ * Creates the resources that place `files` (each path once; those in placedEarlier apart): a file
+ * set per kind of folder, a command of its own for a secret or generated file. Returns the
+ * resource that places each path.
+ */
+export function createHostFiles(files: HostFile[], o: HostResourceOptions, connection = commandConnection(o.connection)): Map<string, pulumi.Resource> {
+    const placing = new Map<string, pulumi.Resource>();
     const sets = new Map<string, HostFile[]>();
-    for (const file of placed) {
+    for (const file of files) {
         if (o.placedEarlier?.includes(file.path)) continue;
         if (!inFileSet(file)) {
-            known.set(file.path, fileResource(file, o, connection));
+            placing.set(file.path, fileResource(file, o, connection));
             continue;
         }
         const set = fileResourceName(o.prefix, file);
         sets.set(set, [...(sets.get(set) ?? []), file]);
     }
-    for (const [name, files] of sets) {
-        const set = fileSetResource(name, files, o, connection);
-        for (const file of files) known.set(file.path, set);
+    for (const [name, setFiles] of sets) {
+        const set = fileSetResource(name, setFiles, o, connection);
+        for (const file of setFiles) placing.set(file.path, set);
     }
+    return placing;
+}
+
+/** Creates every file, then every step in order; returns the steps' commands by step name. */
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, remote.Command> {
+    const connection = commandConnection(o.connection);
+    // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
+    const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
+    const known = createHostFiles(placed, o, connection);
+    const steps = new Map<string, remote.Command>();
     const files = new Map(placed.map((f): [string, HostFile] => [f.path, f]));
     for (const step of rendered.steps) {
         const r = stepResource(step, o, known, files, connection);
