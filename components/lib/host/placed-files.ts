@@ -36,8 +36,13 @@ interface FileWords {
     /** The path's record (placedRecordDir), and the same below HOST_STATE_DIR. */
     record: string;
     recordInState: string;
-    /** Whether the file's folder is one of ours (removed once empty): a shell test, or none where it is not. */
-    ownFolder?: string;
+    /** Where the file's folder is one of ours, removed once empty: what comes before that rmdir (a shell test and `||`, or nothing). */
+    dropFolderIf?: string;
+}
+
+/** The file's folder is one of the program's own (OWN_DIRS), which goes once its last file has. */
+function folderIsOurs(path: string): boolean {
+    return OWN_DIRS.includes(folderOf(path));
 }
 
 /** Below HOST_STATE_DIR: the records of every placed path. */
@@ -52,7 +57,7 @@ function wordsOf(file: HostFile): FileWords {
         mode: file.mode,
         record: q(placedRecordDir(file.path)),
         recordInState: q(`${PLACED_IN_STATE}${file.path}`),
-        ownFolder: OWN_DIRS.includes(folderOf(file.path)) ? "true" : undefined,
+        dropFolderIf: folderIsOurs(file.path) ? "" : undefined,
     };
 }
 
@@ -64,16 +69,12 @@ const ARGUMENT_WORDS: FileWords = {
     mode: '"$2"',
     record: `${placedRecordDir("")}"$1"`,
     recordInState: `${PLACED_IN_STATE}"$1"`,
-    ownFolder: '[ "$2" = own ]',
+    dropFolderIf: '[ "$2" != own ] || ',
 };
 
 function writeWords(w: FileWords, source: string, check?: (tmp: string) => string): string {
-    const tmp = w.tmp;
-    return (
-        [`mkdir -p ${w.folder}`, `(umask 077 && ${source} > ${tmp})`, ...(check ? [check(tmp)] : []), `chmod ${w.mode} ${tmp}`, `mv -f ${tmp} ${w.path}`].join(
-            " && ",
-        ) + ` || { rm -f ${tmp}; exit 1; }`
-    );
+    const steps = [`mkdir -p ${w.folder}`, `(umask 077 && ${source} > ${w.tmp})`, ...(check ? [check(w.tmp)] : []), `chmod ${w.mode} ${w.tmp}`, `mv -f ${w.tmp} ${w.path}`];
+    return `${steps.join(" && ")} || { rm -f ${w.tmp}; exit 1; }`;
 }
 
 /**
@@ -110,7 +111,7 @@ export function claimFileCommand(file: HostFile, user: string, adopt: boolean): 
 }
 
 function releaseWords(w: FileWords, user: string): string {
-    const dropFolder = w.ownFolder === undefined ? "" : ` && { ${w.ownFolder === "true" ? "" : `! ${w.ownFolder} || `}rmdir ${w.folder} 2>/dev/null || true; }`;
+    const dropFolder = w.dropFolderIf === undefined ? "" : ` && { ${w.dropFolderIf}rmdir ${w.folder} 2>/dev/null || true; }`;
     return (
         `${recordVariables(w)}; rm -f "$r/users/"${shellCommand([pathSlug(user)])} && if rmdir "$r/users" 2>/dev/null || [ ! -e "$r/users" ]; then` +
         ` if [ -e "$r/original" ] || [ -L "$r/original" ]; then mkdir -p ${w.folder} && mv -f "$r/original" "$p";` +
@@ -231,6 +232,6 @@ export function placeFileSetCommand(files: HostFile[], user: string): string {
 
 /** `user` no longer places any file of the set: `release PATH own` where the file's folder is ours, `release PATH other` elsewhere. */
 export function removeFileSetCommand(files: HostFile[], user: string): string {
-    const release = files.map((file) => `release ${shellCommand([file.path])} ${wordsOf(file).ownFolder ? "own" : "other"}`);
+    const release = files.map((file) => `release ${shellCommand([file.path])} ${folderIsOurs(file.path) ? "own" : "other"}`);
     return [`release() { ${releaseWords(ARGUMENT_WORDS, user)}; }`, release.join(" &&\n")].join("\n");
 }
