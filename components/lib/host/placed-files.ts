@@ -73,7 +73,13 @@ const ARGUMENT_WORDS: FileWords = {
 };
 
 function writeWords(w: FileWords, source: string, check?: (tmp: string) => string): string {
-    const steps = [`mkdir -p ${w.folder}`, `(umask 077 && ${source} > ${w.tmp})`, ...(check ? [check(w.tmp)] : []), `chmod ${w.mode} ${w.tmp}`, `mv -f ${w.tmp} ${w.path}`];
+    const steps = [
+        `mkdir -p ${w.folder}`,
+        `(umask 077 && ${source} > ${w.tmp})`,
+        ...(check ? [check(w.tmp)] : []),
+        `chmod ${w.mode} ${w.tmp}`,
+        `mv -f ${w.tmp} ${w.path}`,
+    ];
     return `${steps.join(" && ")} || { rm -f ${w.tmp}; exit 1; }`;
 }
 

@@ -36,8 +36,8 @@ const generateKeyPairAsync = promisify(generateKeyPair);
  * An RSA key in PEM (PKCS#1), the one form every key Concourse reads takes (its session signing
  * key, the TSA host key, a worker's key: jwt's ParseRSAPrivateKeyFromPEM), with its public half
  * as SSH writes it. Made on libuv's thread pool: a 3072-bit key is 0.3 to 0.5 s of CPU here, and
- * the one dynamic provider process serves every host's checks meanwhile (8 workers' keys made in
- * turn on its event loop held those back some 3.6 s).
+ * the one dynamic provider process serves every host's checks meanwhile (made in turn on its
+ * event loop, a fleet's keys would hold those back for as many times that).
  */
 async function rsaPrivateKey(comment: string): Promise<{ value: string; publicKeyOpenssh: string }> {
     const { privateKey } = await generateKeyPairAsync("rsa", { modulusLength: 3072 });
