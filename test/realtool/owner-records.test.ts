@@ -199,6 +199,34 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
         assert.match(deleted, /\nown folders: \nno records$/, "the program's own folder went with its last file, and no record is left");
     });
 
+    it("odd paths (a space, a quote, glob characters, a look-alike of a header) are placed and released as they are", () => {
+        const odd = ["a b", "it's", "x*[y]?", "p (mode 0644, 3 bytes, sha256 00) <==", "-dash"].map((name, i): HostFile => ({
+            path: `/var/lib/gw-target/${name}`,
+            mode: "0640",
+            content: `file ${i}\n`,
+        }));
+        const oddOwner = ownerId("w-odd-files", "p/s", [null, ...odd.map((f) => f.path)]);
+        const r = onPrivateHost(
+            [
+                "mkdir -p /var/lib/gw-target && : > '/var/lib/gw-target/x1[y]2'",
+                run(odd, oddOwner),
+                "echo '--- placed'",
+                'cd /var/lib/gw-target && for f in *; do printf \'%s: [%s]\\n\' "$f" "$(cat -- "$f")"; done',
+                `sh -c ${shellCommand([removeFileSetCommand(odd, oddOwner)])}`,
+                "echo '--- released'",
+                "ls -A /var/lib/gw-target; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records",
+            ].join("\n"),
+        );
+        assert.strictEqual(r.status, 0, r.stderr);
+        const [, placed, released] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
+        assert.deepStrictEqual(
+            placed.split("\n").sort(),
+            [...odd.map((f, i) => `${f.path.slice("/var/lib/gw-target/".length)}: [file ${i}]`), "x1[y]2: []"].sort(),
+            "each file at its own path, and the file a glob would match left alone",
+        );
+        assert.strictEqual(released, "x1[y]2\nno records", "only the host's own file is left, and no record");
+    });
+
     it("a stdin that does not hold the command's files where it expects them fails before any path is touched", () => {
         const files = [conf, tricky];
         const r = onPrivateHost(
