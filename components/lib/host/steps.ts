@@ -99,10 +99,10 @@ export function pathSlug(path: string): string {
 }
 
 /**
- * A plain text file or a binary goes on the host with the component's other files of its kind of
- * folder, by one command (a file set: lib/host/placed-files.ts; a binary's bytes are copied
- * beforehand, its set installs them); a secret or generated value keeps a resource of its own,
- * so the others stay readable.
+ * A plain text file or a binary goes on the host with the other files of its kind of folder, by
+ * one command (a file set: lib/host/placed-files.ts; a binary's bytes are copied beforehand, its
+ * set installs them): its component's set, or in a GpuWorker, for the program's own folders, the
+ * worker's. A secret or generated value keeps a resource of its own, so the others stay readable.
  */
 export function inFileSet(file: HostFile): boolean {
     return !file.secret && !file.generated;
