@@ -230,15 +230,16 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
 
     it("a stdin that does not hold the command's files where it expects them fails before any path is touched", () => {
         const files = [conf, tricky];
+        // The first file is where it should be, the second is not: the first is not placed either.
         const r = onPrivateHost(
             [
                 `mkdir -p /var/lib/gw-target && printf host > ${conf.path}`,
-                `${run(files, owner, fileSetStdin([tricky, conf]))}; echo status=$?`,
+                `${run(files, owner, fileSetStdin([conf, extra]))}; echo status=$?`,
                 show(conf),
                 `ls -A /var/lib/gw-target; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records`,
             ].join("\n"),
         );
-        assert.match(r.stderr, new RegExp(`file set: the stdin does not hold ${conf.path} where expected`));
+        assert.match(r.stderr, new RegExp(`file set: the stdin does not hold ${tricky.path} where expected`));
         assert.match(r.stdout, /^status=1\n/);
         assert.match(
             r.stdout,
@@ -315,16 +316,20 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
         });
     });
 
-    it("bytes that do not match their header's sha256 never reach the path, and the command fails", () => {
+    it("bytes that do not match their header's sha256 fail the command before any path is touched, the good files' too", () => {
         const r = onPrivateHost(
             [
                 `mkdir -p /var/lib/gw-target && printf host > ${conf.path}`,
-                `${run([conf], owner, fileSetStdin([conf]).replace("port = 1\n", "port = 9\n"))}; echo status=$?`,
+                `${run([extra, conf], owner, fileSetStdin([extra, conf]).replace("port = 1\n", "port = 9\n"))}; echo status=$?`,
                 show(conf),
-                `ls -A /var/lib/gw-target`,
+                `ls -A /var/lib/gw-target; ls -A /usr/local/lib; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records`,
             ].join("\n"),
         );
-        assert.match(r.stdout, new RegExp(`^status=1\n\\[${conf.path}\\]\nhost\n644\napp.conf\n?$`), "the host's file is untouched, no temp file is left");
+        assert.match(
+            r.stdout,
+            new RegExp(`^status=1\n\\[${conf.path}\\]\nhost\n644\napp.conf\nno records\n?$`),
+            "the host's file is untouched, the good file was not placed, no temp file or record is left",
+        );
         assert.strictEqual(r.stderr.trim(), `${conf.path}: the bytes for it are not sha256 ${sha256Text(conf.content)}`);
     });
 });

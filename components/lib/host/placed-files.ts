@@ -184,47 +184,60 @@ function statMode(mode: string): string {
     return parseInt(mode, 8).toString(8);
 }
 
+/** What a set says when a file's bytes (its part of the stdin, or its staged copy) are not those its header names. */
+const WRONG_BYTES = 'echo "$1: the bytes for it are not sha256 $sum" >&2';
+/** What a set says when a binary has no staged copy and its path does not hold it either. */
+const NO_STAGED_COPY = 'echo "$1: no staged copy, and the file is not sha256 $sum" >&2';
+
 /**
- * The shell functions a set's place command calls once per file, `place_text PATH MODE` and
+ * The shell functions a set's place command calls once per file, `verify_text PATH` and
+ * `verify_binary PATH` first, for every file, then `place_text PATH MODE` and
  * `place_binary PATH MODE` (MODE as statMode prints it), with the user's owner id written once:
  * each finds the file's header (next_file), claims the path, and leaves it alone where it holds
  * those bytes with that mode already (its inode too). A text file is written from its part of
  * the stdin; a binary from its staged copy (`$s`), which then goes, as it does when the path
  * held it already. With no staged copy (a set rewritten for another file, or a mode change) the
- * path must hold those bytes. Bytes are checked against the sum on the copy that moves in place.
+ * path must hold those bytes. Bytes are checked against the sum on the copy that moves in place,
+ * and before that by the verify pass: a stdin or a staged copy that does not hold what the
+ * headers say fails the command before any path is claimed or written, so a failed set (which
+ * the engine does not record) leaves nothing of its own on the host but what an I/O error cut.
  */
 function placeFunctions(user: string, binaries: boolean): string[] {
     const a = ARGUMENT_WORDS;
-    const sumOf = (tmp: string) => `{ ${sha256Check('"$sum"', tmp)} 2>/dev/null || { echo "$1: the bytes for it are not sha256 $sum" >&2; false; }; }`;
+    const sumOf = (tmp: string) => `{ ${sha256Check('"$sum"', tmp)} 2>/dev/null || { ${WRONG_BYTES}; false; }; }`;
     const functions = [
         NEXT_FILE,
         `found() { next_file "$1" "$2" || { echo "file set: the stdin does not hold $1 where expected" >&2; exit 1; }; }`,
+        `text_part() { tail -c +$((start + 1)) "$b" | head -c "$n"; }`,
+        `verify_text() { found "$1" text; [ "$(text_part | sha256sum | cut -c1-64)" = "$sum" ] || { ${WRONG_BYTES}; exit 1; }; }`,
         `claim() { ${claimWords(a, user, false)}; }`,
         `holds_already() { ${sha256Check('"$sum"', a.path)} 2>/dev/null && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
         // put PATH MODE SOURCE: SOURCE is the function that prints the bytes.
         `put() { ${writeWords(a, '"$3"', sumOf)}; }`,
-        `text_part() { tail -c +$((start + 1)) "$b" | head -c "$n"; }`,
         `place_text() { found "$1" text && claim "$1" && { holds_already "$1" "$2" || put "$1" "$2" text_part; }; }`,
     ];
     if (!binaries) return functions;
     return [
         ...functions,
+        `verify_binary() { found "$1" staged; s=${STAGING_DIR}/"$sum"; if [ -f "$s" ]; then ${sha256Check('"$sum"', '"$s"')} 2>/dev/null || { ${WRONG_BYTES}; exit 1; };` +
+            ` else ${sha256Check('"$sum"', a.path)} 2>/dev/null || { ${NO_STAGED_COPY}; exit 1; }; fi; }`,
         `staged_copy() { cat "$s"; }`,
         `place_binary() { found "$1" staged && claim "$1" && s=${STAGING_DIR}/"$sum" && { { holds_already "$1" "$2" && rm -f "$s"; } ||` +
             ` if [ -f "$s" ]; then put "$1" "$2" staged_copy && rm -f "$s";` +
-            ` else { ${sha256Check('"$sum"', a.path)} 2>/dev/null && chmod "$2" "$1"; } || { echo "$1: no staged copy, and the file is not sha256 $sum" >&2; exit 1; }; fi;` +
+            ` else { ${sha256Check('"$sum"', a.path)} 2>/dev/null && chmod "$2" "$1"; } || { ${NO_STAGED_COPY}; exit 1; }; fi;` +
             ` } && { rmdir ${STAGING_DIR} 2>/dev/null || true; }; }`,
     ];
 }
 
 /**
  * Places every file of the set (in the order of fileSetStdin) as `user`: the stdin goes to a
- * private temp file first, then each file is claimed and written from its part (a binary from its
- * staged copy). The same on create and update: a set's paths never change (they are among its
+ * private temp file first, every file's bytes are verified, then each file is claimed and written
+ * from its part (a binary from its staged copy). The same on create and update: a set's paths never change (they are among its
  * triggers, so other paths make a new set, whose owner id differs, and the old one's delete lets
  * go of the rest).
  */
 export function placeFileSetCommand(files: HostFile[], user: string): string {
+    const verify = files.map((file) => `${file.artifact ? "verify_binary" : "verify_text"} ${shellCommand([file.path])}`);
     const place = files.map((file) => `${file.artifact ? "place_binary" : "place_text"} ${shellCommand([file.path])} ${statMode(file.mode)}`);
     return [
         `b=$(mktemp) && trap 'rm -f "$b"' EXIT && cat > "$b" && at=0 || exit 1`,
@@ -232,7 +245,7 @@ export function placeFileSetCommand(files: HostFile[], user: string): string {
             user,
             files.some((f) => f.artifact),
         ),
-        place.join(" &&\n"),
+        [...verify, "at=0", ...place].join(" &&\n"),
     ].join("\n");
 }
 
