@@ -11,8 +11,16 @@ import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
 const CLI = path.join(__dirname, "..", "..", "cli", "render.js");
 
+/** The folders the cases render into, removed once they have run. */
+const made: string[] = [];
+function tempDir(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+}
+
 function renderStackFile(config: unknown): { status: number | null; stdout: string; stderr: string; out: string } {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-"));
+    const dir = tempDir("gw-render-");
     const raw = config as { defaults: unknown; hosts: unknown; allowNoHosts?: unknown; web?: unknown };
     const keys: Record<string, unknown> = { "gpu-workers:defaults": raw.defaults, "gpu-workers:hosts": raw.hosts };
     if (raw.allowNoHosts !== undefined) keys["gpu-workers:allowNoHosts"] = raw.allowNoHosts;
@@ -24,6 +32,9 @@ function renderStackFile(config: unknown): { status: number | null; stdout: stri
 }
 
 describe("offline render", function () {
+    after(() => {
+        for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+    });
     this.timeout(30000);
 
     it("writes every file at its host path, and a manifest with steps, files and tags", () => {
@@ -64,7 +75,7 @@ describe("offline render", function () {
     });
 
     it("the example HGX stack: the board (domain, seed, vfio unit, partitions 1 and 2) and its two worker VMs", () => {
-        const out = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-hgx-"));
+        const out = tempDir("gw-render-hgx-");
         const r = spawnSync("node", [CLI, "--project-dir", path.join(__dirname, "..", "..", "..", "examples", "stacks"), "--stack", "hgx", "--out", out], {
             encoding: "utf8",
         });
