@@ -17,11 +17,6 @@ function folderOf(path: string): string {
     return path.replace(/\/[^/]+$/, "") || "/";
 }
 
-/** Exits non-zero unless `file` holds bytes of `sha256` (both shell words). */
-function sha256Check(sha256: string, file: string): string {
-    return `printf '%s  %s\\n' ${sha256} ${file} | sha256sum -c --quiet - >/dev/null`;
-}
-
 /**
  * The shell words a file's commands are made of: in a command of its own, its quoted path and
  * the like (wordsOf); in a set's shell functions, their arguments (ARGUMENT_WORDS). One text for
@@ -204,14 +199,16 @@ const NO_STAGED_COPY = 'echo "$1: no staged copy, and the file is not sha256 $su
  */
 function placeFunctions(user: string, binaries: boolean): string[] {
     const a = ARGUMENT_WORDS;
-    const sumOf = (tmp: string) => `{ ${sha256Check('"$sum"', tmp)} 2>/dev/null || { ${WRONG_BYTES}; false; }; }`;
+    const sumOf = (tmp: string) => `{ has_sum ${tmp} || { ${WRONG_BYTES}; false; }; }`;
     const functions = [
         NEXT_FILE,
+        // has_sum FILE: the file holds the bytes of `$sum`, the sha256 of the current header.
+        `has_sum() { printf '%s  %s\\n' "$sum" "$1" | sha256sum -c --quiet - >/dev/null 2>&1; }`,
         `found() { next_file "$1" "$2" || { echo "file set: the stdin does not hold $1 where expected" >&2; exit 1; }; }`,
         `text_part() { tail -c +$((start + 1)) "$b" | head -c "$n"; }`,
         `verify_text() { found "$1" text; [ "$(text_part | sha256sum | cut -c1-64)" = "$sum" ] || { ${WRONG_BYTES}; exit 1; }; }`,
         `claim() { ${claimWords(a, user, false)}; }`,
-        `holds_already() { ${sha256Check('"$sum"', a.path)} 2>/dev/null && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
+        `holds_already() { has_sum ${a.path} && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
         // put PATH MODE SOURCE: SOURCE is the function that prints the bytes.
         `put() { ${writeWords(a, '"$3"', sumOf)}; }`,
         `place_text() { found "$1" text && claim "$1" && { holds_already "$1" "$2" || put "$1" "$2" text_part; }; }`,
@@ -219,12 +216,12 @@ function placeFunctions(user: string, binaries: boolean): string[] {
     if (!binaries) return functions;
     return [
         ...functions,
-        `verify_binary() { found "$1" staged; s=${STAGING_DIR}/"$sum"; if [ -f "$s" ]; then ${sha256Check('"$sum"', '"$s"')} 2>/dev/null || { ${WRONG_BYTES}; exit 1; };` +
-            ` else ${sha256Check('"$sum"', a.path)} 2>/dev/null || { ${NO_STAGED_COPY}; exit 1; }; fi; }`,
+        `verify_binary() { found "$1" staged; s=${STAGING_DIR}/"$sum"; if [ -f "$s" ]; then has_sum "$s" || { ${WRONG_BYTES}; exit 1; };` +
+            ` else has_sum ${a.path} || { ${NO_STAGED_COPY}; exit 1; }; fi; }`,
         `staged_copy() { cat "$s"; }`,
         `place_binary() { found "$1" staged && claim "$1" && s=${STAGING_DIR}/"$sum" && { { holds_already "$1" "$2" && rm -f "$s"; } ||` +
             ` if [ -f "$s" ]; then put "$1" "$2" staged_copy && rm -f "$s";` +
-            ` else { ${sha256Check('"$sum"', a.path)} 2>/dev/null && chmod "$2" "$1"; } || { ${NO_STAGED_COPY}; exit 1; }; fi;` +
+            ` else { has_sum ${a.path} && chmod "$2" "$1"; } || { ${NO_STAGED_COPY}; exit 1; }; fi;` +
             ` } && { rmdir ${STAGING_DIR} 2>/dev/null || true; }; }`,
     ];
 }
