@@ -1,68 +1,15 @@
 /**
- * gpu-workers: reads the stack config (gpu-workers:defaults, gpu-workers:hosts and, optionally,
- * gpu-workers:web), validates it, and converges the web node and every host into a GPU-ready
- * Concourse worker.
+ * gpu-workers: converges the web node and every host of the stack into a GPU-ready Concourse
+ * worker (stacks/program.ts).
+ *
+ * The dynamic provider is asked for before the program's modules load, so that the engine starts
+ * it meanwhile; the program is then loaded and run by the exported function, whose result is the
+ * stack's outputs.
  */
-import * as fs from "fs";
-import * as path from "path";
-import * as pulumi from "@pulumi/pulumi";
-import { parseStack, StackConfigError } from "./stacks/config";
-import { namespaceKeysOf } from "./stacks/namespace-keys";
-import { buildFleet } from "./stacks/fleet";
+import { startDynamicProvider } from "./stacks/provider-start";
 
-const config = new pulumi.Config("gpu-workers");
-
-function readStack() {
-    try {
-        const keys = namespaceKeysOf(pulumi.runtime.allConfig());
-        return parseStack({
-            defaults: config.getObject("defaults"),
-            hosts: config.getObject("hosts"),
-            web: config.getObject("web"),
-            kubernetes: config.getObject("kubernetes"),
-            allowNoHosts: config.getObject("allowNoHosts"),
-            keys,
-        });
-    } catch (e) {
-        // Config mistakes are the user's to fix: say what and where, without a stack trace.
-        if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
-        throw e;
-    }
-}
-
-/**
- * The folder of Pulumi.yaml: paths in the stack config (a release uploaded from here) are its.
- * The engine says so where it can; older language hosts run the program from the folder of
- * `main` (dist/), below the project.
- */
-function projectDirectory(): string {
-    const given = pulumi.runtime.getRootDirectory();
-    if (path.isAbsolute(given) && fs.existsSync(path.join(given, "Pulumi.yaml"))) return given;
-    for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
-        if (fs.existsSync(path.join(dir, "Pulumi.yaml"))) return dir;
-        if (path.dirname(dir) === dir) return process.cwd();
-    }
-}
-
-const fleet = buildFleet(readStack(), config, projectDirectory());
-
-/** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
-export const workers = Object.fromEntries(
-    fleet.workers.map((w) => [
-        w.hostName,
-        {
-            tags: w.tags,
-            workerPublicKey: w.workerPublicKey ?? null,
-            stoppedBeforeWorker: w.stoppedBeforeWorker ?? null,
-        },
-    ]),
-);
-
-/** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
-export const web = fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null;
-
-/** Per shared board: the partition each of its workers got. */
-export const sharedBoards = Object.fromEntries(fleet.boards.map((b) => [b.boardName, b.partitions]));
-
-/** Per Kubernetes cluster: the objects made in it (`Kind/namespace/name`; a Node's only its labels). */
-export const kubernetesClusters = Object.fromEntries(fleet.clusters.map((c) => [c.clusterName, Object.keys(c.objects)]));
+export = async () => {
+    await startDynamicProvider();
+    const { runProgram } = await import("./stacks/program");
+    return runProgram();
+};

@@ -8,7 +8,9 @@
 # The last line on stdout is the directory to put on PATH; progress goes to stderr.
 # What lands there:
 #   pulumi                          the CLI/engine          (github.com/pulumi/pulumi/pkg/v3)
-#   pulumi-language-nodejs          Node.js language host
+#   pulumi-language-nodejs          Node.js language host (where its module is not served: a
+#                                   launcher of an older one, pulumi-language-nodejs-sdk<version>,
+#                                   which langhost-options.js hands the project's runtime options)
 #   pulumi-resource-pulumi-nodejs   launcher of Node.js dynamic providers (a shell script)
 #   pulumi-resource-command         the Command provider (host steps and files are its
 #                                   remote.Command and remote.CopyToRemote)
@@ -59,13 +61,13 @@ COMMAND_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/comman
 # Where the Node.js language host comes from when its own module
 # (github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3) is not to be had at
 # PULUMI_VERSION: the last github.com/pulumi/pulumi/sdk/v3 release served here that still
-# carries it. It speaks the engine's gRPC protocol, but the newer engine does not hand it the
-# runtime options of Pulumi.yaml (typescript, nodeargs, ...): it runs with its defaults. A
-# compiled .js program is not transpiled, but ts-node and its source-map support are still
-# loaded into it (0.3 to 0.4 s at the start, and a mapped stack trace for every resource).
+# carries it. It speaks the engine's gRPC protocol, but the newer engine hands it the runtime
+# options of Pulumi.yaml (typescript, tsconfig, nodeargs) over an RPC it does not know, so a
+# launcher reads them from the project and passes them as the flags it takes
+# (scripts/langhost-options.js): without them it would load ts-node into every program.
 LANGHOST_FALLBACK_SDK_VERSION=3.68.0
 # Bump when the way the binaries are built changes, so that old cache entries are not used.
-RECIPE=2
+RECIPE=3
 # ---------------------------------------------------------------------------------------
 
 cache_root=${GPU_WORKERS_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/pulumi-engine}
@@ -223,6 +225,19 @@ if [[ -z $langhost_done ]]; then
     die "cannot build the Node.js language host"
   build pulumi-language-nodejs "-X $sdk_version_var=v$LANGHOST_FALLBACK_SDK_VERSION" \
     github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs
+  fallback_host=pulumi-language-nodejs-sdk$LANGHOST_FALLBACK_SDK_VERSION
+  mv "$stage/pulumi-language-nodejs" "$stage/$fallback_host"
+  cp "$root/scripts/langhost-options.js" "$stage/"
+  cat >"$stage/pulumi-language-nodejs" <<EOF
+#!/usr/bin/env bash
+# The Node.js language host of sdk v$LANGHOST_FALLBACK_SDK_VERSION, given the project's runtime options as its flags.
+here=\$(dirname "\$(readlink -f "\$0")")
+flags=\$(node "\$here/langhost-options.js") || exit 1
+args=()
+[[ -z \$flags ]] || mapfile -t args <<<"\$flags"
+exec "\$here/$fallback_host" "\${args[@]}" "\$@"
+EOF
+  chmod +x "$stage/pulumi-language-nodejs"
 fi
 
 # --- The launcher the engine runs for Node.js dynamic providers. Same as the script the

@@ -1,0 +1,64 @@
+/**
+ * The program: reads the stack config (gpu-workers:defaults, gpu-workers:hosts and, optionally,
+ * gpu-workers:web and gpu-workers:kubernetes), validates it, and converges the web node and every
+ * host into a GPU-ready Concourse worker. index.ts runs it.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+import { parseStack, StackConfigError } from "./config";
+import { namespaceKeysOf } from "./namespace-keys";
+import { buildFleet } from "./fleet";
+
+function readStack(config: pulumi.Config) {
+    try {
+        const keys = namespaceKeysOf(pulumi.runtime.allConfig());
+        return parseStack({
+            defaults: config.getObject("defaults"),
+            hosts: config.getObject("hosts"),
+            web: config.getObject("web"),
+            kubernetes: config.getObject("kubernetes"),
+            allowNoHosts: config.getObject("allowNoHosts"),
+            keys,
+        });
+    } catch (e) {
+        // Config mistakes are the user's to fix: say what and where, without a stack trace.
+        if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
+        throw e;
+    }
+}
+
+/**
+ * The folder of Pulumi.yaml: paths in the stack config (a release uploaded from here) are its.
+ * The engine says so where it can; older language hosts run the program from the folder of
+ * `main` (dist/), below the project.
+ */
+function projectDirectory(): string {
+    const given = pulumi.runtime.getRootDirectory();
+    if (path.isAbsolute(given) && fs.existsSync(path.join(given, "Pulumi.yaml"))) return given;
+    for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+        if (fs.existsSync(path.join(dir, "Pulumi.yaml"))) return dir;
+        if (path.dirname(dir) === dir) return process.cwd();
+    }
+}
+
+/** Declares the whole stack and returns its outputs. */
+export function runProgram() {
+    const config = new pulumi.Config("gpu-workers");
+    const fleet = buildFleet(readStack(config), config, projectDirectory());
+    return {
+        /** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
+        workers: Object.fromEntries(
+            fleet.workers.map((w) => [
+                w.hostName,
+                { tags: w.tags, workerPublicKey: w.workerPublicKey ?? null, stoppedBeforeWorker: w.stoppedBeforeWorker ?? null },
+            ]),
+        ),
+        /** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
+        web: fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null,
+        /** Per shared board: the partition each of its workers got. */
+        sharedBoards: Object.fromEntries(fleet.boards.map((b) => [b.boardName, b.partitions])),
+        /** Per Kubernetes cluster: the objects made in it (`Kind/namespace/name`; a Node's only its labels). */
+        kubernetesClusters: Object.fromEntries(fleet.clusters.map((c) => [c.clusterName, Object.keys(c.objects)])),
+    };
+}
