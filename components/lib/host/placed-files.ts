@@ -162,17 +162,17 @@ export function fileSetStdin(files: HostFile[]): string {
 }
 
 /**
- * Shell function `next_file PATH KIND` (KIND `text` or `staged`): reads the header at byte `$at`
- * of the set's stdin (`$b`), checks that it names PATH with a size of that kind, and sets `$start`,
- * `$n` and `$sum` to where a text file's content lies, its size, and the sha256, and `$at` past
- * the file. The command names no size or sum, so a changed file changes only the stdin in the preview.
+ * Shell function `next_file PATH KIND` (KIND `text` or `staged`): reads the next header from the
+ * set's stdin, checks that it names PATH with a size of that kind, and sets `$n` and `$sum` to the
+ * size of a text file's content (which follows, then a newline) and the sha256. The command names
+ * no size or sum, so a changed file changes only the stdin in the preview. Builtins only: a set
+ * runs these once per file, and a process started on the host costs more than the work.
  */
 const NEXT_FILE =
-    `next_file() { h=$(tail -c +$((at + 1)) "$b" | head -n 1); case $h in "==> $1 (mode "*) ;; *) return 1;; esac;` +
+    `next_file() { IFS= read -r h || return 1; case $h in "==> $1 (mode "*) ;; *) return 1;; esac;` +
     ` sum=\${h##*, sha256 }; sum=\${sum%") <=="}; n=\${h%", sha256 "*}; n=\${n##*, };` +
     ` case $2:$n in "staged:staged copy") n=0;; text:*" bytes") n=\${n%" bytes"}; case $n in ''|*[!0-9]*) return 1;; esac;; *) return 1;; esac;` +
-    ` case $sum in ''|*[!0-9a-f]*) return 1;; esac;` +
-    ` start=$((at + $(printf '%s\\n' "$h" | wc -c))); if [ "$2" = staged ]; then at=$start; else at=$((start + n + 1)); fi; }`;
+    ` case $sum in ''|*[!0-9a-f]*) return 1;; esac; }`;
 
 /** The mode as `stat -c %a` prints it (and chmod takes it): "0644" is 644. */
 function statMode(mode: string): string {
@@ -187,49 +187,60 @@ const NO_STAGED_COPY = 'echo "$1: no staged copy, and the file is not sha256 $su
 /**
  * The shell functions a set's place command calls once per file, `verify_text PATH` and
  * `verify_binary PATH` first, for every file, then `place_text PATH MODE` and
- * `place_binary PATH MODE` (MODE as statMode prints it), with the user's owner id written once:
- * each finds the file's header (next_file), claims the path, and leaves it alone where it holds
- * those bytes with that mode already (its inode too). A text file is written from its part of
- * the stdin; a binary from its staged copy (`$s`), which then goes, as it does when the path
- * held it already. With no staged copy (a set rewritten for another file, or a mode change) the
- * path must hold those bytes. Bytes are checked against the sum on the copy that moves in place,
- * and before that by the verify pass: a stdin or a staged copy that does not hold what the
- * headers say fails the command before any path is claimed or written, so a failed set (which
- * the engine does not record) leaves nothing of its own on the host but what an I/O error cut.
+ * `place_binary PATH MODE` (MODE as statMode prints it) in the same order, with the user's owner
+ * id written once.
+ *
+ * The verify pass reads the stdin through: each file's header (next_file), a text file's part,
+ * copied to the private folder `$w` and checked against the sum there, and a binary's staged copy
+ * (`$s`) checked in place; with no staged copy (a set rewritten for another file, or a mode
+ * change) the path must hold those bytes already. So a stdin or a staged copy that does not hold
+ * what the headers say fails the command before any path is claimed or written, and a failed set
+ * (which the engine does not record) leaves nothing of its own on the host but what an I/O error
+ * cut. The sum of file `$i` is kept beside its part for the place pass.
+ *
+ * The place pass claims each path and leaves it alone where it holds those bytes with that mode
+ * already (its inode too); otherwise it writes it from the verified part or staged copy, and checks
+ * the sum again on the copy that moves in place. A binary's staged copy then goes, as it does when
+ * the path held it already; a binary with no staged copy (its bytes verified at the path) gets its
+ * mode alone.
  */
 function placeFunctions(user: string, binaries: boolean): string[] {
     const a = ARGUMENT_WORDS;
     const sumOf = (tmp: string) => `{ has_sum ${tmp} || { ${WRONG_BYTES}; false; }; }`;
     const functions = [
         NEXT_FILE,
-        // has_sum FILE: the file holds the bytes of `$sum`, the sha256 of the current header.
+        // has_sum FILE: the file holds the bytes of `$sum`.
         `has_sum() { printf '%s  %s\\n' "$sum" "$1" | sha256sum -c --quiet - >/dev/null 2>&1; }`,
         `found() { next_file "$1" "$2" || { echo "file set: the stdin does not hold $1 where expected" >&2; exit 1; }; }`,
-        `text_part() { tail -c +$((start + 1)) "$b" | head -c "$n"; }`,
-        `verify_text() { found "$1" text; [ "$(text_part | sha256sum | cut -c1-64)" = "$sum" ] || { ${WRONG_BYTES}; exit 1; }; }`,
+        // verified: the file's sum is kept for the place pass, which takes the files in the same order.
+        `verified() { printf '%s\\n' "$sum" > "$w/$i.sum" && i=$((i + 1)); }`,
+        // The part's trailing newline is read off after it (a stdin cut short fails the sum).
+        `verify_text() { found "$1" text && head -c "$n" > "$w/$i" && { IFS= read -r rest || :; } && { has_sum "$w/$i" || { ${WRONG_BYTES}; exit 1; }; } && verified; }`,
+        // next_verified: `$sum` and `$part` (a text file's bytes) of the next file.
+        `next_verified() { read -r sum < "$w/$i.sum" && part=$w/$i && i=$((i + 1)); }`,
         `claim() { ${claimWords(a, user, false)}; }`,
-        `holds_already() { has_sum ${a.path} && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
-        // put PATH MODE SOURCE: SOURCE is the function that prints the bytes.
-        `put() { ${writeWords(a, '"$3"', sumOf)}; }`,
-        `place_text() { found "$1" text && claim "$1" && { holds_already "$1" "$2" || put "$1" "$2" text_part; }; }`,
+        // holds_already PATH MODE BYTES: the path holds the bytes of the file BYTES, with that mode.
+        `holds_already() { cmp -s "$3" ${a.path} && [ "$(stat -c %a ${a.path})" = ${a.mode} ]; }`,
+        // put PATH MODE FILE: writes the path from FILE.
+        `put() { ${writeWords(a, 'cat "$3"', sumOf)}; }`,
+        `place_text() { next_verified && claim "$1" && { holds_already "$1" "$2" "$part" || put "$1" "$2" "$part"; }; }`,
     ];
     if (!binaries) return functions;
     return [
         ...functions,
         `verify_binary() { found "$1" staged; s=${STAGING_DIR}/"$sum"; if [ -f "$s" ]; then has_sum "$s" || { ${WRONG_BYTES}; exit 1; };` +
-            ` else has_sum ${a.path} || { ${NO_STAGED_COPY}; exit 1; }; fi; }`,
-        `staged_copy() { cat "$s"; }`,
-        `place_binary() { found "$1" staged && claim "$1" && s=${STAGING_DIR}/"$sum" && { { holds_already "$1" "$2" && rm -f "$s"; } ||` +
-            ` if [ -f "$s" ]; then put "$1" "$2" staged_copy && rm -f "$s";` +
-            ` else { has_sum ${a.path} && chmod "$2" "$1"; } || { ${NO_STAGED_COPY}; exit 1; }; fi;` +
-            ` } && { rmdir ${STAGING_DIR} 2>/dev/null || true; }; }`,
+            ` else has_sum ${a.path} || { ${NO_STAGED_COPY}; exit 1; }; fi; verified; }`,
+        `place_binary() { next_verified && claim "$1" && s=${STAGING_DIR}/"$sum" && if [ -f "$s" ]; then` +
+            ` { holds_already "$1" "$2" "$s" || put "$1" "$2" "$s"; } && rm -f "$s";` +
+            ` else [ "$(stat -c %a ${a.path})" = ${a.mode} ] || chmod ${a.mode} ${a.path}; fi` +
+            ` && { rmdir ${STAGING_DIR} 2>/dev/null || true; }; }`,
     ];
 }
 
 /**
- * Places every file of the set (in the order of fileSetStdin) as `user`: the stdin goes to a
- * private temp file first, every file's bytes are verified, then each file is claimed and written
- * from its part (a binary from its staged copy). The same on create and update: a set's paths never change (they are among its
+ * Places every file of the set (in the order of fileSetStdin) as `user`: every file's bytes are
+ * verified as the stdin is read, then each file is claimed and written from its part (a binary
+ * from its staged copy). The same on create and update: a set's paths never change (they are among its
  * triggers, so other paths make a new set, whose owner id differs, and the old one's delete lets
  * go of the rest).
  */
@@ -237,12 +248,12 @@ export function placeFileSetCommand(files: HostFile[], user: string): string {
     const verify = files.map((file) => `${file.artifact ? "verify_binary" : "verify_text"} ${shellCommand([file.path])}`);
     const place = files.map((file) => `${file.artifact ? "place_binary" : "place_text"} ${shellCommand([file.path])} ${statMode(file.mode)}`);
     return [
-        `b=$(mktemp) && trap 'rm -f "$b"' EXIT && cat > "$b" && at=0 || exit 1`,
+        `w=$(mktemp -d) && trap 'rm -rf "$w"' EXIT && i=0 || exit 1`,
         ...placeFunctions(
             user,
             files.some((f) => f.artifact),
         ),
-        [...verify, "at=0", ...place].join(" &&\n"),
+        [...verify, "i=0", ...place].join(" &&\n"),
     ].join("\n");
 }
 
