@@ -1,19 +1,25 @@
 /**
  * Dynamic providers whose code lives in a module loaded at call time.
  *
- * Pulumi serializes the provider object into the stack state and later runs it in a separate
- * process (cwd = the Pulumi program folder). Whatever its methods capture is serialized by
- * value, so they capture nothing but strings: the provider's id and where the registry is,
- * as an absolute path and relative to the program folder. Each method `require()`s the
- * registry at call time (relative path first, so a moved checkout still works; then the
- * absolute one) and loads the operations by id, so the operations can move between releases.
- * When the program runs from TypeScript sources (ts-node), the provider process has no TS
- * loader, so one is installed from the project's own `typescript` package.
+ * The engine's Node.js dynamic provider runs a resource's provider from the text that resource
+ * holds in its state (`__provider`: a module whose `handler()` returns the provider), in a
+ * separate process (cwd = the Pulumi program folder). That text is rendered here
+ * (providerModule): the code of makeLazyProvider, called with strings only, the provider's id and
+ * where the registry is, as an absolute path and relative to the program folder. Each method
+ * `require()`s the registry at call time (relative path first, so a moved checkout still works;
+ * then the absolute one) and loads the operations by id, so the operations can move between
+ * releases. When the program runs from TypeScript sources (ts-node), the provider process has no
+ * TS loader, so one is installed from the project's own `typescript` package.
+ *
+ * The text is rendered rather than left to Pulumi's closure serializer, which loads the
+ * TypeScript compiler into the program to read a function (0.35 s of CPU, on the way to a host's
+ * first step) and writes a larger module of the same code.
  *
  * The operations module exports any of check, diff, create, read, update and remove (for delete).
  */
-/* eslint-disable @typescript-eslint/no-require-imports -- the provider's closures require() at call time; an import would be captured.
-   (A directive here rather than on each line: comments inside the closures are serialized with them.) */
+/* eslint-disable @typescript-eslint/no-require-imports, @typescript-eslint/no-unsafe-assignment -- makeLazyProvider's code runs in the
+   provider process, so it require()s at call time, and passes Pulumi's untyped inputs and state through unread. (Directives here rather
+   than on each line: the comments inside its body are rendered with it into every resource's state.) */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
 import type { ProviderId } from "./registry";
@@ -21,11 +27,15 @@ import type { ProviderId } from "./registry";
 /** What an operations module exports: the provider's operations, with `remove` for delete. */
 type ProviderOps = Omit<pulumi.dynamic.ResourceProvider, "delete"> & { remove?: pulumi.dynamic.ResourceProvider["delete"] };
 
-/** Builds a provider whose methods load provider `id` through the registry at `registryPath` (no extension). */
+/**
+ * Builds a provider whose methods load provider `id` through the registry at `registryPath` (no
+ * extension). Its code runs in the provider process, rendered by providerModule with plain strings
+ * for its arguments, so it refers to nothing outside itself: modules are require()d inside, and
+ * the types are erased. Where the registry is TypeScript sources and no loader is installed, it
+ * transpiles on require with the project's compiler. Comments inside its body go into every
+ * resource's state: keep them out.
+ */
 export function makeLazyProvider(id: string, registryPath: string, registryFromProgram: string, label: string): pulumi.dynamic.ResourceProvider {
-    // Everything below runs in the provider process: plain strings are its only captures, so
-    // modules are require()d inside (an import would be captured); the types are erased.
-    // Comments inside the closures are serialized with them into every resource's state: keep them out.
     const load = (): ProviderOps => {
         const nodePath = require("path") as typeof import("path");
         const fs = require("fs") as typeof import("fs");
@@ -36,7 +46,6 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
                 `${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`,
             );
         if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
-            // TypeScript sources without a loader: transpile on require with the project's compiler.
             const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] })) as typeof import("typescript");
             require.extensions[".ts"] = (m, filename) => {
                 const source = fs.readFileSync(filename, "utf8");
@@ -50,10 +59,8 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
         return (require(found) as typeof import("./registry")).loadProviderModule(id) as ProviderOps;
     };
     return {
-        // Inputs and outputs are typed by Pulumi's ResourceProvider (untyped values from state).
         async check(olds, news) {
             const m = load();
-            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped inputs, passed through unread
             return m.check ? m.check(olds, news) : { inputs: news };
         },
         async diff(id, olds, news) {
@@ -65,7 +72,6 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
         },
         async read(id, props) {
             const m = load();
-            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- Pulumi's untyped state, passed through unread
             return m.read ? m.read(id, props) : { id, props };
         },
         async update(id, olds, news) {
@@ -80,9 +86,18 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
     };
 }
 
+/**
+ * The text of the module the dynamic provider process loads for a resource: makeLazyProvider's
+ * own code, called with the provider's id, where the registry is, and its label.
+ */
+export function providerModule(id: string, registryPath: string, registryFromProgram: string, label: string): string {
+    const args = [id, registryPath, registryFromProgram, label].map((arg) => JSON.stringify(arg)).join(", ");
+    return `exports.handler = () => (${makeLazyProvider.toString()})(${args});\n`;
+}
+
 const REGISTRY = path.join(__dirname, "registry");
 
-/** The provider of `id`, found through this package's registry. */
-export function lazyProvider(id: ProviderId, label: string): pulumi.dynamic.ResourceProvider {
-    return makeLazyProvider(id, REGISTRY, path.relative(process.cwd(), REGISTRY), label);
+/** The provider module of `id` (providerModule), found through this package's registry. */
+export function lazyProvider(id: ProviderId, label: string): string {
+    return providerModule(id, REGISTRY, path.relative(process.cwd(), REGISTRY), label);
 }

@@ -14,7 +14,8 @@ import { lxdInstanceProvider } from "../../components/providers/lxd/instance-pro
 import { LxdValidationError } from "../../components/lib/lxd/validate";
 import type { LxdInstanceSpec, LxdInstanceState } from "../../components/lib/lxd/types";
 import { clientCertificate } from "../support/pki";
-import { asPulumiRunsIt, ensureLxdTools, freePort, mappedRootUid, TestDaemon } from "./lxd-support";
+import { ensureLxdTools, freePort, mappedRootUid, TestDaemon } from "./lxd-support";
+import { loadedProvider } from "../support/provider-module";
 
 const IMAGE = "gpu-workers/busybox";
 /** Runs a shell command inside an instance through lxc (not through our client). */
@@ -26,17 +27,17 @@ function inside(d: TestDaemon, name: string, script: string): { status: number |
 describe("LXD provider against a real LXD daemon (busybox)", function () {
     this.timeout(300_000);
     let d: TestDaemon;
-    let provider: Awaited<ReturnType<typeof asPulumiRunsIt>>;
+    let provider: ReturnType<typeof loadedProvider>;
     let fingerprint: string;
     let hostData: string;
     let testChar: string | undefined;
 
-    before(async function () {
+    before(function () {
         this.timeout(900_000);
         ensureLxdTools();
         d = TestDaemon.start();
         fingerprint = d.importImage("busybox");
-        provider = await asPulumiRunsIt(lxdInstanceProvider);
+        provider = loadedProvider(lxdInstanceProvider);
         hostData = path.join(d.dir, "host");
         fs.mkdirSync(path.join(hostData, "ro"), { recursive: true });
         fs.mkdirSync(path.join(hostData, "rw"), { recursive: true });

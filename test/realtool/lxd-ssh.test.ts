@@ -11,7 +11,8 @@ import { execFileSync, spawnSync } from "child_process";
 import { lxdSshProxyDevice } from "../../components/lib/lxd/devices";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
 import type { LxdInstanceState } from "../../components/lib/lxd/types";
-import { asPulumiRunsIt, ensureLxdTools, freePort, REPO, TestDaemon } from "./lxd-support";
+import { ensureLxdTools, freePort, REPO, TestDaemon } from "./lxd-support";
+import { loadedProvider } from "../support/provider-module";
 
 /** The first line a server sends on connect (sshd's version banner). */
 function banner(port: number): Promise<string> {
@@ -33,7 +34,7 @@ function banner(port: number): Promise<string> {
 describe("LXD provider: Debian instance reached over SSH through a proxy device", function () {
     this.timeout(300_000);
     let d: TestDaemon;
-    let provider: Awaited<ReturnType<typeof asPulumiRunsIt>>;
+    let provider: ReturnType<typeof loadedProvider>;
     let keyFile: string;
     let port: number;
     let outs: LxdInstanceState | undefined;
@@ -45,7 +46,7 @@ describe("LXD provider: Debian instance reached over SSH through a proxy device"
         ensureLxdTools({ commands: ["ssh", "ssh-keygen"], packages: ["openssh-client"] });
         d = TestDaemon.start();
         d.importImage("debian-12");
-        provider = await asPulumiRunsIt(lxdInstanceProvider);
+        provider = loadedProvider(lxdInstanceProvider);
         keyFile = path.join(d.dir, "id_ed25519");
         execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "gpu-workers-test", "-f", keyFile]);
         port = await freePort();

@@ -8,7 +8,6 @@ import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import { execFileSync, spawnSync } from "child_process";
-import * as pulumi from "@pulumi/pulumi";
 import { ensureCommands } from "../support/tools";
 
 /** An instance or profile as the daemon returns it: the fields the tests read. */
@@ -103,14 +102,6 @@ export class TestDaemon {
         }
         fs.rmSync(this.dir, { recursive: true, force: true });
     }
-}
-
-/** The provider as the Pulumi engine gets it: serialized to text, then loaded back. */
-export async function asPulumiRunsIt(provider: pulumi.dynamic.ResourceProvider): Promise<Required<pulumi.dynamic.ResourceProvider>> {
-    const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a dependency of Pulumi's with no types of its own
-    const requireFromString = require("require-from-string");
-    return requireFromString(sf.text).handler();
 }
 
 /** A TCP port nobody listens on right now, on loopback. */

@@ -1,7 +1,7 @@
 /**
  * The LXD provider without a daemon: what it refuses before talking to LXD, how it diffs, how
  * its client reads LXD's answers (from a small stand-in server on a unix socket), and that the
- * provider object survives Pulumi's serialization and runs from another folder.
+ * provider module held in the state (its `__provider` text) loads and runs from another folder.
  */
 import * as assert from "assert";
 import * as fs from "fs";
@@ -9,13 +9,16 @@ import * as http from "http";
 import * as os from "os";
 import * as path from "path";
 import { execFileSync } from "child_process";
-import * as pulumi from "@pulumi/pulumi";
 import { LxdApiError, LxdClient } from "../../components/providers/lxd/client";
 import * as ops from "../../components/providers/lxd/instance-ops";
-import { makeLazyProvider } from "../../components/providers/lazy-provider";
+import { makeLazyProvider, providerModule } from "../../components/providers/lazy-provider";
 import { lxdInstanceProvider } from "../../components/providers/lxd/instance-provider";
+import { loadedProvider } from "../support/provider-module";
 import { LxdValidationError } from "../../components/lib/lxd/validate";
 import type { LxdInstanceSpec } from "../../components/lib/lxd/types";
+
+/** The LXD provider as the provider process runs it. */
+const lxdOps = loadedProvider(lxdInstanceProvider);
 
 const REPO = path.resolve(__dirname, "../../..");
 
@@ -92,7 +95,7 @@ describe("LXD provider: refused before any call to LXD", () => {
         await fake.start();
         try {
             await assert.rejects(
-                lxdInstanceProvider.create({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
+                lxdOps.create({ ...good, server: { socket: fake.socket }, devices: { gpu0: { type: "gpu", id: "gpu=0" } } }),
                 /device gpu0: id "gpu=0" is not a CDI id/,
             );
             assert.deepStrictEqual(fake.seen, []);
@@ -102,12 +105,12 @@ describe("LXD provider: refused before any call to LXD", () => {
     });
 
     it("check reports failures by property, for preview", async () => {
-        const result = await lxdInstanceProvider.check!({}, { ...good, image: "", devices: { x: { type: "disk", source: "/srv" } } });
+        const result = await lxdOps.check({}, { ...good, image: "", devices: { x: { type: "disk", source: "/srv" } } });
         assert.deepStrictEqual(result.failures, [
             { property: "image", reason: "lxd instance gpu-a: image is empty (expected an image alias or fingerprint on the server)" },
             { property: "devices", reason: "lxd instance gpu-a: device x: needs path (where it appears inside the instance)" },
         ]);
-        const ok = await lxdInstanceProvider.check!({}, { ...good, config: { "security.nesting": true as unknown as string } });
+        const ok = await lxdOps.check({}, { ...good, config: { "security.nesting": true as unknown as string } });
         assert.deepStrictEqual(ok.failures, []);
         assert.strictEqual(ok.inputs.config["security.nesting"], "true", "booleans become LXD's strings");
         assert.deepStrictEqual(ok.inputs.profiles, ["default"]);
@@ -128,7 +131,7 @@ describe("LXD provider: diff", () => {
     const news = { ...good, config: { "security.nesting": "true" }, devices: { d: { type: "disk", source: "/a", path: "/a" } } };
 
     it("nothing changed: no changes", async () => {
-        assert.deepStrictEqual(await lxdInstanceProvider.diff!("gpu-a", olds, news), {
+        assert.deepStrictEqual(await lxdOps.diff("gpu-a", olds, news), {
             changes: false,
             replaces: [],
             deleteBeforeReplace: false,
@@ -137,30 +140,27 @@ describe("LXD provider: diff", () => {
     });
     it("config, devices, profiles: updated in place", async () => {
         for (const change of [{ config: { "security.nesting": "false" } }, { devices: {} }, { profiles: ["default", "gpu"] }]) {
-            const d = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, ...change });
+            const d = await lxdOps.diff("gpu-a", olds, { ...news, ...change });
             assert.strictEqual(d.changes, true);
             assert.deepStrictEqual(d.replaces, [], JSON.stringify(change));
         }
     });
     it("a device removed by hand (seen by refresh) is a change to put back", async () => {
         const refreshed = { ...olds, devices: {} };
-        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", refreshed, news)).changes, true);
+        assert.deepStrictEqual((await lxdOps.diff("gpu-a", refreshed, news)).changes, true);
     });
     it("user-data: a new one replaces the instance (cloud-init reads it on the first boot only)", async () => {
         const vm = { ...olds, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" };
-        assert.deepStrictEqual(
-            (await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" })).changes,
-            false,
-        );
-        const d = await lxdInstanceProvider.diff!("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys B\n" });
+        assert.deepStrictEqual((await lxdOps.diff("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys A\n" })).changes, false);
+        const d = await lxdOps.diff("gpu-a", vm, { ...news, type: "virtual-machine", userData: "#cloud-config\n# keys B\n" });
         assert.deepStrictEqual(d.replaces, ["userData"]);
     });
     it("image, type, name: replaced; same name means delete first", async () => {
-        const image = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, image: "gpu-workers/debian-12" });
+        const image = await lxdOps.diff("gpu-a", olds, { ...news, image: "gpu-workers/debian-12" });
         assert.deepStrictEqual(image.replaces, ["image"]);
         assert.strictEqual(image.deleteBeforeReplace, true);
-        assert.deepStrictEqual((await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, type: "virtual-machine" })).replaces, ["type"]);
-        const renamed = await lxdInstanceProvider.diff!("gpu-a", olds, { ...news, name: "gpu-b" });
+        assert.deepStrictEqual((await lxdOps.diff("gpu-a", olds, { ...news, type: "virtual-machine" })).replaces, ["type"]);
+        const renamed = await lxdOps.diff("gpu-a", olds, { ...news, name: "gpu-b" });
         assert.deepStrictEqual(renamed.replaces, ["name"]);
         assert.strictEqual(renamed.deleteBeforeReplace, false);
     });
@@ -278,15 +278,14 @@ describe("LXD client: LXD's answers", () => {
     });
 });
 
-describe("LXD provider: survives Pulumi's serialization", function () {
+describe("LXD provider: runs from the module text in its state", function () {
     this.timeout(60_000);
 
-    /** Serializes the provider as Pulumi does, loads it in a new node process in another folder, runs check(). */
-    async function checkInChild(provider: pulumi.dynamic.ResourceProvider, cwd: string): Promise<unknown> {
-        const sf = await pulumi.runtime.serializeFunction(() => provider, { allowSecrets: false });
+    /** Runs the provider module's check in a new node process in `cwd`, as the engine's provider process would. */
+    function checkInChild(module: string, cwd: string): unknown {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-provider-"));
         try {
-            fs.writeFileSync(path.join(dir, "provider.js"), sf.text);
+            fs.writeFileSync(path.join(dir, "provider.js"), module);
             const runner = `
                 const requireFromString = require(${JSON.stringify(require.resolve("require-from-string"))});
                 const text = require("fs").readFileSync(${JSON.stringify(path.join(dir, "provider.js"))}, "utf8");
@@ -301,20 +300,19 @@ describe("LXD provider: survives Pulumi's serialization", function () {
 
     const expected = [{ property: "devices", reason: 'lxd instance gpu-a: device gpu0: id "nvidia.com/gpu" is not a CDI id (expected vendor.com/class=name)' }];
 
-    it("captures only where its implementation is, not modules or clients", async () => {
-        const sf = await pulumi.runtime.serializeFunction(() => lxdInstanceProvider, { allowSecrets: false });
-        assert.ok(sf.text.length < 6000, `serialized provider is ${sf.text.length} bytes`);
-        assert.doesNotMatch(sf.text, /class LxdClient|http\.request|socketPath/);
+    it("holds only where its implementation is, not modules or clients", () => {
+        assert.ok(lxdInstanceProvider.length < 4000, `the provider module is ${lxdInstanceProvider.length} bytes`);
+        assert.doesNotMatch(lxdInstanceProvider, /class LxdClient|http\.request|socketPath/);
     });
 
-    it("runs from the program folder and from any other folder (compiled JavaScript)", async () => {
-        assert.deepStrictEqual(await checkInChild(lxdInstanceProvider, REPO), expected);
-        assert.deepStrictEqual(await checkInChild(lxdInstanceProvider, os.tmpdir()), expected);
+    it("runs from the program folder and from any other folder (compiled JavaScript)", () => {
+        assert.deepStrictEqual(checkInChild(lxdInstanceProvider, REPO), expected);
+        assert.deepStrictEqual(checkInChild(lxdInstanceProvider, os.tmpdir()), expected);
     });
 
-    it("runs when the program was TypeScript run by ts-node (no loader in the provider process)", async () => {
-        const tsProvider = makeLazyProvider("lxd-instance", path.join(REPO, "components/providers/registry"), "components/providers/registry", "lxd");
-        assert.deepStrictEqual(await checkInChild(tsProvider, os.tmpdir()), expected);
+    it("runs when the program was TypeScript run by ts-node (no loader in the provider process)", () => {
+        const tsProvider = providerModule("lxd-instance", path.join(REPO, "components/providers/registry"), "components/providers/registry", "lxd");
+        assert.deepStrictEqual(checkInChild(tsProvider, os.tmpdir()), expected);
     });
 
     it("says where it looked when the implementation is gone", async () => {

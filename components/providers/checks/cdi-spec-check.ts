@@ -4,12 +4,13 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
+import { LazyProviderResource } from "../lazy-resource";
 import type { CdiSpecCheckInputs } from "./cdi-spec-check-ops";
 
 // A dynamic provider: the check runs the project's CDI validator in the program, not on the host.
 const provider = lazyProvider("cdi-spec-check", "CDI spec check");
 
-export class CdiSpecCheck extends pulumi.dynamic.Resource {
+export class CdiSpecCheck extends LazyProviderResource {
     /** The spec's kind, e.g. nvidia.com/gpu. */
     declare public readonly kind: pulumi.Output<string>;
     /** Its device names, e.g. 0, GPU-..., all. */

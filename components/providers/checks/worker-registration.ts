@@ -4,12 +4,13 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
+import { LazyProviderResource } from "../lazy-resource";
 import type { WorkerRegistrationInputs } from "./worker-registration-ops";
 
 // A dynamic provider: it asks the Concourse web (an HTTP API) whether the worker is running, and waits; a remote command cannot wait on the web.
 const provider = lazyProvider("worker-registration", "worker registration");
 
-export class WorkerRegistration extends pulumi.dynamic.Resource {
+export class WorkerRegistration extends LazyProviderResource {
     /** The worker's state as the web last reported it (running). */
     declare public readonly state: pulumi.Output<string>;
 

@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
+import { LazyProviderResource } from "../lazy-resource";
 import type { SshTarget } from "../host/ssh";
 
 // A dynamic provider: its check runs on refresh (read), and its epoch goes up on drift; a remote.Command runs nothing on refresh.
@@ -17,7 +18,7 @@ export interface HostDriftGuardArgs {
  * changed, the wrapper removed by hand) and raises `epoch`; the chain's commands carry the
  * epoch, so the next `up` runs them again and the host converges back.
  */
-export class HostDriftGuard extends pulumi.dynamic.Resource {
+export class HostDriftGuard extends LazyProviderResource {
     declare public readonly epoch: pulumi.Output<number>;
     declare public readonly drift: pulumi.Output<string[]>;
 

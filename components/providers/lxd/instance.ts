@@ -5,6 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { lxdInstanceProvider } from "./instance-provider";
+import { LazyProviderResource } from "../lazy-resource";
 import type { LxdDevices, LxdInstanceType, LxdServer } from "../../lib/lxd/types";
 
 /** Dynamic resources get the token pulumi-nodejs:dynamic/<module>:<type>: here pulumi-nodejs:dynamic/lxd:Instance. */
@@ -73,7 +74,7 @@ export interface LxdInstanceArgs {
     running?: pulumi.Input<boolean>;
 }
 
-export class LxdInstance extends pulumi.dynamic.Resource {
+export class LxdInstance extends LazyProviderResource {
     /** Instance name on the server. */
     declare public readonly name: pulumi.Output<string>;
     declare public readonly image: pulumi.Output<string>;
