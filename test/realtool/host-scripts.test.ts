@@ -13,6 +13,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { ensureCommands } from "../support/tools";
+import { concourseRelease } from "../support/concourse";
 
 const REPO = path.resolve(__dirname, "../../..");
 const HOST_DIR = path.join(REPO, "host");
@@ -557,23 +558,34 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
 
     describe("concourse-worker.sh", function () {
         const UNIT = "concourse-worker.service";
-        let realRunc = "";
+        /** A file only v2 has. */
+        const NEW_RELEASE_MARK = "concourse/repacked-by-test";
         let runcSha = "";
+        let concourseSha = "";
+        let v1Version = "";
+        let v2Version = "";
         let wrapper = "";
         let wrapperSha = "";
         let v1 = "";
         let v2 = "";
 
-        /** A stand-in for Concourse's release tarball: concourse/bin/concourse + a copy of the real runc. */
-        function makeRelease(version: string): string {
-            const dir = path.join(top, `release-${version}`);
-            fs.mkdirSync(path.join(dir, "concourse/bin"), { recursive: true });
-            fs.writeFileSync(path.join(dir, "concourse/bin/concourse"), `#!/bin/sh\necho "concourse ${version} $*"\n`, { mode: 0o755 });
-            fs.copyFileSync(realRunc, path.join(dir, "concourse/bin/runc"));
-            fs.chmodSync(path.join(dir, "concourse/bin/runc"), 0o755);
-            const tgz = path.join(top, `concourse-${version}.tgz`);
-            execFileSync("tar", ["-czf", tgz, "-C", dir, "concourse"]);
-            return tgz;
+        /**
+         * The real release (scripts/concourse-release.sh) as v1; as v2, the same release repacked
+         * with a file of its own (NEW_RELEASE_MARK), so an upgrade shows in the prefix.
+         */
+        function makeReleases(): void {
+            v1 = concourseRelease();
+            v1Version = /concourse-(.+)-linux-amd64\.tgz$/.exec(v1)![1];
+            v2Version = `${v1Version}-repacked`;
+            const dir = path.join(top, "release-repacked");
+            fs.mkdirSync(dir, { recursive: true });
+            execFileSync("tar", ["-xzf", v1, "-C", dir]);
+            fs.writeFileSync(path.join(dir, NEW_RELEASE_MARK), `${v2Version}\n`);
+            v2 = path.join(top, `concourse-${v2Version}.tgz`);
+            execFileSync("tar", ["-czf", v2, "-C", dir, "concourse"]);
+            concourseSha = sha256(path.join(dir, "concourse/bin/concourse"));
+            runcSha = sha256(path.join(dir, "concourse/bin/runc"));
+            fs.rmSync(dir, { recursive: true, force: true });
         }
 
         /** The worker's unit and env files, watched for restarts. */
@@ -612,22 +624,18 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
 
         before(function () {
             this.timeout(300_000);
-            ensureCommands(["runc"], ["runc"]);
-            realRunc = which("runc");
-            runcSha = sha256(realRunc);
             execFileSync("bash", [path.join(SCRIPTS_DIR, "build-wrapper.sh")], { stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 });
             wrapper = path.join(REPO, "dist/wrapper/runc-wrapper");
             wrapperSha = sha256(wrapper);
-            v1 = makeRelease("7.11.2");
-            v2 = makeRelease("7.12.0");
+            makeReleases();
         });
 
         it("unpacks the release into the prefix; restarts on the first run, then only when a watched file changed", () => {
             const h = new FakeHost("cw-archive");
             const files = workerFiles(h);
-            const args = ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags];
-            assert.match(h.ok("concourse-worker.sh", args).stdout, /concourse-worker\.service is running Concourse 7\.11\.2/);
-            assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/);
+            const args = ["ensure", "--version", v1Version, "--archive", v1, "--unit", UNIT, ...files.flags];
+            assert.match(h.ok("concourse-worker.sh", args).stdout, new RegExp(`concourse-worker\\.service is running Concourse ${v1Version}`));
+            assert.strictEqual(sha256(concourse(h)), concourseSha);
             assert.strictEqual(sha256(runc(h)), runcSha);
             assert.ok(h.calls("systemctl").includes("systemctl daemon-reload"));
             assert.ok(h.calls("systemctl").includes(`systemctl enable ${UNIT}`));
@@ -657,10 +665,11 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         it("a new release replaces the binaries and restarts the worker, with no watched file changed", () => {
             const h = new FakeHost("cw-upgrade");
             const files = workerFiles(h);
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, ...files.flags]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", v1Version, "--archive", v1, "--unit", UNIT, ...files.flags]);
             h.resetLog();
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.12.0", "--archive", v2, "--unit", UNIT, ...files.flags]);
-            assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.12\.0/);
+            h.ok("concourse-worker.sh", ["ensure", "--version", v2Version, "--archive", v2, "--unit", UNIT, ...files.flags]);
+            assert.strictEqual(fs.readFileSync(path.join(h.prefix, NEW_RELEASE_MARK), "utf8"), `${v2Version}\n`);
+            assert.strictEqual(sha256(concourse(h)), concourseSha);
             assert.deepStrictEqual(fs.readdirSync(h.prefix), ["concourse"]);
             assert.deepStrictEqual(h.restarts(), [`systemctl restart ${UNIT}`], "the running worker still runs the old binary");
         });
@@ -669,15 +678,15 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const h = new FakeHost("cw-url");
             const files = workerFiles(h);
             const url1 = `file://${v1}`;
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", v1Version, "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
             const curls = h.calls("curl");
             assert.strictEqual(curls.length, 1);
             assert.match(curls[0], new RegExp(`^curl -fsSL --retry 3 -o ${h.tmp}/\\S+/concourse\\.tgz ${url1}$`));
-            assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/);
+            assert.strictEqual(sha256(concourse(h)), concourseSha);
             assert.strictEqual(sha256(runc(h)), runcSha);
 
             h.resetLog();
-            h.ok("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
+            h.ok("concourse-worker.sh", ["ensure", "--version", v1Version, "--url", url1, "--sha256", sha256(v1), "--unit", UNIT, ...files.flags]);
             assert.deepStrictEqual(h.calls("curl"), [], "an installed release is not downloaded again");
             assert.deepStrictEqual(h.restarts(), []);
 
@@ -685,15 +694,16 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const wrong = sha256(v1);
             h.fails(
                 "concourse-worker.sh",
-                ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.flags],
+                ["ensure", "--version", v2Version, "--url", `file://${v2}`, "--sha256", wrong, "--unit", UNIT, ...files.flags],
                 new RegExp(`file://${v2} does not match sha256 ${wrong}`),
             );
-            assert.match(fs.readFileSync(concourse(h), "utf8"), /concourse 7\.11\.2/, "the installed release stays");
+            assert.ok(!fs.existsSync(path.join(h.prefix, NEW_RELEASE_MARK)), "the installed release stays");
+            assert.strictEqual(sha256(concourse(h)), concourseSha);
             assert.deepStrictEqual(h.calls("systemctl"), []);
             assert.deepStrictEqual(fs.readdirSync(h.tmp), [], "the download is cleaned up");
             h.fails(
                 "concourse-worker.sh",
-                ["ensure", "--version", "7.12.0", "--url", `file://${v2}`, "--unit", UNIT, "--env", files.env],
+                ["ensure", "--version", v2Version, "--url", `file://${v2}`, "--unit", UNIT, "--env", files.env],
                 /--url needs --sha256/,
             );
         });
@@ -706,7 +716,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             const args = [
                 "ensure",
                 "--version",
-                "7.11.2",
+                v1Version,
                 "--archive",
                 v1,
                 "--unit",
@@ -756,7 +766,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
                 [
                     "ensure",
                     "--version",
-                    "7.11.2",
+                    v1Version,
                     "--archive",
                     v1,
                     "--unit",
@@ -776,7 +786,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.deepStrictEqual(h.restarts(), []);
             h.fails(
                 "concourse-worker.sh",
-                ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT, "--env", files.env, "--wrap-runc", shim],
+                ["ensure", "--version", v1Version, "--archive", v1, "--unit", UNIT, "--env", files.env, "--wrap-runc", shim],
                 /--wrap-runc needs --wrapper and --wrapper-sha256/,
             );
         });
@@ -784,19 +794,19 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         it("bad input: no --unit, a missing archive, a file that is no release", () => {
             const h = new FakeHost("cw-args");
             const env = ["--env", workerFiles(h).env];
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, ...env], /--unit is required/);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--archive", v1, "--unit", UNIT], /--env is required/);
-            h.fails("concourse-worker.sh", ["ensure", "--version", "7.11.2", "--unit", UNIT, ...env], /give --url URL --sha256 HEX or --archive PATH/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", v1Version, "--archive", v1, ...env], /--unit is required/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", v1Version, "--archive", v1, "--unit", UNIT], /--env is required/);
+            h.fails("concourse-worker.sh", ["ensure", "--version", v1Version, "--unit", UNIT, ...env], /give --url URL --sha256 HEX or --archive PATH/);
             h.fails(
                 "concourse-worker.sh",
-                ["ensure", "--version", "7.11.2", "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT, ...env],
+                ["ensure", "--version", v1Version, "--archive", path.join(h.dir, "nope.tgz"), "--unit", UNIT, ...env],
                 /archive .*nope\.tgz is missing/,
             );
             const notTar = path.join(h.dir, "concourse.tgz");
             fs.writeFileSync(notTar, "<html>not found</html>\n");
             h.fails(
                 "concourse-worker.sh",
-                ["ensure", "--version", "7.11.2", "--archive", notTar, "--unit", UNIT, ...env],
+                ["ensure", "--version", v1Version, "--archive", notTar, "--unit", UNIT, ...env],
                 /concourse\.tgz is not a gzip tarball/,
             );
             assert.deepStrictEqual(fs.readdirSync(h.prefix), []);
