@@ -287,9 +287,8 @@ describe("LXD provider: runs from the module text in its state", function () {
         try {
             fs.writeFileSync(path.join(dir, "provider.js"), module);
             const runner = `
-                const requireFromString = require(${JSON.stringify(require.resolve("require-from-string"))});
-                const text = require("fs").readFileSync(${JSON.stringify(path.join(dir, "provider.js"))}, "utf8");
-                const provider = requireFromString(text).handler();
+                const { loadedProvider } = require(${JSON.stringify(require.resolve("../support/provider-module"))});
+                const provider = loadedProvider(require("fs").readFileSync(${JSON.stringify(path.join(dir, "provider.js"))}, "utf8"));
                 provider.check({}, { server: {}, name: "gpu-a", image: "x", devices: { gpu0: { type: "gpu", id: "nvidia.com/gpu" } } })
                     .then((r) => console.log(JSON.stringify(r.failures)), (e) => { console.error(e); process.exit(1); });`;
             return JSON.parse(execFileSync(process.execPath, ["-e", runner], { cwd, encoding: "utf8" }));
