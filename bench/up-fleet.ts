@@ -5,7 +5,10 @@
  * Each `up` is measured for its wall time, the CPU seconds of the pulumi CLI and every process
  * under it (the program, the providers and whatever they spawn, as `times` reports them for a
  * shell's children), and the SSH connections it opened, counted where they land: sshd's
- * "Accepted publickey" lines in each machine's journal, before and after.
+ * "Accepted publickey" lines in each machine's journal, before and after. The machines' own CPU
+ * seconds (sshd and what the steps run there, as LXD reports each instance's cgroup) are printed
+ * beside the CLI's: here the machines share this machine's cores with the engine, where a real
+ * fleet's hosts have their own, so that part of a fleet's wall time is the bench's, not the program's.
  * With a baseline (by default the previous release, built beside this checkout) both programs
  * converge the same machines in the same run, interleaved, so the figures share the machine's load.
  * It prints each measurement as it goes, then medians per fleet size and per host, and the
@@ -42,6 +45,8 @@ interface Measure {
     wall: number;
     cpu: number;
     ssh: number;
+    /** CPU seconds the machines themselves used meanwhile. */
+    hostCpu: number;
 }
 
 interface Program {
@@ -79,6 +84,17 @@ function measuredPulumi(projectDir: string, env: Record<string, string>, args: s
 function acceptedLogins(lxd: TestLxd, instances: string[]): number {
     return instances
         .map((instance) => Number(lxd.exec(instance, "journalctl --no-pager -o cat _COMM=sshd | grep -c '^Accepted publickey' || true").trim()))
+        .reduce((a, b) => a + b, 0);
+}
+
+/** CPU seconds the instances have used since they started, from LXD's state of each (its cgroup's usage, in ns). */
+function instancesCpu(lxd: TestLxd, instances: string[]): number {
+    return instances
+        .map((instance) => {
+            const usage = (JSON.parse(lxd.lxc("query", `/1.0/instances/${instance}/state`)) as { cpu?: { usage?: number } }).cpu?.usage;
+            if (typeof usage !== "number" || usage <= 0) throw new Error(`bench:up: LXD reports no CPU usage for ${instance}: does the daemon see its cgroup?`);
+            return usage / 1e9;
+        })
         .reduce((a, b) => a + b, 0);
 }
 
@@ -133,7 +149,10 @@ export async function fleetBench(): Promise<void> {
                 for (const p of order) {
                     const stack = stackOf.get(`${p}/${size}`)!;
                     const before = acceptedLogins(lxd, instances);
+                    const used = instances.slice(0, size);
+                    const hostCpuBefore = instancesCpu(lxd, used);
                     const run = measuredPulumi(programs[p].project, env, ["up", "--yes", "--skip-preview", "--stack", stack.name], timesFile);
+                    const hostCpu = instancesCpu(lxd, used) - hostCpuBefore;
                     // BENCH_UP_STATE=DIR keeps each converged state (every resource's creation time) for a look at the critical path.
                     if (process.env.BENCH_UP_STATE) {
                         const exported = await stack.exportStack();
@@ -141,10 +160,10 @@ export async function fleetBench(): Promise<void> {
                     }
                     const ssh = acceptedLogins(lxd, instances) - before;
                     if (ssh === 0) throw new Error("bench:up: no SSH login counted in the machines' journals: is sshd logging to the journal?");
-                    results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh }]);
+                    results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh, hostCpu }]);
                     // As it goes, so that a run cut short still says what it measured.
                     console.log(
-                        `  round ${round + 1}: ${programs[p].label}, ${size} hosts: ${run.wall.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, ${ssh} SSH logins`,
+                        `  round ${round + 1}: ${programs[p].label}, ${size} hosts: ${run.wall.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, the machines' CPU ${hostCpu.toFixed(2)} s, ${ssh} SSH logins`,
                     );
                     await stack.destroy();
                 }
@@ -153,15 +172,16 @@ export async function fleetBench(): Promise<void> {
 
         const fixed = (x: number, digits = 2) => x.toFixed(digits).padStart(8);
         console.log(`bench:up --fleet (medians of ${ROUNDS} rounds; ${os.cpus().length} CPUs; converge from nothing over SSH, machines made beforehand)`);
-        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  SSH conns  SSH/host   wall runs`);
+        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  hosts' CPU s  per host  SSH conns  SSH/host   wall runs`);
         for (const [p, program] of programs.entries()) {
             for (const size of SIZES) {
                 const ms = results.get(`${p}/${size}`)!;
                 const wall = median(ms.map((m) => m.wall));
                 const cpu = median(ms.map((m) => m.cpu));
                 const ssh = median(ms.map((m) => m.ssh));
+                const hostCpu = median(ms.map((m) => m.hostCpu));
                 console.log(
-                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
+                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}      ${fixed(hostCpu)} ${fixed(hostCpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
                 );
             }
         }
