@@ -38,25 +38,28 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$unit" ] || die "--unit is required"
 
-# The API's info endpoint answers 200 once the web is up (no curl needed on the host).
+# The API's info endpoint answers 200 once the web is up (no curl needed on the host). The probe
+# is a subshell that ignores SIGPIPE: a web starting or restarting resets connections it took,
+# and writing to one must read as "not yet", not kill this script (exit 141). A web that takes
+# the request and never answers is "not yet" after 5s.
 answers() {
-  local status
-  exec 3<>"/dev/tcp/$address/$port" || return 1
-  printf 'GET /api/v1/info HTTP/1.0\r\nHost: %s\r\n\r\n' "$address" >&3
-  read -r _ status _ <&3 || status=""
-  exec 3<&-
-  [ "$status" = 200 ]
+  (
+    trap '' PIPE
+    exec 3<>"/dev/tcp/$address/$port" || exit 1
+    printf 'GET /api/v1/info HTTP/1.0\r\nHost: %s\r\n\r\n' "$address" >&3 || exit 1
+    read -r -t 5 _ status _ <&3 || exit 1
+    [ "$status" = 200 ]
+  )
 }
 
 wait_until_answering() {
-  local waited=0
+  local deadline=$((SECONDS + 120))
   until answers 2>/dev/null; do
-    if [ "$waited" -ge 120 ]; then
+    if [ "$SECONDS" -ge "$deadline" ]; then
       journalctl -u "$unit" -n 20 --no-pager >&2 2>/dev/null || true
       die "the web did not answer on ${address}:${port} within 120s (last lines of ${unit} above)"
     fi
     sleep 1
-    waited=$((waited + 1))
   done
 }
 

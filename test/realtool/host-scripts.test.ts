@@ -1,5 +1,6 @@
 /**
- * The host step scripts (gpu-driver, container-toolkit, fabric-manager, concourse-worker),
+ * The host step scripts (gpu-driver, container-toolkit, fabric-manager, concourse-worker,
+ * concourse-web),
  * run for real with bash against a fixture root, a private state dir and fake package and
  * service tools (test/fixtures/host-scripts/bin: they log their argv and answer from files).
  * Their PATH holds those fakes plus links to a short list of ordinary programs, so no test
@@ -7,7 +8,7 @@
  * second run does nothing, and the words of its errors.
  */
 import * as assert from "assert";
-import { execFileSync, spawnSync } from "child_process";
+import { execFileSync, spawn, spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
@@ -20,7 +21,7 @@ const HOST_DIR = path.join(REPO, "host");
 const SCRIPTS_DIR = path.join(REPO, "scripts");
 const FAKES = path.join(REPO, "test/fixtures/host-scripts/bin");
 const FAKE_TOOLS = ["apt-get", "apt-cache", "dpkg-query", "dpkg", "systemctl", "fmpm", "curl"];
-const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh"];
+const HOST_SCRIPTS = ["gpu-driver.sh", "container-toolkit.sh", "fabric-manager.sh", "concourse-worker.sh", "concourse-web.sh"];
 /** The real programs the scripts and the fakes may run; nothing else is on their PATH. */
 const REAL_TOOLS = [
     "bash",
@@ -51,6 +52,9 @@ const REAL_TOOLS = [
     "flock",
     "rmdir",
     "basename",
+    "xargs",
+    "cmp",
+    "sleep",
 ];
 
 const NVRM_550 =
@@ -84,6 +88,7 @@ function sha256(file: string): string {
 
 interface Result {
     status: number | null;
+    signal: NodeJS.Signals | null;
     stdout: string;
     stderr: string;
     out: string;
@@ -132,9 +137,9 @@ class FakeHost {
         };
     }
 
-    run(script: string, args: string[]): Result {
-        const r = spawnSync(bash, [path.join(HOST_DIR, script), ...args], { encoding: "utf8", env: this.env(), timeout: 30_000 });
-        const res = { status: r.status, stdout: r.stdout, stderr: r.stderr, out: `${r.stdout}${r.stderr}` };
+    run(script: string, args: string[], timeoutMs = 30_000): Result {
+        const r = spawnSync(bash, [path.join(HOST_DIR, script), ...args], { encoding: "utf8", env: this.env(), timeout: timeoutMs });
+        const res = { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, out: `${r.stdout}${r.stderr}` };
         // A fake refusing an unexpected call is a broken test, never the expected failure.
         assert.doesNotMatch(res.out, /^fake [a-z-]+:/m, res.out);
         return res;
@@ -814,8 +819,61 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         });
     });
 
+    describe("concourse-web.sh", function () {
+        this.timeout(120_000);
+        const UNIT = "concourse-web.service";
+
+        /**
+         * A web that is starting: a real TCP listener (its own process, as the script runs
+         * synchronously) that resets the first `resets` connections it takes, as a web being
+         * (re)started does, then holds one open without a word, and then answers the info
+         * endpoint. Stopped by the test.
+         */
+        async function startingWeb(resets: number): Promise<{ port: number; stop: () => void }> {
+            const server = [
+                "const net = require('net');",
+                `let n = 0; const resets = ${resets};`,
+                "net.createServer((c) => {",
+                "  if (++n <= resets) return c.resetAndDestroy();",
+                "  if (n === resets + 1) return;",
+                "  c.once('data', () => c.end('HTTP/1.0 200 OK\\r\\nContent-Type: application/json\\r\\n\\r\\n{}'));",
+                "}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });",
+            ].join("\n");
+            const child = spawn(process.execPath, ["-e", server], { stdio: ["ignore", "pipe", "inherit"] });
+            const port = await new Promise<number>((resolve, reject) => {
+                child.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+                child.once("exit", (code) => reject(new Error(`the listener exited ${code}`)));
+            });
+            return { port, stop: () => child.kill() };
+        }
+
+        it("a web that resets connections or holds one unanswered while it starts is waited for: no SIGPIPE, no hang", async () => {
+            const release = concourseRelease();
+            const version = /concourse-(.+)-linux-amd64\.tgz$/.exec(release)![1];
+            const h = new FakeHost("cweb-starting");
+            const unitFile = path.join(h.dir, UNIT);
+            fs.writeFileSync(unitFile, "[Service]\nExecStart=/usr/local/concourse/bin/concourse web\n");
+            const keysDir = path.join(h.dir, "worker-keys");
+            fs.mkdirSync(keysDir);
+            fs.writeFileSync(path.join(keysDir, "web.pub"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB0 web\n");
+            // Only the 14th connection is answered: ensure waited through twelve resets (each a fair
+            // chance of SIGPIPE for a probe that does not ignore it) and a web that never answered.
+            const web = await startingWeb(12);
+            try {
+                const args = ["ensure", "--version", version, "--archive", release, "--unit", UNIT, "--port", String(web.port)];
+                const keys = ["--keys-dir", keysDir, "--keys", path.join(h.dir, "authorized_worker_keys"), "--watch", unitFile];
+                const r = h.run("concourse-web.sh", [...args, ...keys], 90_000);
+                assert.strictEqual(r.status, 0, `ensure ended with ${r.signal ?? `exit ${r.status}`}:\n${r.out}`);
+                assert.match(r.stdout, new RegExp(`${UNIT} answers on 127\\.0\\.0\\.1:${web.port}`));
+                assert.deepStrictEqual(h.restarts(), [`systemctl restart ${UNIT}`]);
+            } finally {
+                web.stop();
+            }
+        });
+    });
+
     describe("host scripts: shellcheck", () => {
-        it("the four scripts (and the fake tools) pass shellcheck -S style", () => {
+        it("the five scripts (and the fake tools) pass shellcheck -S style", () => {
             ensureCommands(["shellcheck"], ["shellcheck"]);
             const scripts = spawnSync("shellcheck", ["-S", "style", ...HOST_SCRIPTS.map((s) => path.join(HOST_DIR, s))], { encoding: "utf8" });
             assert.strictEqual(scripts.status, 0, scripts.stdout + scripts.stderr);

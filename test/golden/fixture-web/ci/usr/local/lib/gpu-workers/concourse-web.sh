@@ -1,1 +1,1 @@
-host script host/concourse-web.sh, sha256 2ba85a001946c3072bf1a110cb8b62e2b8ff7d02ebe7ce07e6ed21e18e9cd45a
+host script host/concourse-web.sh, sha256 6d8b3a5e29363f1d1e56e4f1e96c60b2abb58f1fe0a42b0ab555235e444cc64c
