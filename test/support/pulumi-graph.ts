@@ -11,19 +11,36 @@ export function isFileResourceName(name: string): boolean {
     return /-file-|-files$/.test(name);
 }
 
-/** The files of a file set's stdin, by path, read back by their headers' byte counts; a binary (staged, its bytes elsewhere) as "". */
-export function fileSetContents(stdin: string): Map<string, string> {
-    const files = new Map<string, string>();
+/** A file's header in a file set's stdin: its path, its bytes (none for a staged binary) and its sha256. */
+interface FileSetEntry {
+    path: string;
+    content: Buffer | undefined;
+    sha256: string;
+}
+
+/** The files of a file set's stdin, read back by their headers' byte counts. */
+function fileSetEntries(stdin: string): FileSetEntry[] {
+    const entries: FileSetEntry[] = [];
     const bytes = Buffer.from(stdin);
-    const header = /^==> (\S+) \(mode [0-7]+, (?:(\d+) bytes|staged copy), sha256 [0-9a-f]{64}\) <==\n/gm;
+    const header = /^==> (\S+) \(mode [0-7]+, (?:(\d+) bytes|staged copy), sha256 ([0-9a-f]{64})\) <==\n/gm;
     let at = 0;
     for (let m = header.exec(stdin); m; m = header.exec(stdin)) {
         const start = Buffer.byteLength(stdin.slice(0, m.index + m[0].length));
         if (start < at) continue; // a header-like line inside a file's content
         at = m[2] === undefined ? start : start + Number(m[2]) + 1;
-        files.set(m[1], m[2] === undefined ? "" : bytes.subarray(start, start + Number(m[2])).toString());
+        entries.push({ path: m[1], content: m[2] === undefined ? undefined : bytes.subarray(start, start + Number(m[2])), sha256: m[3] });
     }
-    return files;
+    return entries;
+}
+
+/** The files of a file set's stdin, by path; a binary (staged, its bytes elsewhere) as "". */
+export function fileSetContents(stdin: string): Map<string, string> {
+    return new Map(fileSetEntries(stdin).map((e) => [e.path, e.content?.toString() ?? ""]));
+}
+
+/** The sha256 of every file of a file set's stdin, by path, a staged binary's too. */
+export function fileSetHashes(stdin: string): Map<string, string> {
+    return new Map(fileSetEntries(stdin).map((e) => [e.path, e.sha256]));
 }
 
 export interface RecordedResource {
