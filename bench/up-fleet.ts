@@ -172,7 +172,7 @@ export async function fleetBench(): Promise<void> {
 
         const fixed = (x: number, digits = 2) => x.toFixed(digits).padStart(8);
         console.log(`bench:up --fleet (medians of ${ROUNDS} rounds; ${os.cpus().length} CPUs; converge from nothing over SSH, machines made beforehand)`);
-        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  hosts' CPU s  per host  SSH conns  SSH/host   wall runs`);
+        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  machines' CPU s  per host  SSH conns  SSH/host   wall runs`);
         for (const [p, program] of programs.entries()) {
             for (const size of SIZES) {
                 const ms = results.get(`${p}/${size}`)!;
@@ -181,7 +181,7 @@ export async function fleetBench(): Promise<void> {
                 const ssh = median(ms.map((m) => m.ssh));
                 const hostCpu = median(ms.map((m) => m.hostCpu));
                 console.log(
-                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}      ${fixed(hostCpu)} ${fixed(hostCpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
+                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}         ${fixed(hostCpu)}  ${fixed(hostCpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
                 );
             }
         }

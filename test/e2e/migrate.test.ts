@@ -44,6 +44,10 @@ interface EarlierRelease {
 
 const nameOf = (urn: string) => urn.split("::").pop()!;
 
+/** The stdin of every file set in a state (a set whose stdin is a secret has none to read). */
+const fileSetStdins = (resources: StateResource[]): string[] =>
+    resources.flatMap((r) => (r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string" ? [r.inputs.stdin] : []));
+
 const RELEASES: EarlierRelease[] = [
     {
         commit: PREVIOUS_RELEASE,
@@ -60,9 +64,7 @@ const RELEASES: EarlierRelease[] = [
         replaced: (before, after) => {
             // Each path a file set of this release places (a binary's too) had a command of its own, `<component>-file-<path>`,
             // whichever set now holds it: the component's, or the worker's set of the program's own files.
-            const ends = after
-                .filter((r) => r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string")
-                .flatMap((set) => [...fileSetContents(set.inputs!.stdin as string).keys()].map((p) => `-file-${pathSlug(p)}`));
+            const ends = fileSetStdins(after).flatMap((stdin) => [...fileSetContents(stdin).keys()].map((p) => `-file-${pathSlug(p)}`));
             const ofOwn = (resources: StateResource[]) =>
                 resources.filter((r) => r.type === REMOTE_COMMAND && ends.some((end) => nameOf(r.urn).endsWith(end))).map((r) => r.urn);
             return { held: ofOwn(before), left: ofOwn(after) };
@@ -86,8 +88,7 @@ function devStackConfig(checkout: string, socket: string, tarball: string, datas
 
 /** The sha256 of every file this release's file sets place, by path (from the state's stdins). */
 function renderedHashes(resources: StateResource[]): Map<string, string> {
-    const sets = resources.filter((r) => r.type === REMOTE_COMMAND && /-files$/.test(r.urn) && typeof r.inputs?.stdin === "string");
-    return new Map(sets.flatMap((set) => [...fileSetHashes(set.inputs!.stdin as string)]));
+    return new Map(fileSetStdins(resources).flatMap((stdin) => [...fileSetHashes(stdin)]));
 }
 
 /** A `sha256sum` line of a file the host had, which it now holds as this release renders it. */

@@ -82,6 +82,11 @@ function which(command: string): string {
     return found;
 }
 
+/** The version in a release tarball's name, as scripts/concourse-release.sh names it. */
+function releaseVersion(tarball: string): string {
+    return /concourse-(.+)-linux-amd64\.tgz$/.exec(tarball)![1];
+}
+
 function sha256(file: string): string {
     return crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 }
@@ -580,7 +585,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
          */
         function makeReleases(): void {
             v1 = concourseRelease();
-            v1Version = /concourse-(.+)-linux-amd64\.tgz$/.exec(v1)![1];
+            v1Version = releaseVersion(v1);
             v2Version = `${v1Version}-repacked`;
             const dir = path.join(top, "release-repacked");
             fs.mkdirSync(dir, { recursive: true });
@@ -849,7 +854,7 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
 
         it("a web that resets connections or holds one unanswered while it starts is waited for: no SIGPIPE, no hang", async () => {
             const release = concourseRelease();
-            const version = /concourse-(.+)-linux-amd64\.tgz$/.exec(release)![1];
+            const version = releaseVersion(release);
             const h = new FakeHost("cweb-starting");
             const unitFile = path.join(h.dir, UNIT);
             fs.writeFileSync(unitFile, "[Service]\nExecStart=/usr/local/concourse/bin/concourse web\n");
