@@ -64,6 +64,7 @@ export {
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
 export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/plan/kubernetes-settings";
 export { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
+export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
 export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
 export {

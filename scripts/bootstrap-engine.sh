@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the Pulumi engine available on a machine that cannot download the Pulumi CLI:
-# builds it, and the Command provider's plugin, from Go modules (through the Go module proxy)
-# and caches the binaries outside the repository, keyed by their versions.
+# builds it from Go modules (through the Go module proxy) and caches the binaries outside the
+# repository, keyed by their versions.
 #
 #   PATH="$(scripts/bootstrap-engine.sh):$PATH"
 #
@@ -12,13 +12,11 @@
 #                                   launcher of an older one, pulumi-language-nodejs-sdk<version>,
 #                                   which langhost-options.js hands the project's runtime options)
 #   pulumi-resource-pulumi-nodejs   launcher of Node.js dynamic providers (a shell script)
-#   pulumi-resource-command         the Command provider (host steps and files are its
-#                                   remote.Command and remote.CopyToRemote)
 #
-# The Command provider's own Go module is not served by the module proxy, so it is built from
-# its source kit, pulumi-command-<version>-src.tar.xz in ../shared/pulumi-command/ beside the
-# checkout (every dependency of it is served). Its version is the one of @pulumi/command in
-# package.json. Users elsewhere install it the usual way (see the README).
+# Nothing else: the Command provider's plugin is not served by any registry, so the `builtin`
+# host-step transport (the project's own, over SSH) needs none. Users of the `command` transport
+# install that plugin the usual way (`pulumi plugin install resource command <version>`), and the
+# tests that need it find it on PATH.
 #
 # If `pulumi` and those plugins are already found (PATH, or PULUMI_HOME's plugins), it only
 # says where they are. A complete cache entry is reused without running Go at all.
@@ -27,9 +25,6 @@
 #   GPU_WORKERS_ENGINE_CACHE            cache root; binaries go to <root>/<versions key>/bin
 #                                       (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/pulumi-engine)
 #   GPU_WORKERS_ENGINE_REBUILD=1        ignore what is installed or cached and build again
-#   GPU_WORKERS_COMMAND_KIT             the Command provider's source kit (default
-#                                       ../shared/pulumi-command/pulumi-command-<version>-src.tar.xz
-#                                       beside the checkout)
 #   GO                                  the go command to use (default: go on PATH)
 #
 # The Go builds take turns with every other big Go build of this user's (go_build_one_at_a_time
@@ -53,11 +48,6 @@ command -v node >/dev/null 2>&1 || die "node is needed to read the version from 
 PULUMI_VERSION=$(node -p 'require(process.argv[1]).devDependencies["@pulumi/pulumi"] || "MISSING"' "$root/package.json")
 [[ $PULUMI_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
   die "package.json must pin @pulumi/pulumi to an exact version (got '$PULUMI_VERSION')"
-# The Command provider: the plugin MUST match @pulumi/command in package.json's dependencies
-# (the SDK that declares its resources), so it is read from there too.
-COMMAND_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/command"] || "MISSING"' "$root/package.json")
-[[ $COMMAND_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
-  die "package.json must pin @pulumi/command to an exact version (got '$COMMAND_VERSION')"
 # Where the Node.js language host comes from when its own module
 # (github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3) is not to be had at
 # PULUMI_VERSION: the last github.com/pulumi/pulumi/sdk/v3 release served here that still
@@ -67,11 +57,11 @@ COMMAND_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/comman
 # (scripts/langhost-options.js): without them it would load ts-node into every program.
 LANGHOST_FALLBACK_SDK_VERSION=3.68.0
 # Bump when the way the binaries are built changes, so that old cache entries are not used.
-RECIPE=3
+RECIPE=4
 # ---------------------------------------------------------------------------------------
 
 cache_root=${GPU_WORKERS_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/pulumi-engine}
-key="v${PULUMI_VERSION}-r${RECIPE}-command${COMMAND_VERSION}"
+key="v${PULUMI_VERSION}-r${RECIPE}"
 entry="$cache_root/$key"
 bin="$entry/bin"
 pulumi_home=${PULUMI_HOME:-$HOME/.pulumi}
@@ -90,7 +80,7 @@ plugin_path() {
 if [[ -z ${GPU_WORKERS_ENGINE_REBUILD:-} ]] && existing=$(command -v pulumi 2>/dev/null); then
   missing=()
   where=("pulumi: $existing")
-  for spec in "language nodejs $PULUMI_VERSION" "resource pulumi-nodejs $PULUMI_VERSION" "resource command $COMMAND_VERSION"; do
+  for spec in "language nodejs $PULUMI_VERSION" "resource pulumi-nodejs $PULUMI_VERSION"; do
     read -r kind name version <<<"$spec"
     found=$(plugin_path "$kind" "$name" "$version")
     if [[ -z $found && -x "$(dirname "$existing")/pulumi-$kind-$name" ]]; then
@@ -111,16 +101,11 @@ report_cached() {
   log "engine $key: $bin"
   printf '%s\n' "$bin"
 }
-complete() { [[ -f "$entry/complete" && -x "$bin/pulumi" && -x "$bin/pulumi-resource-command" ]]; }
+complete() { [[ -f "$entry/complete" && -x "$bin/pulumi" && -x "$bin/pulumi-language-nodejs" ]]; }
 if [[ -z ${GPU_WORKERS_ENGINE_REBUILD:-} ]] && complete; then
   report_cached
   exit 0
 fi
-
-# The Command provider's source kit, checked before any build starts.
-command_kit=${GPU_WORKERS_COMMAND_KIT:-$root/../shared/pulumi-command/pulumi-command-$COMMAND_VERSION-src.tar.xz}
-[[ -f $command_kit ]] ||
-  die "no source kit for the Command provider $COMMAND_VERSION (@pulumi/command in package.json): $command_kit is missing; put pulumi-command-$COMMAND_VERSION-src.tar.xz in ../shared/pulumi-command/ beside the checkout, or set GPU_WORKERS_COMMAND_KIT"
 
 # 3. Build.
 GO=${GO:-$(command -v go || true)}
@@ -249,16 +234,6 @@ script=$(node -e "console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provid
 exec node "$script" "$@"
 EOF
 chmod +x "$stage/pulumi-resource-pulumi-nodejs"
-
-# --- The Command provider, from its source kit (its go.mod names every dependency).
-mkdir -p "$work/command"
-tar -xJf "$command_kit" -C "$work/command" || die "cannot unpack $command_kit"
-[[ -d $work/command/provider/cmd/pulumi-resource-command ]] ||
-  die "$command_kit holds no provider/cmd/pulumi-resource-command"
-cd "$work/command/provider" || die "cannot enter the Command provider's source"
-build pulumi-resource-command \
-  "-X github.com/pulumi/pulumi-command/provider/pkg/version.Version=v$COMMAND_VERSION" \
-  ./cmd/pulumi-resource-command
 
 cd "$root" || die "cannot enter $root"
 rm -rf "$bin"

@@ -1,100 +1,79 @@
 #!/usr/bin/env bash
-# Assembles a Concourse release tarball in Concourse's own layout from parts, for this repo's
-# dev stack and tests (users give the official release: concourse.binary {url, sha256}):
+# Finds the Concourse release for this repo's dev stack and tests: the official
+# concourse-<version>-linux-amd64.tgz, which no package registry serves, so it is supplied:
 #
-#   concourse/bin/        concourse and init from the kit; containerd, containerd-shim-runc-v2,
-#                         runc and the CNI plugins from this machine's Debian packages
-#   concourse/resource-types/mock/{rootfs.tgz,resource_metadata.json}
-#                         the kit's mock resource on a busybox-static rootfs
+#   GPU_WORKERS_CONCOURSE_RELEASE=FILE   that tarball (any name; it must unpack to concourse/bin/concourse)
+#   GPU_WORKERS_CONCOURSE_RELEASE=DIR    that tarball unpacked (DIR holds concourse/, or is it): packed
+#                                        again, reproducibly, into the cache
+#   GPU_WORKERS_CONCOURSE_SHA256=SUM     no file: download the official release of
+#                                        GPU_WORKERS_CONCOURSE_VERSION (default below) from its release
+#                                        page into the cache, and use it only if its sha256 is SUM
 #
-#   concourse-release.sh [--kit FILE]   prints the tarball's path
+#   concourse-release.sh            prints the tarball's path, then its version, one per line
 #
-# The kit is ../shared/concourse/concourse-*-kit.tar.xz beside the repo unless --kit (or
-# GPU_WORKERS_CONCOURSE_KIT) names it. The tarball is cached by content (the kit, every binary
-# and this script) under ${XDG_CACHE_HOME:-~/.cache}/gpu-workers/concourse/, and is the same
-# bytes each time it is made from the same parts. Missing Debian packages are installed when
-# run as root.
+# Exits 3, saying what to set, when no release is supplied; 1 when one is supplied but unusable.
+# Users of the stacks give their release as concourse.binary {url, sha256} or {path} instead.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEFAULT_VERSION=8.2.5
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/concourse"
-kit=${GPU_WORKERS_CONCOURSE_KIT:-}
+given=${GPU_WORKERS_CONCOURSE_RELEASE:-}
+sum=${GPU_WORKERS_CONCOURSE_SHA256:-}
+version=${GPU_WORKERS_CONCOURSE_VERSION:-$DEFAULT_VERSION}
 
-die() { echo "concourse-release: $*" >&2; exit 1; }
+die() { echo "concourse-release: $*" >&2; exit "${2:-1}"; }
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --kit) kit=$2; shift 2 ;;
-    *) die "unknown argument: $1 (usage: concourse-release.sh [--kit FILE])" ;;
-  esac
-done
-if [ -z "$kit" ]; then
-  for candidate in "$root"/../shared/concourse/concourse-*-kit.tar.xz; do
-    [ -f "$candidate" ] && kit=$candidate
-  done
-fi
-if [ -z "$kit" ] || [ ! -f "$kit" ]; then die "no Concourse kit found (expected ../shared/concourse/concourse-*-kit.tar.xz beside the repo; give --kit FILE)"; fi
-
-# The runtime parts a worker needs beside Concourse, and the Debian packages that bring them.
-CONTAINERD=/usr/bin/containerd
-SHIM=/usr/bin/containerd-shim-runc-v2
-RUNC=/usr/sbin/runc
-CNI_DIR=/usr/lib/cni
-BUSYBOX=/bin/busybox
-# The kit's mock resource is concourse/mock-resource at this version (the kit's README).
-MOCK_VERSION=0.14.2
-ensure_parts() {
-  local missing=()
-  [ -x "$CONTAINERD" ] && [ -x "$SHIM" ] || missing+=(containerd)
-  [ -x "$RUNC" ] || missing+=(runc)
-  [ -x "$CNI_DIR/bridge" ] || missing+=(containernetworking-plugins)
-  if [ ! -x "$BUSYBOX" ] || ldd "$BUSYBOX" >/dev/null 2>&1; then missing+=(busybox-static); fi
-  [ ${#missing[@]} -eq 0 ] && return 0
-  [ "$(id -u)" -eq 0 ] || die "missing Debian packages: ${missing[*]} (apt-get install them, as root)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-    die "could not install ${missing[*]}"
+# version_of TREE: the version the release's own binary reports (concourse --version prints it alone).
+version_of() {
+  local v
+  v=$("$1/concourse/bin/concourse" --version 2>/dev/null | head -n 1) || die "$1/concourse/bin/concourse --version failed"
+  [[ $v =~ ^[0-9]+(\.[0-9]+)+$ ]] || die "$1/concourse/bin/concourse --version printed '$v', not a version"
+  printf '%s\n' "$v"
 }
-ensure_parts
 
-parts=("$kit" "$CONTAINERD" "$SHIM" "$RUNC" "$BUSYBOX" "${BASH_SOURCE[0]}" "$CNI_DIR"/*)
-key=$(sha256sum "${parts[@]}" | awk '{print $1}' | sha256sum | cut -c1-16)
-version=$(basename "$kit" | sed -E 's/^concourse-(.*)-kit\.tar\.xz$/\1/')
-out="$cache/$key/concourse-$version-linux-amd64.tgz"
-if [ -f "$out" ]; then
-  echo "$out"
-  exit 0
+reproducible_tar() { tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 "$@"; }
+
+if [ -n "$given" ] && [ -d "$given" ]; then
+  tree=$(cd "$given" && pwd)
+  [ -x "$tree/concourse/bin/concourse" ] || { [ -x "$tree/bin/concourse" ] && [ "$(basename "$tree")" = concourse ] && tree=$(dirname "$tree"); }
+  [ -x "$tree/concourse/bin/concourse" ] || die "$given holds no concourse/bin/concourse: give the official release tarball, or the folder it unpacks to"
+  version=$(version_of "$tree")
+  # The cache key: every file's path, mode and bytes.
+  key=$(cd "$tree" && find concourse -type f -printf '%p %m\n' | LC_ALL=C sort | while read -r f m; do printf '%s %s %s\n' "$f" "$m" "$(sha256sum <"$f" | cut -d' ' -f1)"; done | sha256sum | cut -c1-16)
+  out="$cache/$key/concourse-$version-linux-amd64.tgz"
+  if [ ! -f "$out" ]; then
+    mkdir -p "$(dirname "$out")"
+    reproducible_tar -C "$tree" -cf - concourse | gzip -1n >"$out.tmp"
+    mv -f "$out.tmp" "$out"
+  fi
+elif [ -n "$given" ]; then
+  [ -f "$given" ] || die "GPU_WORKERS_CONCOURSE_RELEASE=$given is neither a file nor a folder"
+  out=$(cd "$(dirname "$given")" && pwd)/$(basename "$given")
+  listing=$(tar -tzf "$out" 2>/dev/null | head -n 400) || die "$given is not a gzipped tarball"
+  grep -qx 'concourse/bin/concourse' <<<"$listing" || die "$given holds no concourse/bin/concourse: is it the official linux-amd64 release?"
+  if [[ $(basename "$out") =~ ^concourse-([0-9]+(\.[0-9]+)+)-linux-amd64\.tgz$ ]]; then
+    version=${BASH_REMATCH[1]}
+  else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    tar -xzf "$out" -C "$work" concourse/bin/concourse
+    version=$(version_of "$work")
+  fi
+elif [ -n "$sum" ]; then
+  [[ $sum =~ ^[0-9a-f]{64}$ ]] || die "GPU_WORKERS_CONCOURSE_SHA256 must be 64 hex digits"
+  [[ $version =~ ^[0-9]+(\.[0-9]+)+$ ]] || die "GPU_WORKERS_CONCOURSE_VERSION must be a version such as $DEFAULT_VERSION"
+  out="$cache/$sum/concourse-$version-linux-amd64.tgz"
+  if [ ! -f "$out" ]; then
+    url="https://github.com/concourse/concourse/releases/download/v$version/concourse-$version-linux-amd64.tgz"
+    command -v curl >/dev/null 2>&1 || die "curl is needed to download $url"
+    mkdir -p "$(dirname "$out")"
+    curl -fsSL --retry 2 -o "$out.part" "$url" || { rm -f "$out.part"; die "cannot download $url" 3; }
+    got=$(sha256sum "$out.part" | cut -d' ' -f1)
+    [ "$got" = "$sum" ] || { rm -f "$out.part"; die "$url has sha256 $got, not $sum" 1; }
+    mv -f "$out.part" "$out"
+  fi
+else
+  die "no Concourse release: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz (or the folder it unpacks to), or GPU_WORKERS_CONCOURSE_SHA256 to the sha256 of concourse-$version-linux-amd64.tgz to download it" 3
 fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -xJf "$kit" -C "$work"
-kitdir="$work/concourse-$version"
-[ -d "$kitdir" ] || die "$kit does not unpack to concourse-$version/"
-(cd "$kitdir" && sha256sum -c --quiet SHA256SUMS) || die "$kit: its parts do not match its SHA256SUMS"
-
-tree="$work/release/concourse"
-mkdir -p "$tree/bin" "$tree/resource-types/mock"
-install -m 0755 "$kitdir/bin/concourse" "$kitdir/bin/init" "$CONTAINERD" "$SHIM" "$RUNC" "$tree/bin/"
-install -m 0755 "$CNI_DIR"/* "$tree/bin/"
-
-# The mock resource type's image: busybox-static with a link per applet, and the resource.
-rootfs="$work/mock-rootfs"
-mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp" "$rootfs/root" "$rootfs/usr" "$rootfs/opt/resource"
-install -m 0755 "$BUSYBOX" "$rootfs/bin/busybox"
-for applet in $("$BUSYBOX" --list); do
-  [ -e "$rootfs/bin/$applet" ] || ln -s busybox "$rootfs/bin/$applet"
-done
-ln -s bin "$rootfs/sbin"
-ln -s ../bin "$rootfs/usr/bin"
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
-chmod 1777 "$rootfs/tmp"
-install -m 0755 "$kitdir"/resource-types/mock/opt-resource/* "$rootfs/opt/resource/"
-reproducible_tar() { tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 "$@"; }
-reproducible_tar -C "$rootfs" -cf - . | gzip -9n >"$tree/resource-types/mock/rootfs.tgz"
-printf '{"type":"mock","version":"%s","privileged":false}\n' "$MOCK_VERSION" >"$tree/resource-types/mock/resource_metadata.json"
-
-mkdir -p "$(dirname "$out")"
-reproducible_tar -C "$work/release" -cf - concourse | gzip -1n >"$out.tmp"
-mv -f "$out.tmp" "$out"
-echo "$out"
+printf '%s\n%s\n' "$out" "$version"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by up.sh and down.sh: the environment the dev stack runs in. A local file backend
+# Sourced by up.sh, down.sh and fly.sh: the environment the dev stack runs in. A local file backend
 # under .pulumi-state/ (you can look at it), a passphrase secrets provider, no Pulumi Cloud,
 # and the engine built by bootstrap-engine.sh when no pulumi is installed.
 # shellcheck disable=SC2034 # sourced: the variables are for the caller
@@ -50,13 +50,28 @@ ensure_image() {
   LXD_DIR=/var/lib/lxd bash "$root/scripts/lxd-build-image.sh" import debian-12 >/dev/null
 }
 
-# The Concourse release the dev stack uploads (Pulumi.dev.yaml names .dev/...), assembled from
-# the kit beside the repo and this machine's Debian packages, cached by content.
-ensure_release() {
-  local release
-  release=$(bash "$root/scripts/concourse-release.sh") || die "could not assemble the Concourse release (see above)"
+# The dev stack's config for pulumi (--config-file): Pulumi.dev.yaml with the Concourse release
+# that is reachable here (scripts/concourse-release.sh: supplied, or downloaded by its sha256), or
+# without the web and the worker's release where none is. Sets DEV_CONFIG, and DEV_RELEASE to the
+# release's version or to nothing.
+DEV_CONFIG="$root/.dev/Pulumi.dev.effective.yaml"
+DEV_RELEASE=""
+ensure_dev_config() {
+  local found rc=0 tarball link
   mkdir -p "$root/.dev"
-  ln -sfn "$release" "$root/.dev/$(basename "$release")"
+  found=$(bash "$root/scripts/concourse-release.sh") || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    tarball=$(sed -n 1p <<<"$found")
+    DEV_RELEASE=$(sed -n 2p <<<"$found")
+    link=".dev/concourse-$DEV_RELEASE-linux-amd64.tgz"
+    ln -sfn "$tarball" "$root/$link"
+    node "$root/scripts/dev-stack-config.js" --release "$link" "$DEV_RELEASE" >"$DEV_CONFIG.tmp"
+  elif [ "$rc" -eq 3 ]; then
+    node "$root/scripts/dev-stack-config.js" --no-release >"$DEV_CONFIG.tmp"
+  else
+    die "the Concourse release given is not usable (see above)"
+  fi
+  mv -f "$DEV_CONFIG.tmp" "$DEV_CONFIG"
 }
 
 # The dev worker's datasets on this machine: one read-only folder and one writable one. The
@@ -76,32 +91,43 @@ remove_datasets() {
   rmdir "$(dirname "$DEV_DATASETS")" 2>/dev/null || true
 }
 
-# fly from the Concourse kit, unpacked once; prints its path.
+# fly as the dev stack's web serves it (/api/v1/cli), downloaded once per web; prints its path.
 ensure_fly() {
-  local kit="" candidate cache fly
-  for candidate in "$root"/../shared/concourse/concourse-*-kit.tar.xz; do
-    [ -f "$candidate" ] && kit=$candidate
-  done
-  [ -n "$kit" ] || die "no Concourse kit beside the repo (../shared/concourse/) to take fly from"
-  cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/fly/$(sha256sum "$kit" | cut -c1-16)"
-  fly="$cache/fly"
+  local url=$1 dir fly
+  dir="$root/.dev/fly"
+  fly="$dir/fly"
   if [ ! -x "$fly" ]; then
-    mkdir -p "$cache"
-    tar -xJf "$kit" -C "$cache" --wildcards --strip-components=2 '*/bin/fly' || die "could not unpack fly from $kit"
+    mkdir -p "$dir"
+    curl -fsS -o "$dir/fly.tgz" "$url/api/v1/cli?arch=amd64&platform=linux" || die "could not download fly from $url/api/v1/cli"
+    tar -xzf "$dir/fly.tgz" -C "$dir" fly || die "$url/api/v1/cli gave no fly"
+    rm -f "$dir/fly.tgz"
+    chmod 0755 "$fly"
   fi
   echo "$fly"
 }
 
-# Where the web is and how to reach it, from the stack's outputs.
-print_web() {
-  local web url user
-  web=$(pulumi stack output web --json --stack dev 2>/dev/null) || return 0
-  [ "$web" != "null" ] || return 0
+# What the up made: where the web is and how to reach it, or, without a release, what was
+# converged and what to set for the rest.
+print_result() {
+  local web url user version
+  web=$(pulumi stack output web --json --stack dev 2>/dev/null) || web=null
+  if [ "$web" = "null" ]; then
+    version=$(node -p 'require("yaml").parse(require("fs").readFileSync(process.argv[1], "utf8")).config["gpu-workers:defaults"].concourse.version' "$root/Pulumi.dev.yaml")
+    cat <<MSG
+
+The dev worker host is converged through its validator: containerd, the runc wrapper and the
+datasets, checked by a container through them. No Concourse release was reachable, so the stack
+has no web and no Concourse worker. For them, set GPU_WORKERS_CONCOURSE_RELEASE to the official
+concourse-$version-linux-amd64.tgz (or the folder it unpacks to), or GPU_WORKERS_CONCOURSE_SHA256
+to its sha256 to download it, and run npm run up again.
+MSG
+    return 0
+  fi
   url=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).url)' "$web")
   user=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).username)' "$web")
   cat <<MSG
 
-Concourse web: $url (user: $user)
+Concourse $DEV_RELEASE web: $url (user: $user)
   npm run fly -- workers                                   the dev worker and its tags
   npm run fly -- execute -c examples/gpu-task.yml --tag dev   a task through the runc wrapper
   pulumi stack output web --show-secrets --stack dev       the password (PULUMI_CONFIG_PASSPHRASE: gpu-workers-dev)

@@ -8,6 +8,6 @@ cd "$root"
 npm run -s build
 ensure_engine
 ensure_lxd
-ensure_release
-pulumi destroy --yes --stack dev "$@"
+ensure_dev_config
+pulumi destroy --yes --stack dev --config-file "$DEV_CONFIG" "$@"
 remove_datasets

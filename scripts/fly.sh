@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run fly -- ARGS: runs fly against the dev stack's web, logged in as its main team user
-# (the URL, user and password are the stack's outputs). fly comes from the Concourse kit.
+# (the URL, user and password are the stack's outputs). fly comes from that web (/api/v1/cli).
 #   npm run fly -- workers
 #   npm run fly -- execute -c examples/gpu-task.yml --tag dev
 set -euo pipefail
@@ -8,12 +8,12 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
 cd "$root"
 ensure_engine
-fly=$(ensure_fly)
 target=gpu-workers-dev
+web=$(pulumi stack output web --json --show-secrets --stack dev 2>/dev/null) || die "the dev stack has no web yet: run npm run up"
+[ "$web" != "null" ] || die "the dev stack has no web (no Concourse release was reachable): see the end of npm run up"
+url=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).url)' "$web")
+fly=$(ensure_fly "$url")
 if ! "$fly" -t "$target" status >/dev/null 2>&1; then
-  web=$(pulumi stack output web --json --show-secrets --stack dev 2>/dev/null) || die "the dev stack has no web yet: run npm run up"
-  [ "$web" != "null" ] || die "the dev stack has no web: run npm run up"
-  url=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).url)' "$web")
   user=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).username)' "$web")
   password=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).password)' "$web")
   "$fly" -t "$target" login -c "$url" -u "$user" -p "$password" >/dev/null

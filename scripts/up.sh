@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# npm run up: converges the dev stack (Pulumi.dev.yaml) with one `pulumi up`: a Concourse web
-# and a worker, each in an LXD container on this machine. On a fresh machine it first sets up
-# what that needs: npm packages, the wrapper, the Pulumi engine, an LXD daemon and the Debian 12
-# image, the Concourse release assembled from the kit, the dev datasets (as root), or says what
-# is missing. It ends with where the web is and how to use it.
+# npm run up: converges the dev stack (Pulumi.dev.yaml) with one `pulumi up`, its host steps by the
+# builtin transport: a worker host in an LXD container on this machine, through the whole chain to
+# its validator; and where a Concourse release is reachable (scripts/concourse-release.sh), a
+# Concourse web in a second container and the Concourse worker, registered with it. On a fresh
+# machine it first sets up what that needs: npm packages, the wrapper, the Pulumi engine, an LXD
+# daemon and the Debian 12 image, the dev datasets (as root), or says what is missing. It ends with
+# which of the two it made, and how to use it or what to set for the rest.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=dev-env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/dev-env.sh"
@@ -15,9 +17,9 @@ npm run -s build
 ensure_engine
 ensure_lxd
 ensure_image
-ensure_release
 ensure_datasets
+ensure_dev_config
 mkdir -p "$root/.pulumi-state"
 pulumi stack select dev 2>/dev/null || pulumi stack init dev --secrets-provider passphrase
-pulumi up --yes --stack dev "$@"
-print_web
+pulumi up --yes --stack dev --config-file "$DEV_CONFIG" "$@"
+print_result

@@ -3,7 +3,7 @@
  * its workers' arguments made the way stacks/component-args.ts makes any worker's (secrets
  * read from the config keys they name).
  */
-import { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
+import { HostStepTransport, SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
 import { SecretLookup, sshTransportArgs, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 
@@ -28,9 +28,10 @@ function boardWorker(
 }
 
 /** One board of the stack as SharedGpuBoard's arguments, its secrets taken from the keys it names. */
-export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoardArgs {
+export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): SharedGpuBoardArgs {
     return {
         ssh: sshTransportArgs(board.transport.ssh, secret),
+        ...(hostSteps ? { hostSteps } : {}),
         inventory: board.inventory,
         warnOnly: board.verify.warnOnly,
         partitionTable: board.fabric.partitionTable,
@@ -41,6 +42,6 @@ export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: str
     };
 }
 
-export function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb): SharedGpuBoard[] {
-    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web)));
+export function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): SharedGpuBoard[] {
+    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web, hostSteps)));
 }

@@ -6,7 +6,16 @@
  */
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWebArgs, GpuWorkerArgs, GpuWorkerLxdTransport, KubernetesGpuNodesArgs, onTransport, SshHostTransport, WebForWorkers } from "../components";
+import {
+    ConcourseWebArgs,
+    GpuWorkerArgs,
+    GpuWorkerLxdTransport,
+    HostStepTransport,
+    KubernetesGpuNodesArgs,
+    onTransport,
+    SshHostTransport,
+    WebForWorkers,
+} from "../components";
 import type { ConcourseRelease } from "../components";
 import type { ClusterConfig } from "./kubernetes-schema";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
@@ -77,14 +86,15 @@ interface TsaRoute {
     serverPorts?: GpuWorkerLxdTransport["serverPorts"];
 }
 
-/** One host of the stack as GpuWorker's arguments. */
-export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: string, web?: StackWeb): GpuWorkerArgs {
+/** One host of the stack as GpuWorker's arguments; `hostSteps` is the stack's (the component's default where absent). */
+export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): GpuWorkerArgs {
     const { name: _name, renamedFrom: _renamed, transport, inventory, concourse, ...settings } = host;
     const { workerKeySecret, registration, binary, ...concourseSettings } = concourse;
     const route = web ? tsaRoute(host, web) : {};
     return {
         ...settings,
         inventory,
+        ...(hostSteps ? { hostSteps } : {}),
         transport: onTransport<SshTransport, LxdTransport, GpuWorkerArgs["transport"]>(transport, {
             ssh: (ssh) => ({ ssh: sshTransportArgs(ssh, secret) }),
             lxd: ({ server, ...lxd }) => ({
@@ -113,13 +123,14 @@ export function workerArgs(host: HostConfig, secret: SecretLookup, baseDir: stri
 }
 
 /** The stack's web as ConcourseWeb's arguments (the stack's workers admit themselves). */
-export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string): ConcourseWebArgs {
+export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string, hostSteps?: HostStepTransport): ConcourseWebArgs {
     const { name: _name, renamedFrom: _renamed, transport, binary, version, postgres, tls, ...settings } = web;
     return {
         ...settings,
         ...(tls
             ? { tls: { certificate: secret(tls.certificateSecret), key: secret(tls.keySecret), ...(tls.caSecret ? { ca: secret(tls.caSecret) } : {}) } }
             : {}),
+        ...(hostSteps ? { hostSteps } : {}),
         version: version!,
         binary: releaseFrom(binary!, baseDir),
         postgres:

@@ -2,7 +2,7 @@
  * Validates the raw stack config and applies defaults. Every problem is collected and
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
-import { isPlainObject, mergeSettings } from "../components";
+import { HostStepTransport, hostStepsSchema, isPlainObject, mergeSettings } from "../components";
 import { boardProblems, collectBoards } from "./board-checks";
 import { crossHostProblems } from "./cross-host-checks";
 import { checkLayer, covered, isBoard, Layer, parseHost, SETTINGS_KEYS, toolkitProblems } from "./host-config";
@@ -29,9 +29,11 @@ export interface RawStackConfig {
     kubernetes?: unknown;
     /** gpu-workers:allowNoHosts: true lets an empty hosts list through (up then deletes every worker). */
     allowNoHosts?: unknown;
+    /** `gpu-workers:hostSteps`: what runs every host step of the stack (hostStepsSchema). */
+    hostSteps?: unknown;
     /**
      * Every key the stack config sets in the project's namespace (namespaceKeysOf): one that is
-     * neither the five above nor a secret key the settings name, and looks like one of them or
+     * neither the six above nor a secret key the settings name, and looks like one of them or
      * holds a setting (an object or a list), is a mistake: a typo such as `gpu-workers:default`
      * would otherwise be ignored, and none of its settings apply. Other text is let be: a secret
      * of a host since removed from the stack, say.
@@ -45,6 +47,8 @@ export interface StackConfig {
     boards: BoardConfig[];
     web?: WebConfig;
     kubernetes?: KubernetesConfig;
+    /** What runs every host step of the stack, its web's and boards' too. */
+    hostSteps: HostStepTransport;
 }
 
 /** Why an empty hosts list is refused, and the two ways on. */
@@ -76,6 +80,8 @@ export function parseStack(raw: RawStackConfig): StackConfig {
     if (raw.allowNoHosts !== undefined && typeof raw.allowNoHosts !== "boolean") {
         problems.push("allowNoHosts: expected true or false (gpu-workers:allowNoHosts in the stack config)");
     }
+    const hostSteps = hostStepsSchema.safeParse(raw.hostSteps);
+    if (!hostSteps.success) problems.push(`hostSteps: ${hostSteps.error.issues[0].message} (gpu-workers:hostSteps in the stack config)`);
     if (!Array.isArray(raw.hosts)) {
         problems.push("hosts: expected a list of hosts (gpu-workers:hosts in the stack config)");
         throw new StackConfigError(problems);
@@ -124,5 +130,6 @@ export function parseStack(raw: RawStackConfig): StackConfig {
         boards: collectBoards(hosts).map(({ board }) => board),
         ...(web?.web ? { web: web.web } : {}),
         ...(kubernetes?.kubernetes ? { kubernetes: kubernetes.kubernetes } : {}),
+        hostSteps: hostSteps.data!,
     };
 }

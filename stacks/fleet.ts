@@ -31,12 +31,11 @@ function renamed(from: string | undefined): pulumi.ComponentResourceOptions | un
  * The web first, then the workers, each admitting itself at the web and converging after it,
  * and the shared boards with theirs; then the Kubernetes clusters the hosts are nodes of.
  */
-export function buildFleet(stack: StackConfig, config: pulumi.Config, baseDir: string): Fleet {
-    const secret: SecretLookup = (key) => config.requireSecret(key);
-    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir), renamed(stack.web.renamedFrom)) : undefined;
+export function buildFleet(stack: StackConfig, secret: SecretLookup, baseDir: string): Fleet {
+    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir, stack.hostSteps), renamed(stack.web.renamedFrom)) : undefined;
     const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
-    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb), renamed(host.renamedFrom)));
-    const boards = buildBoards(stack.boards, secret, baseDir, stackWeb);
+    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb, stack.hostSteps), renamed(host.renamedFrom)));
+    const boards = buildBoards(stack.boards, secret, baseDir, stackWeb, stack.hostSteps);
     // The cluster's objects wait for no host: a pod that lands before its node's runtime is in place fails to start, and the kubelet retries.
     const clusters = (stack.kubernetes?.clusters ?? []).map((cluster) => new KubernetesGpuNodes(cluster.name, kubernetesArgs(cluster, stack.hosts, secret)));
     return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards, clusters };

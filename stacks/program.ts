@@ -1,6 +1,6 @@
 /**
  * The program: reads the stack config (gpu-workers:defaults, gpu-workers:hosts and, optionally,
- * gpu-workers:web and gpu-workers:kubernetes), validates it, and converges the web node and every
+ * gpu-workers:web, gpu-workers:kubernetes and gpu-workers:hostSteps), validates it, and converges the web node and every
  * host into a GPU-ready Concourse worker. index.ts runs it.
  */
 import * as fs from "fs";
@@ -19,6 +19,7 @@ function readStack(config: pulumi.Config) {
             web: config.getObject("web"),
             kubernetes: config.getObject("kubernetes"),
             allowNoHosts: config.getObject("allowNoHosts"),
+            hostSteps: config.get("hostSteps"),
             keys,
         });
     } catch (e) {
@@ -45,7 +46,7 @@ function projectDirectory(): string {
 /** Declares the whole stack and returns its outputs. */
 export function runProgram() {
     const config = new pulumi.Config("gpu-workers");
-    const fleet = buildFleet(readStack(config), config, projectDirectory());
+    const fleet = buildFleet(readStack(config), (key) => config.requireSecret(key), projectDirectory());
     return {
         /** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
         workers: Object.fromEntries(

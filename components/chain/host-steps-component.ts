@@ -3,12 +3,13 @@
  * creates one child resource each (and the program checks the rendering asks for), all
  * waiting for the component's own dependsOn.
  */
-import type { remote } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
+import { DEFAULT_HOST_STEPS, HostStepTransport } from "../lib/host/step-transport";
 import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/steps";
 import { SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
 import { createHostResources, HostConnection } from "../providers/host/resources";
+import type { HostCommand } from "../providers/host/step-transport";
 
 /** How every host component reaches its host. */
 export interface HostAccessArgs {
@@ -16,6 +17,12 @@ export interface HostAccessArgs {
     connection: pulumi.Input<HostConnection>;
     /** Login user; commands run through `sudo -n` unless it is root. Default: root. */
     user?: string;
+    /**
+     * What runs the steps: "command" (@pulumi/command's remote.Command and CopyToRemote, its plugin
+     * installed) or "builtin" (the program's own SSH client: no plugin, one connection per host).
+     * Default: DEFAULT_HOST_STEPS ("command"); GpuHost's `hostSteps` passes on its own.
+     */
+    hostSteps?: HostStepTransport;
     /** HostDriftGuard's epoch: when a refresh finds drift, every command runs again on `up`. Default: none. */
     epoch?: pulumi.Input<number>;
     /**
@@ -38,7 +45,7 @@ export type CheckMakers = {
     [K in Exclude<ProgramCheck["kind"], "cdi-spec">]?: (
         name: string,
         check: Extract<ProgramCheck, { kind: K }>,
-        after: remote.Command,
+        after: HostCommand,
         opts: pulumi.CustomResourceOptions,
     ) => pulumi.Resource;
 };
@@ -75,12 +82,13 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         rendered: RenderedComponent,
         args: HostAccessArgs,
         extra: { values?: Record<string, pulumi.Input<string>>; checks?: CheckMakers; after?: pulumi.Resource[] } = {},
-    ): Map<string, remote.Command> {
+    ): Map<string, HostCommand> {
         const { values, checks, after: first = [] } = extra;
         const steps = createHostResources(rendered, {
             parent: this,
             prefix: this.componentName,
             connection: args.connection,
+            hostSteps: args.hostSteps ?? DEFAULT_HOST_STEPS,
             user: args.user ?? SSH_USER_DEFAULT,
             dependsOn: [...dependsOnList(this.componentOpts), ...first],
             ownFilesDependOn: args.hostReady ? [...args.hostReady, ...first] : undefined,

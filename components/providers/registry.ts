@@ -11,6 +11,8 @@ import * as path from "path";
 
 export const PROVIDER_MODULES = {
     "host-command": "./host/legacy-host-command-ops",
+    "ssh-command": "./host/ssh-command-ops",
+    "ssh-upload": "./host/ssh-upload-ops",
     "ssh-key": "./keys/ssh-key-ops",
     "generated-secret": "./keys/generated-secret-ops",
     "worker-registration": "./checks/worker-registration-ops",

@@ -12,7 +12,6 @@ import * as fs from "fs";
 import * as net from "net";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { runOnce } from "../../components/providers/host/ssh";
 import { concourseRelease, Fly } from "../support/concourse";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../support/engine";
 
@@ -149,9 +148,12 @@ describe("a worker reached only through a bastion (transport.ssh.proxy)", functi
         const keys = fs.mkdtempSync(path.join(root, "direct-"));
         fs.writeFileSync(path.join(keys, "key"), secrets[worker.privateKeySecret], { mode: 0o600 });
         fs.writeFileSync(path.join(keys, "known_hosts"), `${LAN.worker} ${worker.hostKey}\n`);
-        const direct = { host: LAN.worker, port: 22, user: "root", privateKey: secrets[worker.privateKeySecret], hostKey: worker.hostKey };
-        const r = await runOnce(direct, "echo logged-in", "", keys, 20);
-        assert.notStrictEqual(r.code, 0, r.stdout + r.stderr);
+        const sshOptions = ["-F", "/dev/null", "-i", path.join(keys, "key"), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"];
+        const r = spawnSync("ssh", [...sshOptions, "-o", `UserKnownHostsFile=${path.join(keys, "known_hosts")}`, "-o", "ConnectTimeout=10", "--", `root@${LAN.worker}`, "echo logged-in"], {
+            encoding: "utf8",
+            timeout: 30_000,
+        });
+        assert.notStrictEqual(r.status, 0, r.stdout + r.stderr);
         assert.doesNotMatch(r.stdout, /logged-in/);
         // bash's /dev/tcp: the bastion opens a TCP connection to the worker's sshd.
         assert.match(lxd.exec(BASTION, `timeout 5 bash -c 'exec 3<>/dev/tcp/${LAN.worker}/22 && head -c 8 <&3'`), /^SSH-2\.0/);

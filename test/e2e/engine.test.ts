@@ -1,8 +1,9 @@
 /**
  * End to end through the real Pulumi engine (Automation API): the program converges LXD
- * instances on a private LXD daemon, reached over SSH, as users run it. The workers run the
- * real Concourse release; with no web in these stacks they register nowhere (the TSA is a
- * placeholder), which test/e2e/concourse.test.ts covers.
+ * instances on a private LXD daemon, reached over SSH by the builtin transport, as users run it.
+ * The chain runs through the validator; where the Concourse release is supplied the workers run
+ * it too, and with no web in these stacks register nowhere (the TSA is a placeholder), which
+ * test/e2e/concourse.test.ts covers.
  */
 import * as assert from "assert";
 import { execFileSync } from "child_process";
@@ -11,8 +12,10 @@ import * as net from "net";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
+import { suppliedRelease } from "../support/concourse";
 import { makeStack, PASSPHRASE, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
+import { pendingWithout } from "../support/supplied";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 
@@ -23,7 +26,7 @@ function changes(result: { summary: { resourceChanges?: Record<string, number> }
 describe("end to end through the Pulumi engine", function () {
     this.timeout(600_000);
     const suite = engineSuite("gw-e2e-");
-    const { root, lxd, stacks } = suite;
+    const { lxd, stacks } = suite;
 
     function lxdHost(name: string, port: number, extra: Record<string, unknown> = {}) {
         return {
@@ -36,27 +39,40 @@ describe("end to end through the Pulumi engine", function () {
         };
     }
 
-    const defaults = () => ({
-        concourse: { version: "8.2.5", tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY, tags: ["e2e"], binary: { path: suite.tarball }, networkMtu: 1500 },
-    });
+    /** The worker runs the supplied release; without one, the chain stops before it. */
+    const defaults = () => {
+        const release = suppliedRelease();
+        return {
+            concourse: {
+                ...(release ? { version: release.version, binary: { path: release.tarball } } : {}),
+                tsaHost: "127.0.0.1",
+                tsaPublicKey: TSA_KEY,
+                tags: ["e2e"],
+                networkMtu: 1500,
+            },
+        };
+    };
+
+    /** SSH logins the instance's sshd accepted so far. */
+    const logins = (instance: string) => Number(lxd.exec(instance, "journalctl -u ssh --no-pager -o cat | grep -c 'Accepted publickey' || true").trim());
 
     describe("an LXD host created by the stack", () => {
         let stack: Stack;
         let config: StackConfig;
         const instance = "e2e-lx";
-        // Host steps run through the Command provider's own SSH client: an `ssh` first on the engine's
-        // PATH writes down every call (then does what ssh does, for the drift guard's refresh check).
-        const sshCalls = path.join(root, "ssh-calls.log");
-        const sshSpawned = () => (fs.existsSync(sshCalls) ? fs.readFileSync(sshCalls, "utf8") : "");
+        // Host steps, the drift guard's refresh check too, run through the program's own SSH client: an
+        // `ssh` first on the engine's PATH writes down any call that spawns one (then does what ssh does).
+        const sshCalls = () => path.join(suite.root, "ssh-calls.log");
+        const sshSpawned = () => (fs.existsSync(sshCalls()) ? fs.readFileSync(sshCalls(), "utf8") : "");
         let pathBefore: string | undefined;
 
         before(async () => {
-            const bin = path.join(root, "ssh-recorder");
+            const bin = path.join(suite.root, "ssh-recorder");
             fs.mkdirSync(bin, { recursive: true });
             const realSsh = execFileSync("bash", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
             fs.writeFileSync(
                 path.join(bin, "ssh"),
-                `#!/bin/sh\nprintf '%s\\n' "ssh $*" >> ${JSON.stringify(sshCalls)}\nexec ${JSON.stringify(realSsh)} "$@"\n`,
+                `#!/bin/sh\nprintf '%s\\n' "ssh $*" >> ${JSON.stringify(sshCalls())}\nexec ${JSON.stringify(realSsh)} "$@"\n`,
                 { mode: 0o755 },
             );
             pathBefore = process.env.PATH;
@@ -70,36 +86,51 @@ describe("end to end through the Pulumi engine", function () {
             process.env.PATH = pathBefore;
         });
 
-        it("up on a fresh host converges the whole chain, as the outputs say", async () => {
+        it("up on a fresh host converges the chain through the validator, over one SSH login", async () => {
             const result = await stack.up();
-            const workers = result.outputs.workers.value as Record<string, { tags: string[]; workerPublicKey: string }>;
+            const workers = result.outputs.workers.value as Record<string, { tags: string[]; stoppedBeforeWorker: string | null }>;
             assert.deepStrictEqual(workers.lx.tags, ["e2e"]);
-            assert.match(workers.lx.workerPublicKey, /^ssh-rsa /, "an RSA key: the only kind Concourse reads");
             const onHost = lxd.exec(
                 instance,
                 [
-                    "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
+                    "sha256sum $(command -v runc) /usr/local/lib/gpu-workers/runc-wrapper | cut -d' ' -f1 | uniq | wc -l",
                     "test -f /etc/containerd/conf.d/gpu-workers.toml && echo drop-in",
+                ].join("; "),
+            );
+            assert.deepStrictEqual(onHost.trim().split("\n"), ["1", "drop-in"], "runc is the wrapper; containerd has its drop-in");
+            const resources = (await stack.exportStack()).deployment.resources as { urn: string; type: string }[];
+            assert.ok(resources.some((r) => r.urn.endsWith("::lx-validate-validate")), "the validator ran");
+            assert.ok(!resources.some((r) => r.type.startsWith("command:")), "nothing of the Command provider");
+            assert.strictEqual(logins(instance), 1, "every step of the host went over one SSH login");
+            assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
+        });
+
+        it("with the Concourse release: the real worker runs, with the tags as flags, over Concourse's runc wrapped", async function () {
+            pendingWithout(this, "concourse");
+            const onHost = lxd.exec(
+                instance,
+                [
+                    "sha256sum /usr/local/lib/gpu-workers/runc-wrapper /usr/local/concourse/bin/runc | cut -d' ' -f1 | uniq | wc -l",
                     "systemctl is-active concourse-worker",
                     "tr '\\0' ' ' < /proc/$(systemctl show -p MainPID --value concourse-worker)/cmdline",
                 ].join("; "),
             );
-            const [distinct, dropIn, active, args] = onHost.trim().split("\n");
-            assert.strictEqual(distinct, "1", "runc, Concourse's runc and the wrapper are one binary");
-            assert.strictEqual(dropIn, "drop-in");
+            const [distinct, active, args] = onHost.trim().split("\n");
+            assert.strictEqual(distinct, "1", "Concourse's runc is the wrapper");
             assert.strictEqual(active, "active");
             assert.strictEqual(args.trim(), "/usr/local/concourse/bin/concourse worker --tag=e2e", "the real worker runs with the tags as flags");
-            assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
         });
 
-        it("a second up changes nothing and runs no host command", async () => {
+        it("a second up changes nothing, runs no host command and dials no host", async () => {
             const before = lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml");
+            const loggedIn = logins(instance);
             const result = await stack.up();
             assert.deepStrictEqual(Object.keys(changes(result)), ["same"]);
             assert.strictEqual(
                 lxd.exec(instance, "stat -c %i:%Y /etc/gpu-workers/runc-wrapper.json /usr/local/lib/gpu-workers/containerd-runtime.toml"),
                 before,
             );
+            assert.strictEqual(logins(instance), loggedIn, "no SSH login");
         });
 
         it("a changed setting updates only what it touches, and the preview shows the new content", async () => {
@@ -125,20 +156,28 @@ describe("end to end through the Pulumi engine", function () {
         it("drift: the wrapper removed by hand is restored by refresh and up", async () => {
             lxd.exec(instance, "cp /usr/local/lib/gpu-workers/runc.real /usr/sbin/runc");
             await stack.refresh();
-            // The drift guard's check (a dynamic provider) still goes through ssh: the recorder sees it.
-            assert.match(sshSpawned(), /^ssh .*127\.0\.0\.1/m, "the recorder is on the engine's PATH");
+            assert.strictEqual(sshSpawned(), "", "the drift check spawned no ssh process either");
             await stack.up();
             assert.strictEqual(lxd.exec(instance, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped").trim(), "wrapped");
         });
 
         it("the state holds no private key and no passphrase in plain text", () => {
-            const files = execFileSync("find", [path.join(root, "state"), "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" })
+            const files = execFileSync("find", [suite.root, "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" })
                 .trim()
                 .split("\n");
             const state = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             assert.ok(state.length > 1000, "the state was found");
             assert.doesNotMatch(state, /BEGIN (OPENSSH |RSA )?PRIVATE KEY/);
             assert.ok(!state.includes(PASSPHRASE));
+        });
+
+        it("a host command keeps its stdin in the state once, as an input: the outputs hold a sum of it", async () => {
+            const resources = (await stack.exportStack()).deployment.resources as { urn: string; type: string; inputs: Record<string, unknown>; outputs: Record<string, unknown> }[];
+            const set = resources.find((r) => r.urn.endsWith("::lx-files"))!;
+            assert.strictEqual(set.type, "pulumi-nodejs:dynamic/gpu-workers:SshCommand");
+            assert.match(String(set.inputs.stdin), /^==> \/\S+ \(mode/, "the file set's stdin, as an input");
+            assert.ok(!("stdin" in set.outputs), "not again as an output");
+            assert.ok("commandSha256" in set.outputs);
         });
 
         it("destroy removes the instance", async () => {
@@ -157,7 +196,7 @@ describe("end to end through the Pulumi engine", function () {
         const wrapperState = () => lxd.exec(name, "cmp -s /usr/sbin/runc /usr/local/lib/gpu-workers/runc-wrapper && echo wrapped; true").trim();
 
         before(async () => {
-            const { host, secrets } = lxd.sshHost(name, port, "bm", root);
+            const { host, secrets } = lxd.sshHost(name, port, "bm", suite.root);
             pristine = fingerprint();
             stack = await makeStack(suite.project, "bm", suite.env, { defaults: defaults(), hosts: [host], secrets });
             stacks.push(stack);
@@ -265,7 +304,7 @@ describe("end to end through the Pulumi engine", function () {
             assert.ok(error, "the up fails");
             assert.match(
                 error.message,
-                new RegExp(`127\\.0\\.0\\.1:${port} accepted a connection but sent no SSH identification in 15 s: it is not an SSH server`),
+                new RegExp(`127\\.0\\.0\\.1:${port} accepted a connection but completed no SSH handshake in 15 s: it is not an SSH server`),
             );
             assert.doesNotMatch(error.message, /error serializing property/, "said once, in its own words");
             assert.doesNotMatch(error.message, /at .*\.(js|ts):\d+/, "no stack trace");
@@ -283,8 +322,10 @@ describe("end to end through the Pulumi engine", function () {
 
     it("preview with unreachable hosts lists every file and tag", async () => {
         const hostKey = generateOpensshKeyPair("x").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
+        // A release by URL: the preview downloads nothing, and the worker's files are known.
+        const binary = { url: "https://releases.example.invalid/concourse-8.2.5-linux-amd64.tgz", sha256: "0".repeat(64) };
         const stack = await makeStack(suite.project, "offline", suite.env, {
-            defaults: defaults(),
+            defaults: { concourse: { ...defaults().concourse, version: "8.2.5", binary } },
             hosts: [
                 {
                     name: "far",

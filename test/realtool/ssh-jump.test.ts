@@ -1,9 +1,10 @@
 /**
- * runOverSsh through a jump host, with real OpenSSH on both ends: two sshd on loopback, one the
- * jump host and one the target. The command reaches the target only through the jump host (a
- * jump host that forwards nothing makes it fail), a wrong pinned key of the jump host is refused
- * before anything runs, and a hostile jump host value never runs a command on this machine
- * (the ProxyCommand goes through a shell).
+ * The program's own SSH client (components/providers/host/ssh.ts, ssh2 in-process) against real
+ * sshd: two on loopback, one the target and one a jump host that forwards to it. Commands share
+ * one connection per host, pinned keys are enforced at the jump host and at the target, a jump
+ * host that forwards nothing or a wrong key fails at once and runs nothing, a host that drops
+ * connections while it boots is waited for, and a peer that is no SSH server fails the command
+ * with its address.
  */
 import * as assert from "assert";
 import { spawn, ChildProcess } from "child_process";
@@ -12,7 +13,7 @@ import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { runOnce, runOverSsh, SshTarget } from "../../components/providers/host/ssh";
+import { closeSshConnections, connectionsOpened, runOverSsh, SshTarget } from "../../components/providers/host/ssh";
 import { checkSshBanner } from "../../components/providers/host/ssh-banner";
 import { ensureCommands } from "../support/tools";
 
@@ -78,17 +79,51 @@ class TestSshd {
     }
 }
 
-describe("runOverSsh through a jump host (real sshd on both ends)", function () {
+/** Accepted publickey logins in an sshd's log. */
+function logins(sshd: TestSshd): number {
+    return (fs.readFileSync(sshd.log, "utf8").match(/Accepted publickey for root/g) ?? []).length;
+}
+
+/**
+ * A TCP relay on loopback to `port`: it drops the first `drop` connections at once (as LXD's proxy
+ * does while the instance's sshd is not up), and can cut every relayed connection.
+ */
+async function relay(port: number, drop: number): Promise<{ port: number; cut(): void; close(): void }> {
+    const open = new Set<net.Socket>();
+    let seen = 0;
+    const server = net.createServer((client) => {
+        if (seen++ < drop) {
+            client.destroy();
+            return;
+        }
+        const upstream = net.connect(port, "127.0.0.1");
+        client.pipe(upstream).pipe(client);
+        for (const s of [client, upstream]) {
+            open.add(s);
+            s.on("error", () => undefined);
+            s.on("close", () => open.delete(s));
+        }
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+        port: (server.address() as net.AddressInfo).port,
+        cut: () => open.forEach((s) => s.destroy()),
+        close: () => (open.forEach((s) => s.destroy()), server.close()),
+    };
+}
+
+describe("the program's SSH client (real sshd on both ends)", function () {
     this.timeout(120_000);
     let dir = "";
     let jump: TestSshd;
     let closedJump: TestSshd;
     let target: TestSshd;
+    let direct: SshTarget;
     let via: SshTarget;
     let pwned = "";
 
     before(async () => {
-        ensureCommands(["ssh", "sshd"], ["openssh-client", "openssh-server"]);
+        ensureCommands(["sshd"], ["openssh-server"]);
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-ssh-jump-"));
         pwned = path.join(dir, "pwned");
         const client = generateOpensshKeyPair("client");
@@ -97,27 +132,38 @@ describe("runOverSsh through a jump host (real sshd on both ends)", function () 
         closedJump = new TestSshd(path.join(dir, "closed"), await freePort(), jumpClient.publicKeyOpenssh, ["AllowTcpForwarding no"]);
         target = new TestSshd(path.join(dir, "target"), await freePort(), client.publicKeyOpenssh, []);
         await Promise.all([jump.start(), closedJump.start(), target.start()]);
+        direct = { host: "127.0.0.1", port: target.port, user: "root", privateKey: client.privateKeyOpenssh, hostKey: target.hostKey };
         via = {
-            host: "127.0.0.1",
-            port: target.port,
-            user: "root",
-            privateKey: client.privateKeyOpenssh,
-            hostKey: target.hostKey,
+            ...direct,
             proxy: { host: "127.0.0.1", port: jump.port, user: "root", privateKey: jumpClient.privateKeyOpenssh, hostKey: jump.hostKey },
         };
     });
+
+    afterEach(() => closeSshConnections());
 
     after(() => {
         for (const d of [jump, closedJump, target]) d?.stop();
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it("runs the command on the target, through a connection the jump host forwards", async () => {
-        const r = await runOverSsh(via, "cat; echo on-the-target", "from stdin\n", 60);
-        assert.strictEqual(r.code, 0, r.stderr);
-        assert.strictEqual(r.stdout, "from stdin\non-the-target\n");
+    it("runs many commands, at once and in turn, over one login: more at once than sshd's ten sessions wait their turn", async () => {
+        const before = logins(target);
+        const results = await Promise.all(Array.from({ length: 12 }, (_, i) => runOverSsh(direct, `cat; echo ${i}`, `in ${i}\n`)));
+        results.forEach((r, i) => assert.deepStrictEqual([r.code, r.stdout], [0, `in ${i}\n${i}\n`], r.stderr));
+        for (let i = 0; i < 3; i++) assert.strictEqual((await runOverSsh(direct, "exit 7")).code, 7);
+        assert.strictEqual(logins(target) - before, 1, "one login for every command");
+    });
+
+    it("runs the command on the target, through a connection the jump host forwards: one login on each", async () => {
+        const [jumpBefore, targetBefore] = [logins(jump), logins(target)];
+        for (let i = 0; i < 3; i++) {
+            const r = await runOverSsh(via, "cat; echo on-the-target", "from stdin\n", 60);
+            assert.strictEqual(r.code, 0, r.stderr);
+            assert.strictEqual(r.stdout, "from stdin\non-the-target\n");
+        }
         // The jump host's sshd opened the forwarded connection to the target.
         assert.match(fs.readFileSync(jump.log, "utf8"), new RegExp(`server_request_direct_tcpip: .* target 127\\.0\\.0\\.1 port ${target.port}\\b`));
+        assert.deepStrictEqual([logins(jump) - jumpBefore, logins(target) - targetBefore], [1, 1]);
     });
 
     it("the check that an address speaks SSH passes a real sshd, which logs a client that named itself and left", async () => {
@@ -130,28 +176,35 @@ describe("runOverSsh through a jump host (real sshd on both ends)", function () 
         assert.doesNotMatch(log, /Did not receive identification string|banner exchange/i);
     });
 
-    it("fails where the jump host forwards nothing: the target is reached through it, not directly", async () => {
+    it("fails at once where the jump host forwards nothing: the target is reached through it, not directly", async () => {
         const marker = path.join(dir, "ran-through-closed");
-        const r = await runOverSsh({ ...via, proxy: { ...via.proxy!, port: closedJump.port, hostKey: closedJump.hostKey } }, `touch ${marker}`, "", 60);
-        assert.strictEqual(r.code, 255, r.stderr);
-        assert.match(r.stderr, /stdio forwarding failed/);
+        const started = Date.now();
+        await assert.rejects(
+            runOverSsh({ ...via, proxy: { ...via.proxy!, port: closedJump.port, hostKey: closedJump.hostKey } }, `touch ${marker}`, "", 60),
+            /the jump host did not forward a connection to 127\.0\.0\.1:\d+: .*it forwards no connections/,
+        );
+        assert.ok(Date.now() - started < 10_000, "no retries for a refusal that stays");
         assert.ok(!fs.existsSync(marker), "the command ran");
     });
 
     it("refuses a jump host whose key is not the pinned one, before any command runs", async () => {
         const marker = path.join(dir, "ran-past-a-wrong-key");
         const wrongKey = generateOpensshKeyPair("impostor").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
-        const r = await runOverSsh({ ...via, proxy: { ...via.proxy!, hostKey: wrongKey } }, `touch ${marker}`, "", 60);
-        assert.strictEqual(r.code, 255, r.stderr);
-        assert.match(r.stderr, /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/);
+        await assert.rejects(
+            runOverSsh({ ...via, proxy: { ...via.proxy!, hostKey: wrongKey } }, `touch ${marker}`, "", 60),
+            new RegExp(`ssh: root@127\\.0\\.0\\.1:${jump.port} presented the host key ssh-ed25519 \\S+, not the pinned one: nothing was run`),
+        );
         assert.ok(!fs.existsSync(marker), "the command ran past a wrong jump host key");
     });
 
     it("a target whose key is not the pinned one is refused too, with the jump host's right", async () => {
         const wrongKey = generateOpensshKeyPair("impostor").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
-        const r = await runOverSsh({ ...via, hostKey: wrongKey }, "true", "", 60);
-        assert.strictEqual(r.code, 255, r.stderr);
-        assert.match(r.stderr, /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/);
+        await assert.rejects(runOverSsh({ ...via, hostKey: wrongKey }, "true", "", 60), /presented the host key .*, not the pinned one/);
+    });
+
+    it("refuses a login the host does not take, at once", async () => {
+        const stranger = generateOpensshKeyPair("stranger");
+        await assert.rejects(runOverSsh({ ...direct, privateKey: stranger.privateKeyOpenssh }, "true"), /refused the login with the given private key/);
     });
 
     it("refuses a hostile jump host user or host, and runs nothing", async () => {
@@ -166,14 +219,34 @@ describe("runOverSsh through a jump host (real sshd on both ends)", function () 
         assert.ok(!fs.existsSync(pwned), "a command ran on this machine");
     });
 
-    it("past that check, the ProxyCommand keeps shell words and % tokens inert: ssh only fails", async () => {
-        const keys = fs.mkdtempSync(path.join(dir, "keys-"));
-        for (const name of ["key", "jump-key"]) fs.writeFileSync(path.join(keys, name), via.privateKey, { mode: 0o600 });
-        fs.writeFileSync(path.join(keys, "known_hosts"), "");
-        fs.writeFileSync(path.join(keys, "jump_known_hosts"), "");
-        const hostile = { ...via, proxy: { ...via.proxy!, host: `$(touch ${pwned})%n`, user: `x';touch ${pwned};'` } };
-        const r = await runOnce(hostile, "true", "", keys, 20);
-        assert.strictEqual(r.code, 255, r.stderr);
-        assert.ok(!fs.existsSync(pwned), `a command ran on this machine:\n${r.stderr}`);
+    it("waits for a host that drops connections while it boots, and dials again after a connection is cut", async () => {
+        const booting = await relay(target.port, 3);
+        try {
+            const through = { ...direct, port: booting.port };
+            assert.strictEqual((await runOverSsh(through, "echo up")).stdout, "up\n");
+            booting.cut();
+            await new Promise((r) => setTimeout(r, 200));
+            assert.strictEqual((await runOverSsh(through, "echo again")).stdout, "again\n");
+            assert.strictEqual(connectionsOpened.get(`root@127.0.0.1:${booting.port}`), 2);
+        } finally {
+            booting.close();
+        }
+    });
+
+    it("fails, naming the address, where a peer accepts and never speaks SSH, or speaks something else", async () => {
+        const silent = net.createServer(() => undefined);
+        const http = net.createServer((s) => s.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
+        await Promise.all([silent, http].map((srv) => new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve))));
+        try {
+            const port = (srv: net.Server) => (srv.address() as net.AddressInfo).port;
+            await assert.rejects(
+                runOverSsh({ ...direct, port: port(silent) }, "true"),
+                new RegExp(`ssh: root@127\\.0\\.0\\.1:${port(silent)} accepted a connection but completed no SSH handshake in 15 s: it is not an SSH server`),
+            );
+            await assert.rejects(runOverSsh({ ...direct, port: port(http) }, "true"), new RegExp(`root@127\\.0\\.0\\.1:${port(http)}`));
+        } finally {
+            silent.close();
+            http.close();
+        }
     });
 });

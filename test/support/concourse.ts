@@ -1,39 +1,78 @@
 /**
- * Real Concourse for the tests: the release tarball assembled from the kit beside the repo
- * (scripts/concourse-release.sh), and fly from the same kit, logged in to a web as a target of its own.
+ * Real Concourse for the tests: the official release, supplied (scripts/concourse-release.sh:
+ * GPU_WORKERS_CONCOURSE_RELEASE), and fly as a web serves it (`/api/v1/cli`), logged in to that
+ * web as a target of its own. Without a release, the tests that need one are pending (supplied.ts).
  */
 import { execFileSync, spawnSync, SpawnSyncReturns } from "child_process";
 import * as fs from "fs";
+import * as http from "http";
+import * as https from "https";
 import * as os from "os";
 import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 
-function dev(fn: string): string {
-    return execFileSync("bash", ["-c", `. ${JSON.stringify(path.join(PACKAGE_ROOT, "scripts", "dev-env.sh"))} && ${fn}`], {
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-        timeout: 600_000,
-    })
-        .trim()
-        .split("\n")
-        .pop()!;
+/** A release tarball in Concourse's own layout, and its version. */
+export interface ConcourseRelease {
+    tarball: string;
+    version: string;
 }
 
-/** The release tarball in Concourse's layout (built once, cached by content). */
-export function concourseRelease(): string {
-    return execFileSync("bash", [path.join(PACKAGE_ROOT, "scripts", "concourse-release.sh")], {
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-        timeout: 600_000,
-    }).trim();
+/** concourse-release.sh's status when no release is supplied. */
+const NOT_SUPPLIED = 3;
+
+let found: { release?: ConcourseRelease } | undefined;
+
+/**
+ * The supplied release (once per process), or undefined when none is; a release that is supplied
+ * but unusable throws, naming why.
+ */
+export function suppliedRelease(): ConcourseRelease | undefined {
+    if (found) return found.release;
+    const r = spawnSync("bash", [path.join(PACKAGE_ROOT, "scripts", "concourse-release.sh")], { encoding: "utf8", timeout: 600_000 });
+    if (r.status === NOT_SUPPLIED) {
+        found = {};
+        return undefined;
+    }
+    if (r.status !== 0) throw new Error(`scripts/concourse-release.sh exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+    const [tarball, version] = r.stdout.trim().split("\n");
+    found = { release: { tarball, version } };
+    return found.release;
+}
+
+/** GETs `url`, trusting `ca` where given; the body, or an error naming the status. */
+function download(url: string, ca?: string): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+        const get = url.startsWith("https:") ? https.get : http.get;
+        const request = get(url, ca ? { ca } : {}, (res) => {
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => chunks.push(c));
+            res.on("end", () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`GET ${url}: ${res.statusCode}`))));
+        });
+        request.on("error", reject);
+        request.setTimeout(60_000, () => request.destroy(new Error(`GET ${url}: no answer in 60 s`)));
+    });
 }
 
 export class Fly {
-    readonly bin = dev("ensure_fly");
     /** fly keeps its targets in ~/.flyrc: a HOME of its own keeps the tests' apart from anyone's. */
     private readonly home = fs.mkdtempSync(path.join(os.tmpdir(), "gw-fly-"));
 
-    constructor(readonly target: string) {}
+    private constructor(
+        readonly target: string,
+        readonly bin: string,
+    ) {}
+
+    /** fly for linux/amd64 as the web at `url` serves it (what `fly sync` downloads), into a folder of its own. */
+    static async fromWeb(target: string, url: string, ca?: string): Promise<Fly> {
+        const archive = await download(`${url}/api/v1/cli?arch=amd64&platform=linux`, ca);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-fly-bin-"));
+        fs.writeFileSync(path.join(dir, "fly.tgz"), archive);
+        execFileSync("tar", ["-xzf", path.join(dir, "fly.tgz"), "-C", dir]);
+        const bin = path.join(dir, "fly");
+        if (!fs.existsSync(bin)) throw new Error(`${url}/api/v1/cli gave no fly: ${fs.readdirSync(dir).join(", ")}`);
+        fs.chmodSync(bin, 0o755);
+        return new Fly(target, bin);
+    }
 
     run(args: string[], timeoutMs = 180_000): SpawnSyncReturns<string> {
         return spawnSync(this.bin, ["-t", this.target, ...args], { encoding: "utf8", env: { ...process.env, HOME: this.home }, timeout: timeoutMs });
@@ -58,5 +97,13 @@ export class Fly {
 
     cleanup(): void {
         fs.rmSync(this.home, { recursive: true, force: true });
+        fs.rmSync(path.dirname(this.bin), { recursive: true, force: true });
     }
+}
+
+/** fly logged in to a web: fly from the web itself, then `fly login` with the stack's user. */
+export async function flyFor(target: string, web: { url: string; username: string; password: string }, ca?: string): Promise<Fly> {
+    const fly = await Fly.fromWeb(target, web.url, ca);
+    fly.login(web.url, web.username, web.password);
+    return fly;
 }

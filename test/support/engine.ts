@@ -4,6 +4,7 @@
  * Debian 12 image, and stacks of this program in a temp project with a file backend.
  */
 import { execFileSync, spawnSync } from "child_process";
+import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -145,6 +146,8 @@ export interface StackConfig {
     /** gpu-workers:web, when the stack has a web node. */
     web?: unknown;
     secrets?: Record<string, string>;
+    /** gpu-workers:hostSteps. Default: builtin, which needs no plugin (command needs pulumi-resource-command on PATH). */
+    hostSteps?: "command" | "builtin";
 }
 
 /** A stack of the program with this config (structured values are handed over as JSON). */
@@ -159,6 +162,7 @@ export async function setStackConfig(stack: Stack, config: StackConfig): Promise
     await stack.setAllConfig({
         "gpu-workers:defaults": { value: JSON.stringify(config.defaults) },
         "gpu-workers:hosts": { value: JSON.stringify(config.hosts) },
+        "gpu-workers:hostSteps": { value: config.hostSteps ?? "builtin" },
         ...(config.web === undefined ? {} : { "gpu-workers:web": { value: JSON.stringify(config.web) } }),
         ...Object.fromEntries(Object.entries(config.secrets ?? {}).map(([k, v]) => [`gpu-workers:${k}`, { value: v, secret: true }])),
     });
@@ -177,9 +181,19 @@ export function datasetSourceDir(prefix: string): string {
 }
 
 export function tempDir(prefix: string): string {
+    return makeTempDir(tempDirName(prefix));
+}
+
+/** A fresh name for a temp folder, made by nothing yet (a describe body may name one; its before hook makes it). */
+export function tempDirName(prefix: string): string {
+    return path.join(os.tmpdir(), `${prefix}${crypto.randomBytes(4).toString("hex")}`);
+}
+
+/** Makes the folder `dir` names; returns it. */
+export function makeTempDir(dir: string): string {
     // Short: LXD's socket paths must stay under 108 bytes. Traversable: an unprivileged
     // container's root must reach the instance folders below it.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    fs.mkdirSync(dir, { mode: 0o711 });
     fs.chmodSync(dir, 0o711);
     return dir;
 }

@@ -43,6 +43,12 @@ export function fileSetHashes(stdin: string): Map<string, string> {
     return new Map(fileSetEntries(stdin).map((e) => [e.path, e.sha256]));
 }
 
+/** The resource types of a host command, by transport: @pulumi/command's, and the program's own. */
+export const HOST_COMMAND_TYPES = ["command:remote:Command", "pulumi-nodejs:dynamic/gpu-workers:SshCommand"];
+
+/** The resource types of an upload, by transport. */
+export const HOST_UPLOAD_TYPES = ["command:remote:CopyToRemote", "pulumi-nodejs:dynamic/gpu-workers:SshUpload"];
+
 export interface RecordedResource {
     type: string;
     name: string;
@@ -70,9 +76,9 @@ export class GraphRecorder {
         return this.resources.filter((r) => r.type === type);
     }
 
-    /** The remote commands that place files: file sets (lib/host/placed-files.ts) and a secret file's own. */
+    /** The host commands that place files: file sets (lib/host/placed-files.ts) and a secret file's own. */
     fileResources(): RecordedResource[] {
-        return this.resources.filter((r) => r.type === "command:remote:Command" && isFileResourceName(r.name));
+        return this.resources.filter((r) => HOST_COMMAND_TYPES.includes(r.type) && isFileResourceName(r.name));
     }
 
     /** The command that places `path` (among those named from `prefix`, where given) and the content it gives the path. */

@@ -11,6 +11,7 @@ import {
     WebKeysTarget,
     webKeysTarget,
 } from "../../lib/render/concourse-web";
+import type { HostStepTransport } from "../../lib/host/step-transport";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
@@ -67,6 +68,8 @@ export type ConcourseWebDatabase =
 export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
     /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
     transport: Transport<SshHostTransport, LxdWebTransport>;
+    /** What runs the web's host steps, and the admission steps of its workers: "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */
+    hostSteps?: HostStepTransport;
     /** Concourse release version. Example: "8.2.5". */
     version: string;
     /** The release tarball: {url, sha256} the host downloads, or {path} uploaded from here. */
@@ -99,6 +102,8 @@ export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
 export interface WebAdmission {
     connection: pulumi.Input<HostConnection>;
     user: string;
+    /** The web's own transport for host steps. */
+    hostSteps?: HostStepTransport;
     web: WebKeysTarget;
 }
 
@@ -123,7 +128,7 @@ export class ConcourseWebArgsError extends Error {}
 
 /** The web's host and settings as planning sees them, defaults applied and checked. */
 export function webSpec(name: string, args: ConcourseWebArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WebSpec {
-    const { transport, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
+    const { transport, hostSteps: _steps, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
     const settings = webSettingsSchema.safeParse(rest);
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     let database: WebDatabase | undefined;
@@ -171,10 +176,12 @@ export class ConcourseWeb extends HostStepsComponent {
     public readonly tsaPublicKey: pulumi.Output<string>;
     /** With `tls`: what clients of the web trust, the CA given or else the certificate itself. */
     public readonly ca?: pulumi.Output<string>;
+    private readonly hostSteps?: HostStepTransport;
 
     constructor(name: string, args: ConcourseWebArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:concourse:ConcourseWeb", name, opts);
         this.plan = planWebHost(webSpec(name, args));
+        this.hostSteps = args.hostSteps;
         const { connection, reachable } = reachHost(this, name, args.transport, this.plan.access);
         const password = new GeneratedSecret(`${name}-password`, { kind: "password" }, { parent: this });
         const signingKey = new GeneratedSecret(`${name}-session-signing-key`, { kind: "rsa-private-key" }, { parent: this });
@@ -187,7 +194,7 @@ export class ConcourseWeb extends HostStepsComponent {
         const s = this.plan.settings;
         this.placeOnHost(
             renderConcourseWeb(s),
-            { connection, user: this.plan.access.user },
+            { connection, user: this.plan.access.user, hostSteps: args.hostSteps },
             {
                 after: reachable,
                 values: {
@@ -227,7 +234,7 @@ export class ConcourseWeb extends HostStepsComponent {
             password: this.password,
             ...(this.ca ? { ca: this.ca } : {}),
             resource: this,
-            admission: { connection: this.connection, user: this.plan.access.user, web: webKeysTarget(this.plan.settings) },
+            admission: { connection: this.connection, user: this.plan.access.user, hostSteps: this.hostSteps, web: webKeysTarget(this.plan.settings) },
         };
     }
 }

@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { DEFAULT_HOST_STEPS } from "../../lib/host/step-transport";
 import { hostScriptPath } from "../../lib/host/scripts";
 import type { ConcourseRelease, PlannedRelease } from "../../lib/render/concourse-release";
 import type { Artifact } from "../../lib/host/steps";
@@ -119,6 +120,7 @@ export class ConcourseWorker extends HostStepsComponent {
             parent: this,
             prefix: admissionPrefix(name),
             connection: admission.connection,
+            hostSteps: admission.hostSteps ?? DEFAULT_HOST_STEPS,
             user: admission.user,
             dependsOn: after,
             values: { [workerKeyPath(worker)]: this.workerPublicKey.apply((k) => renderAuthorizedWorkerKeys([k])) },

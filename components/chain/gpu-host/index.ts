@@ -1,7 +1,7 @@
-import { remote } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
+import { DEFAULT_HOST_STEPS, HostStepTransport } from "../../lib/host/step-transport";
 import { stepResourceName } from "../../lib/host/steps";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
@@ -9,8 +9,9 @@ import { LxdDevices } from "../../lib/lxd/types";
 import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
 import type { SshHostShape } from "../../lib/plan/worker-spec";
 import { InventoryCheck } from "../../providers/checks/inventory-check";
-import { commandConnection, machineOf } from "../../providers/host/command-connection";
+import { machineOf } from "../../providers/host/command-connection";
 import { HostConnection } from "../../providers/host/resources";
+import { stepTransport } from "../../providers/host/step-transport";
 import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 
 export { SshHostTransport, SshJumpHost } from "../host-access";
@@ -53,6 +54,8 @@ export interface GpuHostArgs {
     driverVersion?: string;
     /** Inventory fields whose differences only warn. Example: ["memory"]. Default: []. */
     warnOnly?: VerifyField[];
+    /** What runs discovery, and what the components on this host run their steps with (`hostSteps`): "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */
+    hostSteps?: HostStepTransport;
 }
 
 /**
@@ -63,6 +66,8 @@ export class GpuHost extends pulumi.ComponentResource {
     public readonly connection: pulumi.Output<HostConnection>;
     /** Login user; commands run through sudo unless it is root. */
     public readonly user: string;
+    /** The transport of host steps this host was given, for the components on it (HostAccessArgs.hostSteps). */
+    public readonly hostSteps: HostStepTransport;
     /** Warnings from the inventory check (fields the stack chose to only warn about). */
     public readonly inventoryWarnings: pulumi.Output<string[]>;
 
@@ -76,21 +81,21 @@ export class GpuHost extends pulumi.ComponentResource {
             }),
         );
         this.user = plan.user;
+        this.hostSteps = args.hostSteps ?? DEFAULT_HOST_STEPS;
         // Children do not inherit a component's dependsOn: what this host waits for, its first resources wait for.
         const d = opts?.dependsOn;
         const before = (d === undefined ? [] : Array.isArray(d) ? d : [d]) as pulumi.Input<pulumi.Resource>[];
         const { connection, reachable } = reachHost(this, name, args.transport, plan, before);
         this.connection = connection;
-        const discovery = new remote.Command(
+        const discovery = stepTransport(this.hostSteps).command(
             stepResourceName(name, "discover"),
             {
-                connection: commandConnection(this.connection),
+                connection: this.connection,
                 create: plan.discover.command,
                 stdin: plan.discover.script,
                 // A new machine behind the address is discovered again.
                 triggers: [machineOf(this.connection)],
-                addPreviousOutputInEnv: false,
-                logging: "none",
+                quiet: true,
             },
             { parent: this, dependsOn: [...reachable, ...before] },
         );

@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { GpuInventory } from "../../lib/gpu/inventory";
+import type { HostStepTransport } from "../../lib/host/step-transport";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { chainDriftCheck, ChainSettings, containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../lib/plan/chain";
@@ -47,6 +48,8 @@ export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices">
 export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
     /** Exactly one of ssh (a machine) or lxd (an instance this worker creates). */
     transport: Transport<SshHostTransport, GpuWorkerLxdTransport>;
+    /** What runs every host step of the worker: "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */
+    hostSteps?: HostStepTransport;
     /** The declared GPU inventory (inventorySchema.parse(...)); `npm run discover` prints it for a host. */
     inventory: GpuInventory;
     /** The Concourse worker's settings (the schema's `concourse`), with keys, password and web that only a program has. */
@@ -87,7 +90,7 @@ export class GpuWorkerArgsError extends Error {}
 
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
 export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WorkerSpec {
-    const { transport, inventory, concourse, fabricPartition, ...rest } = args;
+    const { transport, hostSteps: _steps, inventory, concourse, fabricPartition, ...rest } = args;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
     // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
     const concourseSettings = {
@@ -164,6 +167,7 @@ export class GpuWorker extends pulumi.ComponentResource {
                     lxd: (lxd) => ({ lxd: { ...lxd, ...plan.hostTransport.lxd! } }),
                 }),
                 inventory: args.inventory,
+                hostSteps: args.hostSteps,
                 driverVersion: plan.verify.driverPin,
                 warnOnly: plan.verify.warnOnly,
             },
@@ -180,7 +184,13 @@ export class GpuWorker extends pulumi.ComponentResource {
             },
             { parent: this },
         );
-        const access: HostAccessArgs = { connection: gpuHost.connection, user: gpuHost.user, epoch: guard.epoch, hostReady: [gpuHost, guard] };
+        const access: HostAccessArgs = {
+            connection: gpuHost.connection,
+            user: gpuHost.user,
+            hostSteps: gpuHost.hostSteps,
+            epoch: guard.epoch,
+            hostReady: [gpuHost, guard],
+        };
         // Every link's files in the program's own folders, by one set as soon as the host is verified (plan.ownFiles).
         const ownFiles = [
             ...new Set(
@@ -188,6 +198,7 @@ export class GpuWorker extends pulumi.ComponentResource {
                     parent: this,
                     prefix: name,
                     connection: gpuHost.connection,
+                    hostSteps: gpuHost.hostSteps,
                     user: gpuHost.user,
                     dependsOn: [gpuHost, guard],
                     epoch: guard.epoch,

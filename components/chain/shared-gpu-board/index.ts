@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { DEFAULT_PARTITION_TABLE, FabricPartition, partitionTable } from "../../lib/fabric/partition-table";
 import { GpuInventory } from "../../lib/gpu/inventory";
+import type { HostStepTransport } from "../../lib/host/step-transport";
 import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
@@ -12,7 +13,7 @@ import { GpuHost, SshHostTransport } from "../gpu-host";
 import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, workerSpec } from "../gpu-worker";
 
 /** One worker of a shared board: an LXD VM on the board's LXD server with one fabric partition's GPUs. */
-export interface SharedGpuBoardWorker extends Omit<GpuWorkerArgs, "transport" | "inventory" | "selection" | "fabricManager" | "fabricPartition"> {
+export interface SharedGpuBoardWorker extends Omit<GpuWorkerArgs, "transport" | "hostSteps" | "inventory" | "selection" | "fabricManager" | "fabricPartition"> {
     /** The worker's name: its resources and its Concourse worker are named from it. Example: "hgx-a-w1". */
     name: string;
     /** How many GPUs: the planner picks a partition of that size. Give this, or `partition`. Example: 4. */
@@ -31,6 +32,8 @@ export interface SharedGpuBoardWorker extends Omit<GpuWorkerArgs, "transport" | 
 export interface SharedGpuBoardArgs {
     /** The board host, over SSH: its libvirt runs the service VM. */
     ssh: SshHostTransport;
+    /** What runs the host steps of the board and of its workers: "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */
+    hostSteps?: HostStepTransport;
     /** The whole board: every GPU with its moduleId and pciBusId, and the NVSwitch count. */
     inventory: GpuInventory;
     /** Inventory fields whose differences only warn on the board host. Default: []. */
@@ -92,6 +95,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
             plan.hostComponent,
             {
                 transport: { ssh: args.ssh },
+                hostSteps: args.hostSteps,
                 inventory: args.inventory,
                 driverVersion: plan.verify.driverPin,
                 warnOnly: plan.verify.warnOnly,
@@ -108,6 +112,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
             {
                 connection: host.connection,
                 user: host.user,
+                hostSteps: host.hostSteps,
                 epoch: guard.epoch,
                 ...plan.serviceVm.settings,
             },
@@ -120,6 +125,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
                 {
                     ...settings,
                     transport: { lxd: { ...lxd, type: "virtual-machine" } },
+                    hostSteps: args.hostSteps,
                     inventory: spec.inventory,
                     selection: spec.selection,
                     fabricManager: spec.fabricManager,

@@ -15,6 +15,7 @@
  */
 import { sha256Text } from "../file-hash";
 import { HOST_STATE_DIR, pathSlug, shellCommand } from "./steps";
+import type { HostStepTransport } from "./step-transport";
 
 /** The folder of the owner records on a host: one folder per slot, one file per resource. */
 export const OWNERS_DIR = `${HOST_STATE_DIR}/owners`;
@@ -43,9 +44,13 @@ export function slotDir(slot: string): string {
  * The id a host command records as its own. The command is written before the resource exists,
  * so the id is made from what the program knows: the resource's name (a renamed one differs),
  * and a hash of its stack and its triggers (a replacement, which a changed trigger makes, differs).
+ * A step of the `builtin` transport is another resource than the remote.Command of the same name
+ * (a stack moving from one to the other holds both until the old one's delete), so it has an id
+ * of its own; a remote.Command keeps the id it always had.
  */
-export function ownerId(resource: string, stack: string, triggers: unknown[]): string {
-    return `${resource}.${sha256Text(JSON.stringify([stack, triggers])).slice(0, 12)}`;
+export function ownerId(resource: string, stack: string, triggers: unknown[], transport: HostStepTransport = "command"): string {
+    const seed = transport === "command" ? [stack, triggers] : [stack, triggers, transport];
+    return `${resource}.${sha256Text(JSON.stringify(seed)).slice(0, 12)}`;
 }
 
 /** A resource id as a file name. */

@@ -1,13 +1,12 @@
 /**
- * Thin wiring: turns a RenderedComponent (pure data) into @pulumi/command resources.
- * A component's files go by one remote.Command per kind of folder (a file set) whose stdin holds
- * each text file's whole content, so `pulumi preview --diff` shows exactly what changes on the
- * host; a binary is copied with remote.CopyToRemote to a staging path named by its sha256, and
- * its set installs it; a secret file has a command of its own. Every command knows its own
- * owner id (ownerId: its name and triggers), which the host's records name. The shell is
+ * Thin wiring: turns a RenderedComponent (pure data) into host commands of the chosen transport
+ * (step-transport.ts). A component's files go by one command per kind of folder (a file set)
+ * whose stdin holds each text file's whole content, so `pulumi preview --diff` shows exactly what
+ * changes on the host; a binary is uploaded to a staging path named by its sha256, and its set
+ * installs it; a secret file has a command of its own. Every command knows its own owner id
+ * (ownerId: its name, triggers and transport), which the host's records name. The shell is
  * lib/host/placed-files.ts.
  */
-import { remote, types } from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
@@ -32,9 +31,11 @@ import {
     RenderedComponent,
     stepResourceName,
 } from "../../lib/host/steps";
+import type { HostStepTransport } from "../../lib/host/step-transport";
 import { placeOnce } from "../../lib/plan/place-files";
-import { commandConnection, machineOf } from "./command-connection";
+import { machineOf } from "./command-connection";
 import type { SshTarget } from "./ssh";
+import { HostCommand, StepTransport, stepTransport } from "./step-transport";
 
 /** How to reach a host over SSH: address, port, user, private key, pinned host key. */
 export type HostConnection = SshTarget;
@@ -45,6 +46,8 @@ export interface HostResourceOptions {
     /** Prefix for child names, normally the component's name. */
     prefix: string;
     connection: pulumi.Input<HostConnection>;
+    /** What runs the commands: @pulumi/command's remote.Command, or the program's own SSH client. */
+    hostSteps: HostStepTransport;
     /** Runs as root directly, or through `sudo -n` for another user. */
     user: string;
     /** Resources every child waits for (the previous component in the chain). */
@@ -106,24 +109,18 @@ function withEpoch(o: HostResourceOptions, command: pulumi.Input<string>): pulum
 }
 
 /** The owner id of the resource `name` with these triggers, and what follows from it. */
-function owned<T>(name: string, triggers: pulumi.Output<unknown[]>, f: (id: string) => T): pulumi.Output<T> {
-    return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${pulumi.getStack()}`, t)));
+function owned<T>(name: string, triggers: pulumi.Output<unknown[]>, o: HostResourceOptions, f: (id: string) => T): pulumi.Output<T> {
+    return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${pulumi.getStack()}`, t, o.hostSteps)));
 }
 
 /**
- * `command` after reading its stdin to the end. The provider hands `stdin` to every run, the
- * delete's too; a command that exits without reading it makes the SSH session end in EOF (a
+ * `command` after reading its stdin to the end. The Command provider hands `stdin` to every run,
+ * the delete's too; a command that exits without reading it makes the SSH session end in EOF (a
  * failed step). Whatever the command then runs finds its stdin at the end.
  */
 function drained(command: string): string {
     return `cat >/dev/null\n${command}`;
 }
-
-/** Options every remote command shares: no AcceptEnv needed on the host for the previous output. */
-const QUIET = { addPreviousOutputInEnv: false } as const;
-
-/** A host's connection, as its remote commands take it (command-connection.ts). */
-type Connection = pulumi.Output<types.input.remote.ConnectionArgs>;
 
 /** What a file at `path` waits for: in the program's own folders, only the host's readiness where given. */
 function fileDependsOn(path: string, o: HostResourceOptions): pulumi.Input<pulumi.Resource>[] {
@@ -135,13 +132,13 @@ function fileDependsOn(path: string, o: HostResourceOptions): pulumi.Input<pulum
  * its file set finds them: new bytes are a new copy, and a raised epoch copies again, so the set's
  * update finds a staged copy to put back.
  */
-function uploadResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
+function uploadResource(file: HostFile, o: HostResourceOptions, t: StepTransport): pulumi.Resource {
     const { path, sha256 } = file.artifact!;
     if (!fs.existsSync(path)) throw new Error(`${o.prefix}: ${file.path} is uploaded from ${path}, which does not exist`);
     const triggers = pulumi.all([triggersOf(o, [sha256]), pulumi.output(o.epoch ?? 0)]).apply(([t, epoch]) => [...t, epoch]);
-    return new remote.CopyToRemote(
+    return t.upload(
         fileUploadName(o.prefix, file),
-        { connection: conn, source: new pulumi.asset.FileAsset(path), remotePath: stagingPath(sha256), triggers },
+        { connection: o.connection, source: path, remotePath: stagingPath(sha256), triggers },
         { parent: o.parent, dependsOn: fileDependsOn(file.path, o) },
     );
 }
@@ -153,45 +150,43 @@ function uploadResource(file: HostFile, o: HostResourceOptions, conn: Connection
  * set's stdin shows only its first lines), and other paths make a new set, whose create claims
  * them before the old set's delete lets go of its own.
  */
-function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions, conn: Connection): pulumi.Resource {
+function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions, t: StepTransport): pulumi.Resource {
     const triggers = triggersOf(
         o,
         files.map((f) => f.path),
     );
-    const uploads = files.filter((f) => f.artifact).map((f) => uploadResource(f, o, conn));
-    const place = owned(name, triggers, (id) => asRoot(o.user, placeFileSetCommand(files, id)));
-    return new remote.Command(
+    const uploads = files.filter((f) => f.artifact).map((f) => uploadResource(f, o, t));
+    const place = owned(name, triggers, o, (id) => asRoot(o.user, placeFileSetCommand(files, id)));
+    return t.command(
         name,
         {
-            ...QUIET,
-            connection: conn,
+            connection: o.connection,
             create: place,
             update: withEpoch(o, place),
-            delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileSetCommand(files, id)))),
+            delete: owned(name, triggers, o, (id) => drained(asRoot(o.user, removeFileSetCommand(files, id)))),
             stdin: fileSetStdin(files),
             triggers,
-            logging: "none",
+            quiet: true,
         },
         { parent: o.parent, dependsOn: [...fileDependsOn(files[0].path, o), ...uploads] },
     );
 }
 
 /** A secret or generated file: a command of its own, whose stdin (the value) hides nothing else. */
-function fileResource(file: HostFile, o: HostResourceOptions, conn: Connection): pulumi.Resource {
+function fileResource(file: HostFile, o: HostResourceOptions, t: StepTransport): pulumi.Resource {
     const name = fileResourceName(o.prefix, file);
     const triggers = triggersOf(o);
-    const write = (adopt: boolean) => owned(name, triggers, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${writeFileCommand(file)}`));
-    return new remote.Command(
+    const write = (adopt: boolean) => owned(name, triggers, o, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${writeFileCommand(file)}`));
+    return t.command(
         name,
         {
-            ...QUIET,
-            connection: conn,
+            connection: o.connection,
             create: write(false),
             update: withEpoch(o, write(true)),
-            delete: owned(name, triggers, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
+            delete: owned(name, triggers, o, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
             stdin: valueOf(file, o),
             triggers,
-            logging: "none",
+            quiet: true,
         },
         { parent: o.parent, dependsOn: fileDependsOn(file.path, o) },
     );
@@ -207,8 +202,8 @@ function stepResource(
     o: HostResourceOptions,
     known: Map<string, pulumi.Resource>,
     files: Map<string, HostFile>,
-    connection: Connection,
-): remote.Command {
+    t: StepTransport,
+): HostCommand {
     const deps = step.dependsOn.flatMap((d) => {
         // A file an earlier component placed is there before this component starts.
         if (o.placedEarlier?.includes(d)) return [];
@@ -222,7 +217,7 @@ function stepResource(
     const slot = stepSlot(step);
     const triggers = triggersOf(o, step.remove ? [slot] : []);
     const remove = step.remove ? asRoot(o.user, step.remove) : undefined;
-    const create = pulumi.all([sums(false), owned(name, triggers, (id) => id)]).apply(([fileSums, id]) => {
+    const create = pulumi.all([sums(false), owned(name, triggers, o, (id) => id)]).apply(([fileSums, id]) => {
         // The files it needs go after the step's own command, so the preview's first line is the command.
         const noted = fileSums.map(([p, sum]) => `\n# needs ${p} sha256:${sum}`).join("");
         const command = drained(`${asRoot(o.user, step.create)}${noted}`);
@@ -230,15 +225,14 @@ function stepResource(
         return remove ? `(\n${command}\n) && ${asRoot(o.user, claimScript({ slot, resource: name, user: o.user }, id, remove))}` : command;
     });
     const secretSums = needed.some((f) => f.secret) ? pulumi.secret(sums(true).apply((s) => s.map(([p, sum]) => `${p} ${sum}\n`).join(""))) : undefined;
-    return new remote.Command(
+    return t.command(
         name,
         {
-            ...QUIET,
-            connection,
+            connection: o.connection,
             create,
             update: withEpoch(o, create),
             delete: remove
-                ? owned(name, triggers, (id) => drained(asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))))
+                ? owned(name, triggers, o, (id) => drained(asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))))
                 : undefined,
             stdin: secretSums,
             triggers,
@@ -252,35 +246,36 @@ function stepResource(
  * set per kind of folder, a command of its own for a secret or generated file. Returns the
  * resource that places each path.
  */
-export function createHostFiles(files: HostFile[], o: HostResourceOptions, connection = commandConnection(o.connection)): Map<string, pulumi.Resource> {
+export function createHostFiles(files: HostFile[], o: HostResourceOptions): Map<string, pulumi.Resource> {
+    const t = stepTransport(o.hostSteps);
     const placing = new Map<string, pulumi.Resource>();
     const sets = new Map<string, HostFile[]>();
     for (const file of files) {
         if (o.placedEarlier?.includes(file.path)) continue;
         if (!inFileSet(file)) {
-            placing.set(file.path, fileResource(file, o, connection));
+            placing.set(file.path, fileResource(file, o, t));
             continue;
         }
         const set = fileResourceName(o.prefix, file);
         sets.set(set, [...(sets.get(set) ?? []), file]);
     }
     for (const [name, setFiles] of sets) {
-        const set = fileSetResource(name, setFiles, o, connection);
+        const set = fileSetResource(name, setFiles, o, t);
         for (const file of setFiles) placing.set(file.path, set);
     }
     return placing;
 }
 
 /** Creates every file, then every step in order; returns the steps' commands by step name. */
-export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, remote.Command> {
-    const connection = commandConnection(o.connection);
+export function createHostResources(rendered: RenderedComponent, o: HostResourceOptions): Map<string, HostCommand> {
     // The same script may serve two steps: one file, by the host's one rule for a path placed twice.
     const { placed } = placeOnce(o.prefix, [{ owner: o.prefix, files: rendered.files }]);
-    const known = createHostFiles(placed, o, connection);
-    const steps = new Map<string, remote.Command>();
+    const known = createHostFiles(placed, o);
+    const steps = new Map<string, HostCommand>();
     const files = new Map(placed.map((f): [string, HostFile] => [f.path, f]));
+    const t = stepTransport(o.hostSteps);
     for (const step of rendered.steps) {
-        const r = stepResource(step, o, known, files, connection);
+        const r = stepResource(step, o, known, files, t);
         known.set(step.name, r);
         steps.set(step.name, r);
     }

@@ -1,14 +1,18 @@
 /**
- * Runs a command on a host with the system's OpenSSH client: pinned to the given host key,
- * with a private key that only ever sits in a 0600 file under a fresh 0700 folder, through a
- * jump host (pinned the same way) when the target names one. Async, so one provider process can
- * converge many hosts at once.
+ * The program's own SSH client (ssh2, in this process): every host step of the `builtin`
+ * transport, and every dynamic provider that runs something on a host (the drift guard, the
+ * registration check, the delete of an earlier release's HostCommand), go through it.
+ *
+ * One authenticated connection per host and login, kept for the life of the process (the
+ * engine's one Node.js dynamic-provider process serves a whole `up`), with every command a
+ * channel of it; a jump host's connection is shared the same way, each host behind it one
+ * forwarded channel. The host key is pinned: the server is asked for that key type only and
+ * any other key ends the handshake. The private key stays in this process's memory: no file,
+ * no process argument, no agent.
  */
-import { spawn } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { shellCommand } from "../../lib/host/steps";
+import * as net from "net";
+import { Client, ClientChannel, ConnectConfig } from "ssh2";
+import type { Duplex, Readable } from "stream";
 import { isHostAddress, POSIX_USER, PUBLIC_KEY_LINE } from "../../lib/plan/value-patterns";
 
 /** A jump host (bastion) the connection to the target goes through, with its own login and pinned key. */
@@ -40,28 +44,18 @@ export interface SshResult {
     stderr: string;
 }
 
-/** ssh's own exit status when it could not connect or authenticate. */
-const SSH_FAILED = 255;
+/** How often a dial may fail the way a booting host makes it fail before a command fails, and how long one dial waits, in seconds. */
+export const DIAL_ERROR_LIMIT = 10;
+export const PER_DIAL_TIMEOUT_SECONDS = 15;
+
+/** sshd's MaxSessions is 10 by default: the channels open at once on one connection stay below it. */
+const CHANNELS_PER_CONNECTION = 8;
 
 /**
- * Whether ssh failed the way a host that is still booting makes it fail (worth another try). A
- * key that is not the pinned one is no such failure, though through a jump host the connection
- * then also reads as closed.
- */
-function mayBeBooting(result: SshResult): boolean {
-    return (
-        result.code === SSH_FAILED &&
-        /Connection (refused|reset|closed)|timed out|kex_exchange/i.test(result.stderr) &&
-        !/Host key verification failed/.test(result.stderr)
-    );
-}
-
-/**
- * Why ssh could not take `target` (or its jump host) safely, or undefined: the user and host go
- * on ssh's command line and the host and its key into a known_hosts line, so a user or host that
- * began with `-`, or held a space or a line break, could be an option (`-oProxyCommand=...`, run
- * on this machine) or a second known_hosts entry. A jump host's values go into a ProxyCommand,
- * which a shell runs: the same checks keep every one of them a single plain word.
+ * Why `target` (or its jump host) cannot be taken: a user that is no POSIX name, a host that is
+ * neither a DNS name nor an IP address, a port out of range, or a host key that is not one
+ * public key on one line. The stack's schema refuses them first; a component used alone meets
+ * this check.
  */
 export function sshTargetProblem(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
     return endpointProblem("ssh: the", target) ?? (target.proxy ? endpointProblem("ssh: the jump host's", target.proxy) : undefined);
@@ -75,117 +69,224 @@ function endpointProblem(what: string, end: Pick<SshProxy, "host" | "port" | "us
     return undefined;
 }
 
-/** The options every ssh run takes, the jump host's included: only the given key, only the pinned host key, no prompt. */
-function pinnedOptions(key: string, knownHosts: string, port: number): string[] {
-    return [
-        // -F /dev/null: no ~/.ssh/config (a proxy, a shared connection, another HostName) gets between us and the pinned host key.
-        "-F",
-        "/dev/null",
-        "-i",
-        key,
-        "-p",
-        String(port),
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        "IdentitiesOnly=yes",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        `UserKnownHostsFile=${knownHosts}`,
-        "-o",
-        "ConnectTimeout=15",
-        "-o",
-        "LogLevel=ERROR",
-    ];
+/** The host key algorithms that present a key of the pinned type (an RSA key signs with any of three). */
+function hostKeyAlgorithms(keyType: string): string[] {
+    return keyType === "ssh-rsa" ? ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"] : [keyType];
 }
 
-/** The known_hosts line that pins `end`'s key under the name ssh looks it up by. */
-function knownHostsLine(end: Pick<SshProxy, "host" | "port" | "hostKey">): string {
-    const hostPattern = end.port === 22 ? end.host : `[${end.host}]:${end.port}`;
-    return `${hostPattern} ${end.hostKey.trim()}\n`;
+/** A failure that another dial cannot mend: the wrong host key, a refused login, a peer that is no SSH server. */
+class FatalDialError extends Error {}
+
+/** `user@host:port`, as messages name an endpoint. */
+function where(end: Pick<SshProxy, "host" | "port" | "user">): string {
+    return `${end.user}@${end.host}:${end.port}`;
 }
 
 /**
- * The ProxyCommand that reaches `target` through its jump host: a second ssh, pinned like the
- * first, whose `-W` forwards one TCP connection from the jump host to the target. ssh hands it to
- * /bin/sh, so every word is quoted (all of them were checked by sshTargetProblem), and expands `%`
- * tokens in it, so any `%` is doubled.
+ * What ssh2 reports of a failed dial, in words that name the endpoint; fatal unless it is how a
+ * booting host fails: refused, reset, or closed before saying a word (LXD's proxy accepts, then
+ * closes while the instance's sshd is not up), or no answer to the TCP connect. `tcp`: the TCP
+ * connection of our own (none through a jump host).
  */
-export function proxyCommand(target: Pick<SshTarget, "host" | "port" | "proxy">, dir: string): string {
-    const jump = target.proxy!;
-    const words = [
-        "ssh",
-        ...pinnedOptions(path.join(dir, "jump-key"), path.join(dir, "jump_known_hosts"), jump.port),
-        "-W",
-        `[${target.host}]:${target.port}`,
-        "--",
-        `${jump.user}@${jump.host}`,
-    ];
-    return shellCommand(words).replace(/%/g, "%%");
+function dialError(end: Pick<SshProxy, "host" | "port" | "user">, e: Error & { level?: string }, keyMismatch: string | undefined, tcp?: net.Socket): Error {
+    const at = where(end);
+    const heard = tcp?.bytesRead ?? 0;
+    if (tcp?.connecting) return new Error(`ssh: cannot reach ${at}: no answer in ${PER_DIAL_TIMEOUT_SECONDS} s`);
+    if (keyMismatch) return new FatalDialError(`ssh: ${at} presented the host key ${keyMismatch}, not the pinned one: nothing was run`);
+    if (e.level === "client-authentication") return new FatalDialError(`ssh: ${at} refused the login with the given private key`);
+    if (e.level === "client-timeout")
+        return new FatalDialError(
+            `ssh: ${at} accepted a connection but completed no SSH handshake in ${PER_DIAL_TIMEOUT_SECONDS} s: it is not an SSH server (check the host's transport.ssh host and port, or its jump host's)`,
+        );
+    if (/before handshake/.test(e.message) && heard > 0)
+        return new FatalDialError(`ssh: ${at} answered something other than an SSH identification and closed: it is not an SSH server`);
+    if (e.level === "handshake" || (e.level === "protocol" && !/before handshake/.test(e.message)))
+        return new FatalDialError(`ssh: ${at} does not speak SSH as expected: ${e.message}`);
+    return new Error(`ssh: cannot reach ${at}: ${e.message}`);
 }
 
-/** One run of ssh; `--` ends its options, so the destination is never read as one. */
-export function runOnce(target: SshTarget, command: string, input: string | Buffer, dir: string, timeoutSeconds: number): Promise<SshResult> {
-    const key = path.join(dir, "key");
-    const knownHosts = path.join(dir, "known_hosts");
+/** One authenticated connection, and a queue that keeps its open channels under the server's limit. */
+interface Connection {
+    client: Client;
+    open: number;
+    waiting: (() => void)[];
+    closed: boolean;
+}
+
+/** Connections by endpoint (address, login, pinned key, private key, and the jump host's): made once, shared by every caller. */
+const connections = new Map<string, Promise<Connection>>();
+
+/** How many connections this process has opened, by `user@host:port`: one per host and login is the goal. */
+export const connectionsOpened = new Map<string, number>();
+
+function endpointKey(end: SshProxy, via?: SshProxy): string {
+    return JSON.stringify([end.host, end.port, end.user, end.hostKey.trim(), end.privateKey, via ? endpointKey(via) : null]);
+}
+
+/** One dial and login: over a TCP connection of its own, or over `sock` (a channel forwarded by a jump host). */
+function dialOnce(end: SshProxy, sock?: Duplex): Promise<Client> {
+    const [keyType, keyBody] = end.hostKey.trim().split(/\s+/);
+    const pinned = Buffer.from(keyBody, "base64");
+    // Our own socket, so a failure can tell a peer that closed without a word from one that said something else.
+    const tcp = sock ? undefined : net.connect({ host: end.host, port: end.port });
     return new Promise((resolve, reject) => {
-        const child = spawn(
-            "ssh",
-            [
-                ...pinnedOptions(key, knownHosts, target.port),
-                ...(target.proxy ? ["-o", `ProxyCommand=${proxyCommand(target, dir)}`] : []),
-                "-o",
-                "ServerAliveInterval=15",
-                "--",
-                `${target.user}@${target.host}`,
-                command,
-            ],
-            { stdio: ["pipe", "pipe", "pipe"] },
-        );
-        const out: Buffer[] = [];
-        const err: Buffer[] = [];
-        const timer = setTimeout(() => child.kill("SIGKILL"), timeoutSeconds * 1000);
-        child.stdout.on("data", (d: Buffer) => out.push(d));
-        child.stderr.on("data", (d: Buffer) => err.push(d));
-        child.on("error", (e) => {
-            clearTimeout(timer);
-            reject(new Error(`ssh to ${target.user}@${target.host}:${target.port}: ${e.message}`));
+        const client = new Client();
+        let mismatch: string | undefined;
+        let settled = false;
+        // ssh2 may report a failure more than once; later errors end the connection, whose close is seen.
+        client.on("error", (e: Error & { level?: string }) => {
+            if (settled) return;
+            settled = true;
+            reject(dialError(end, e, mismatch, tcp));
+            client.end();
+            tcp?.destroy();
         });
-        child.on("close", (code, signal) => {
-            clearTimeout(timer);
-            const stderr = Buffer.concat(err).toString("utf8") + (signal ? `\n(killed by ${signal} after ${timeoutSeconds}s)` : "");
-            resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString("utf8"), stderr });
+        client.once("ready", () => {
+            settled = true;
+            resolve(client);
         });
-        child.stdin.on("error", () => undefined); // the remote side may not read its stdin
-        child.stdin.end(input);
+        client.connect({
+            sock: sock ?? tcp,
+            username: end.user,
+            privateKey: end.privateKey,
+            authHandler: ["publickey"],
+            algorithms: { serverHostKey: hostKeyAlgorithms(keyType) as NonNullable<ConnectConfig["algorithms"]>["serverHostKey"] },
+            hostVerifier: (key: Buffer) => {
+                if (key.equals(pinned)) return true;
+                mismatch = `${keyType} ${key.toString("base64")}`;
+                return false;
+            },
+            readyTimeout: PER_DIAL_TIMEOUT_SECONDS * 1000,
+            keepaliveInterval: 15_000,
+            keepaliveCountMax: 4,
+        });
     });
+}
+
+/** RFC 4254's reason of a refused channel when the jump host's own connect failed (refused, unreachable): a host still booting. */
+const SSH_OPEN_CONNECT_FAILED = 2;
+
+/**
+ * A channel the jump host forwards to `end`'s address (as the jump host sees it). A connect that
+ * failed there is a host still booting; a jump host that forwards nothing (`AllowTcpForwarding
+ * no`, which it reports as administratively prohibited) never will.
+ */
+function forward(jump: Client, end: SshProxy): Promise<Duplex> {
+    return new Promise((resolve, reject) =>
+        jump.forwardOut("127.0.0.1", 0, end.host, end.port, (e: (Error & { reason?: number }) | undefined, channel) => {
+            if (!e) return resolve(channel);
+            const text = `ssh: the jump host did not forward a connection to ${end.host}:${end.port}: ${e.message}`;
+            reject(e.reason === SSH_OPEN_CONNECT_FAILED ? new Error(text) : new FatalDialError(`${text} (it forwards no connections: AllowTcpForwarding?)`));
+        }),
+    );
+}
+
+/** Dials `end` (through `via` where given) until it answers, as a booting host needs; a fatal failure at once. */
+async function dial(end: SshProxy, via?: SshProxy): Promise<Client> {
+    let last: Error | undefined;
+    for (let attempt = 1; attempt <= DIAL_ERROR_LIMIT; attempt++) {
+        try {
+            const client = via ? await dialOnce(end, await forward((await connection(via)).client, end)) : await dialOnce(end);
+            const at = where(end);
+            connectionsOpened.set(at, (connectionsOpened.get(at) ?? 0) + 1);
+            return client;
+        } catch (e) {
+            if (e instanceof FatalDialError) throw e;
+            last = e as Error;
+            await new Promise((r) => setTimeout(r, Math.min(attempt, 5) * 1000));
+        }
+    }
+    throw new Error(`${last!.message} (${DIAL_ERROR_LIMIT} tries)`);
+}
+
+/** The shared connection to `end`, dialled on first use and again after it closed. */
+function connection(end: SshProxy, via?: SshProxy): Promise<Connection> {
+    const key = endpointKey(end, via);
+    const known = connections.get(key);
+    if (known) return known;
+    const made = dial(end, via).then((client): Connection => {
+        const conn: Connection = { client, open: 0, waiting: [], closed: false };
+        const forget = () => {
+            conn.closed = true;
+            if (connections.get(key) === made) connections.delete(key);
+        };
+        client.on("close", forget);
+        client.on("error", forget);
+        return conn;
+    });
+    made.catch(() => connections.delete(key));
+    connections.set(key, made);
+    return made;
+}
+
+/** Opens an exec channel on `conn` once fewer than CHANNELS_PER_CONNECTION are open; release() frees the slot. */
+async function execChannel(conn: Connection, command: string): Promise<{ channel: ClientChannel; release: () => void }> {
+    while (conn.open >= CHANNELS_PER_CONNECTION) await new Promise<void>((r) => conn.waiting.push(r));
+    conn.open++;
+    let released = false;
+    const release = () => {
+        if (released) return;
+        released = true;
+        conn.open--;
+        conn.waiting.shift()?.();
+    };
+    try {
+        const channel = await new Promise<ClientChannel>((resolve, reject) => conn.client.exec(command, (e, ch) => (e ? reject(e) : resolve(ch))));
+        return { channel, release };
+    } catch (e) {
+        release();
+        throw e;
+    }
 }
 
 /**
  * Runs `command` (a shell command line, run by the remote user's shell) with `input` on its
- * stdin. Connection failures are retried a few times (a host that is still booting).
+ * stdin (a stream is piped), on the host's shared connection. A connection that closed since its last use is dialled
+ * again before the command starts; once a command has started, a lost connection fails it (it
+ * is never run twice). `timeoutSeconds` ends the channel (the command then fails).
  */
-export async function runOverSsh(target: SshTarget, command: string, input: string | Buffer = "", timeoutSeconds = 1800): Promise<SshResult> {
+export async function runOverSsh(target: SshTarget, command: string, input: string | Buffer | Readable = "", timeoutSeconds?: number): Promise<SshResult> {
     const problem = sshTargetProblem(target);
     if (problem) throw new Error(problem);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-workers-ssh-"));
-    try {
-        const keyFile = (k: string) => (k.endsWith("\n") ? k : k + "\n");
-        fs.writeFileSync(path.join(dir, "key"), keyFile(target.privateKey), { mode: 0o600 });
-        fs.writeFileSync(path.join(dir, "known_hosts"), knownHostsLine(target));
-        if (target.proxy) {
-            fs.writeFileSync(path.join(dir, "jump-key"), keyFile(target.proxy.privateKey), { mode: 0o600 });
-            fs.writeFileSync(path.join(dir, "jump_known_hosts"), knownHostsLine(target.proxy));
+    const end: SshProxy = { host: target.host, port: target.port, user: target.user, privateKey: target.privateKey, hostKey: target.hostKey };
+    let opened: { channel: ClientChannel; release: () => void } | undefined;
+    for (let attempt = 1; !opened; attempt++) {
+        const conn = await connection(end, target.proxy);
+        try {
+            opened = await execChannel(conn, command);
+        } catch (e) {
+            // The connection went away between uses (a host restarted): dial once more, nothing has run.
+            if (!conn.closed || attempt > 1) throw new Error(`ssh: ${where(end)}: cannot start a command: ${(e as Error).message}`);
         }
-        let result: SshResult = { code: -1, stdout: "", stderr: "" };
-        for (let attempt = 1; attempt <= 4; attempt++) {
-            result = await runOnce(target, command, input, dir, timeoutSeconds);
-            if (!mayBeBooting(result)) break;
-            await new Promise((r) => setTimeout(r, attempt * 2000));
-        }
-        return result;
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
     }
+    const { channel, release } = opened;
+    return new Promise((resolve) => {
+        const out: Buffer[] = [];
+        const err: Buffer[] = [];
+        let code = -1;
+        let signal: string | undefined;
+        const timer = timeoutSeconds ? setTimeout(() => channel.close(), timeoutSeconds * 1000) : undefined;
+        channel.on("data", (d: Buffer) => out.push(d));
+        channel.stderr.on("data", (d: Buffer) => err.push(d));
+        channel.on("exit", (c: number | null, s?: string) => {
+            if (c !== null) code = c;
+            else signal = s;
+        });
+        channel.on("close", () => {
+            if (timer) clearTimeout(timer);
+            release();
+            const why = signal ? `\n(ended by SIG${signal})` : code === -1 ? `\n(the connection ended before the command did${timeoutSeconds ? `, or it ran past ${timeoutSeconds} s` : ""})` : "";
+            resolve({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") + why });
+        });
+        // The remote side may not read its stdin: a write after it closed is no failure of ours.
+        channel.on("error", () => undefined);
+        if (typeof input === "string" || Buffer.isBuffer(input)) channel.end(input);
+        else input.pipe(channel);
+    });
+}
+
+/** Closes every connection of this process (tests; the provider process just exits). */
+export function closeSshConnections(): void {
+    for (const made of connections.values()) made.then((c) => c.client.end()).catch(() => undefined);
+    connections.clear();
 }
