@@ -1,18 +1,19 @@
 /**
- * npm run bench:up -- --fleet [--baseline COMMIT|none]: converging a fleet over SSH with the real
- * engine. Eight machines are made beforehand (LXD instances with sshd, as bare metal would be);
- * stacks of 1, 4 and 8 of them are converged from nothing, then destroyed, round after round.
- * Each `up` is measured for its wall time, the CPU seconds of the pulumi CLI and every process
- * under it (the program, the providers and whatever they spawn, as `times` reports them for a
- * shell's children), and the SSH connections it opened, counted where they land: sshd's
- * "Accepted publickey" lines in each machine's journal, before and after. The machines' own CPU
- * seconds (sshd and what the steps run there, as LXD reports each instance's cgroup) are printed
- * beside the CLI's: here the machines share this machine's cores with the engine, where a real
- * fleet's hosts have their own, so that part of a fleet's wall time is the bench's, not the program's.
- * With a baseline (by default the previous release, built beside this checkout) both programs
- * converge the same machines in the same run, interleaved, so the figures share the machine's load.
- * It prints each measurement as it goes, then medians per fleet size and per host, and the
- * ratios the issue sets targets for. BENCH_UP_ROUNDS sets the number of rounds (default 3).
+ * npm run bench:up -- --fleet: converging a fleet over SSH with the real engine, by each transport
+ * of host steps: `builtin` always, and `command` side by side where its plugin
+ * (pulumi-resource-command) is on PATH. Eight machines are made beforehand (LXD instances with
+ * sshd, as bare metal would be); stacks of 1, 4 and 8 of them are converged from nothing, then
+ * destroyed, round after round, the transports interleaved so their figures share the machine's
+ * load. Each `up` is measured for its wall time, the CPU seconds of the pulumi CLI and every
+ * process under it (the program, the providers and whatever they spawn, as `times` reports them
+ * for a shell's children), the SSH connections it opened, counted where they land (sshd's
+ * "Accepted publickey" lines in each machine's journal, before and after), and the bytes of the
+ * stack's state it left. The machines' own CPU seconds (sshd and what the steps run there, as
+ * LXD reports each instance's cgroup) are printed beside the CLI's: here the machines share this
+ * machine's cores with the engine, where a real fleet's hosts have their own, so that part of a
+ * fleet's wall time is the bench's, not the program's. It prints each measurement as it goes,
+ * then medians per fleet size and per host, and the ratios the issue sets targets for.
+ * BENCH_UP_ROUNDS sets the number of rounds (default 3).
  */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
@@ -20,7 +21,7 @@ import * as os from "os";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
-import { PREVIOUS_RELEASE, previousRelease } from "../test/support/previous-release";
+import { commandPlugin } from "../test/support/supplied";
 import { median, pairedRatio, verdict } from "./stats";
 
 const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
@@ -47,11 +48,15 @@ interface Measure {
     ssh: number;
     /** CPU seconds the machines themselves used meanwhile. */
     hostCpu: number;
+    /** Bytes of the stack's state after the up. */
+    state: number;
 }
 
-interface Program {
-    label: string;
-    project: string;
+/** The transports measured: builtin, and command where its plugin is supplied. */
+function transports(): ("builtin" | "command")[] {
+    if (commandPlugin()) return ["builtin", "command"];
+    console.log("bench:up --fleet: builtin alone (the command transport needs pulumi-resource-command on PATH)");
+    return ["builtin"];
 }
 
 /** Seconds in bash's `times` format (1m2.345s). */
@@ -98,22 +103,14 @@ function instancesCpu(lxd: TestLxd, instances: string[]): number {
         .reduce((a, b) => a + b, 0);
 }
 
-function option(name: string): string | undefined {
-    const at = process.argv.indexOf(name);
-    return at >= 0 ? process.argv[at + 1] : undefined;
-}
-
 export async function fleetBench(): Promise<void> {
-    const baseline = option("--baseline") ?? PREVIOUS_RELEASE;
     const root = tempDir("gw-fleet-");
     const lxd = new TestLxd(path.join(root, "lxd"));
     const stacks: Stack[] = [];
     try {
         const env = ensureEngine(path.join(root, "state"));
-        const programs: Program[] = [{ label: "this checkout", project: makeProject(path.join(root, "this")) }];
-        if (baseline !== "none") {
-            programs.push({ label: `previous ${baseline.slice(0, 7)}`, project: makeProject(path.join(root, "previous"), previousRelease(baseline)) });
-        }
+        const project = makeProject(path.join(root, "project"));
+        const programs = transports().map((hostSteps) => ({ label: hostSteps, hostSteps }));
         lxd.start();
         // Each with users of its own on this machine, as separate machines have: containers that
         // share one idmap share the kernel's per-user key quota, which eight converging at once exhaust.
@@ -128,10 +125,11 @@ export async function fleetBench(): Promise<void> {
         for (const [p, program] of programs.entries()) {
             for (const size of SIZES) {
                 const picked = machines.slice(0, size);
-                const stack = await makeStack(program.project, `fleet-${p}-${size}`, env, {
+                const stack = await makeStack(project, `fleet-${p}-${size}`, env, {
                     defaults,
                     hosts: picked.map((m) => m.host),
                     secrets: Object.assign({}, ...picked.map((m) => m.secrets)) as Record<string, string>,
+                    hostSteps: program.hostSteps,
                 });
                 stacks.push(stack);
                 stackOf.set(`${p}/${size}`, stack);
@@ -151,19 +149,19 @@ export async function fleetBench(): Promise<void> {
                     const before = acceptedLogins(lxd, instances);
                     const used = instances.slice(0, size);
                     const hostCpuBefore = instancesCpu(lxd, used);
-                    const run = measuredPulumi(programs[p].project, env, ["up", "--yes", "--skip-preview", "--stack", stack.name], timesFile);
+                    const run = measuredPulumi(project, env, ["up", "--yes", "--skip-preview", "--stack", stack.name], timesFile);
                     const hostCpu = instancesCpu(lxd, used) - hostCpuBefore;
+                    const exported = JSON.stringify(await stack.exportStack());
                     // BENCH_UP_STATE=DIR keeps each converged state (every resource's creation time) for a look at the critical path.
-                    if (process.env.BENCH_UP_STATE) {
-                        const exported = await stack.exportStack();
-                        fs.writeFileSync(path.join(process.env.BENCH_UP_STATE, `${p}-${size}-${round}.json`), JSON.stringify(exported));
-                    }
+                    if (process.env.BENCH_UP_STATE)
+                        fs.writeFileSync(path.join(process.env.BENCH_UP_STATE, `${programs[p].label}-${size}-${round}.json`), exported);
                     const ssh = acceptedLogins(lxd, instances) - before;
                     if (ssh === 0) throw new Error("bench:up: no SSH login counted in the machines' journals: is sshd logging to the journal?");
-                    results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh, hostCpu }]);
+                    const state = Buffer.byteLength(exported);
+                    results.set(`${p}/${size}`, [...(results.get(`${p}/${size}`) ?? []), { ...run, ssh, hostCpu, state }]);
                     // As it goes, so that a run cut short still says what it measured.
                     console.log(
-                        `  round ${round + 1}: ${programs[p].label}, ${size} hosts: ${run.wall.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, the machines' CPU ${hostCpu.toFixed(2)} s, ${ssh} SSH logins`,
+                        `  round ${round + 1}: ${programs[p].label}, ${size} hosts: ${run.wall.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, the machines' CPU ${hostCpu.toFixed(2)} s, ${ssh} SSH logins, state ${(state / 1024).toFixed(0)} KiB`,
                     );
                     await stack.destroy();
                 }
@@ -172,7 +170,9 @@ export async function fleetBench(): Promise<void> {
 
         const fixed = (x: number, digits = 2) => x.toFixed(digits).padStart(8);
         console.log(`bench:up --fleet (medians of ${ROUNDS} rounds; ${os.cpus().length} CPUs; converge from nothing over SSH, machines made beforehand)`);
-        console.log(`  program             hosts  wall s  wall/host   CPU s   CPU/host  machines' CPU s  per host  SSH conns  SSH/host   wall runs`);
+        console.log(
+            `  transport  hosts  wall s  wall/host   CPU s   CPU/host  machines' CPU s  per host  SSH conns  SSH/host  state KiB  KiB/host   wall runs`,
+        );
         for (const [p, program] of programs.entries()) {
             for (const size of SIZES) {
                 const ms = results.get(`${p}/${size}`)!;
@@ -180,8 +180,9 @@ export async function fleetBench(): Promise<void> {
                 const cpu = median(ms.map((m) => m.cpu));
                 const ssh = median(ms.map((m) => m.ssh));
                 const hostCpu = median(ms.map((m) => m.hostCpu));
+                const state = median(ms.map((m) => m.state)) / 1024;
                 console.log(
-                    `  ${program.label.padEnd(18)} ${String(size).padStart(5)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}         ${fixed(hostCpu)}  ${fixed(hostCpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
+                    `  ${program.label.padEnd(9)} ${String(size).padStart(6)} ${fixed(wall)} ${fixed(wall / size)}   ${fixed(cpu)} ${fixed(cpu / size)}         ${fixed(hostCpu)}  ${fixed(hostCpu / size)}  ${String(ssh).padStart(9)} ${fixed(ssh / size, 1)}  ${fixed(state, 0)}  ${fixed(state / size, 0)}   ${ms.map((m) => m.wall.toFixed(2)).join(" ")}`,
                 );
             }
         }
@@ -191,7 +192,7 @@ export async function fleetBench(): Promise<void> {
             console.log(`  ${label.padEnd(46)} ${r.value.toFixed(2)} [${r.low.toFixed(2)}, ${r.high.toFixed(2)}] (target <= ${target}) ${verdict(r, target)}`);
         };
         for (const [p, program] of programs.entries()) show(`8 hosts / 1 host, ${program.label}`, walls(p, 8), walls(p, 1), 2.5);
-        if (programs.length > 1) show(`1 host, this checkout / ${programs[1].label}`, walls(0, 1), walls(1, 1), 0.7);
+        if (programs.length > 1) for (const size of SIZES) show(`${size} hosts, builtin / command`, walls(0, size), walls(1, size), 1);
     } finally {
         await tearDown(stacks, lxd, root);
     }

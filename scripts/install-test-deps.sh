@@ -17,7 +17,6 @@ packages=(
   cloud-init                   # cloud-init schema checks the rendered user-data
   strace                      # which calls the wrapper makes before runc takes over
   gcc libc6-dev               # the wrapper's C front, linked statically
-  containernetworking-plugins # the CNI plugins of the Concourse release the tests assemble
 )
 
 missing=()

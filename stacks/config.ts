@@ -2,7 +2,7 @@
  * Validates the raw stack config and applies defaults. Every problem is collected and
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
-import { HostStepTransport, hostStepsSchema, isPlainObject, mergeSettings } from "../components";
+import { HostStepTransport, isPlainObject, mergeSettings } from "../components";
 import { boardProblems, collectBoards } from "./board-checks";
 import { crossHostProblems } from "./cross-host-checks";
 import { checkLayer, covered, isBoard, Layer, parseHost, SETTINGS_KEYS, toolkitProblems } from "./host-config";
@@ -11,7 +11,7 @@ import { parseWeb, webHostProblems } from "./web-config";
 import { parseKubernetes } from "./kubernetes-config";
 import type { KubernetesConfig } from "./kubernetes-schema";
 import type { WebConfig } from "./web-schema";
-import { BoardConfig, BUILTIN_DEFAULTS, HostConfig } from "./schema";
+import { BoardConfig, BUILTIN_DEFAULTS, HostConfig, stackOptionsSchema } from "./schema";
 
 export class StackConfigError extends Error {
     constructor(public readonly problems: string[]) {
@@ -77,16 +77,14 @@ export function parseStack(raw: RawStackConfig): StackConfig {
         }
         problems.push(...defaults.problems);
     }
-    if (raw.allowNoHosts !== undefined && typeof raw.allowNoHosts !== "boolean") {
-        problems.push("allowNoHosts: expected true or false (gpu-workers:allowNoHosts in the stack config)");
-    }
-    const hostSteps = hostStepsSchema.safeParse(raw.hostSteps);
-    if (!hostSteps.success) problems.push(`hostSteps: ${hostSteps.error.issues[0].message} (gpu-workers:hostSteps in the stack config)`);
+    const options = stackOptionsSchema.safeParse({ hostSteps: raw.hostSteps, allowNoHosts: raw.allowNoHosts });
+    if (!options.success)
+        problems.push(...options.error.issues.map((i) => `${i.path.join(".")}: ${i.message} (gpu-workers:${i.path.join(".")} in the stack config)`));
     if (!Array.isArray(raw.hosts)) {
         problems.push("hosts: expected a list of hosts (gpu-workers:hosts in the stack config)");
         throw new StackConfigError(problems);
     }
-    if (raw.hosts.length === 0 && raw.allowNoHosts !== true) problems.push(NO_HOSTS_PROBLEM);
+    if (raw.hosts.length === 0 && !(options.success && options.data.allowNoHosts)) problems.push(NO_HOSTS_PROBLEM);
     const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
     for (const host of hosts) problems.push(...host.problems);
     problems.push(...crossHostProblems(hosts));
@@ -130,6 +128,6 @@ export function parseStack(raw: RawStackConfig): StackConfig {
         boards: collectBoards(hosts).map(({ board }) => board),
         ...(web?.web ? { web: web.web } : {}),
         ...(kubernetes?.kubernetes ? { kubernetes: kubernetes.kubernetes } : {}),
-        hostSteps: hostSteps.data!,
+        hostSteps: options.data!.hostSteps,
     };
 }

@@ -9,6 +9,7 @@ import {
     datasetRoot,
     DEFAULT_PARTITION_TABLE,
     hostAddress,
+    hostStepsSchema,
     httpUrl,
     inventorySchema,
     ipAddress,
@@ -25,6 +26,17 @@ import {
     WORKER_DEFAULTS,
 } from "../components";
 import type { Transport as TransportOf } from "../components";
+
+/**
+ * The stack's own options, each a key of its own (`gpu-workers:hostSteps`): what they take, their
+ * defaults and their docs (the README's table of them).
+ */
+export const stackOptionsSchema = z.strictObject({
+    hostSteps: hostStepsSchema,
+    allowNoHosts: z.boolean({ error: "expected true or false" }).default(false).meta({
+        description: "let an empty `gpu-workers:hosts` through: `up` then removes every worker the stack made (without it, an empty list is refused)",
+    }),
+});
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 export const secretRef = z

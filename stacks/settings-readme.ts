@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { FieldDoc, fieldDocs, settingsTable } from "../components";
-import { boardFabricSchema, settingsSchema, sshProxySchema } from "./schema";
+import { boardFabricSchema, settingsSchema, sshProxySchema, stackOptionsSchema } from "./schema";
 import { webSchema } from "./web-schema";
 import { clusterSchema } from "./kubernetes-schema";
 
@@ -20,6 +20,7 @@ export interface ReadmeTable {
 }
 
 export const README_TABLES: ReadmeTable[] = [
+    { name: "stack options", heading: "Stack config reference", schema: stackOptionsSchema },
     { name: "settings", heading: "Settings (in `defaults` or on a host)", schema: settingsSchema },
     { name: "web", heading: "The web node (`gpu-workers:web`)", schema: webSchema },
     { name: "board", heading: "A board shared by several workers", schema: boardFabricSchema, prefix: "fabric" },

@@ -99,13 +99,16 @@ describe("end to end through the Pulumi engine", function () {
             );
             assert.deepStrictEqual(onHost.trim().split("\n"), ["1", "drop-in"], "runc is the wrapper; containerd has its drop-in");
             const resources = (await stack.exportStack()).deployment.resources as { urn: string; type: string }[];
-            assert.ok(resources.some((r) => r.urn.endsWith("::lx-validate-validate")), "the validator ran");
+            assert.ok(
+                resources.some((r) => r.urn.endsWith("::lx-validate-validate")),
+                "the validator ran",
+            );
             assert.ok(!resources.some((r) => r.type.startsWith("command:")), "nothing of the Command provider");
             assert.strictEqual(logins(instance), 1, "every step of the host went over one SSH login");
             assert.strictEqual(sshSpawned(), "", "no host step spawned an ssh process");
         });
 
-        it("with the Concourse release: the real worker runs, with the tags as flags, over Concourse's runc wrapped", async function () {
+        it("with the Concourse release: the real worker runs, with the tags as flags, over Concourse's runc wrapped", function () {
             pendingWithout(this, "concourse");
             const onHost = lxd.exec(
                 instance,
@@ -162,9 +165,7 @@ describe("end to end through the Pulumi engine", function () {
         });
 
         it("the state holds no private key and no passphrase in plain text", () => {
-            const files = execFileSync("find", [suite.root, "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" })
-                .trim()
-                .split("\n");
+            const files = execFileSync("find", [suite.root, "-name", "*.json", "-path", "*stacks*"], { encoding: "utf8" }).trim().split("\n");
             const state = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             assert.ok(state.length > 1000, "the state was found");
             assert.doesNotMatch(state, /BEGIN (OPENSSH |RSA )?PRIVATE KEY/);
@@ -172,7 +173,12 @@ describe("end to end through the Pulumi engine", function () {
         });
 
         it("a host command keeps its stdin in the state once, as an input: the outputs hold a sum of it", async () => {
-            const resources = (await stack.exportStack()).deployment.resources as { urn: string; type: string; inputs: Record<string, unknown>; outputs: Record<string, unknown> }[];
+            const resources = (await stack.exportStack()).deployment.resources as {
+                urn: string;
+                type: string;
+                inputs: Record<string, unknown>;
+                outputs: Record<string, unknown>;
+            }[];
             const set = resources.find((r) => r.urn.endsWith("::lx-files"))!;
             assert.strictEqual(set.type, "pulumi-nodejs:dynamic/gpu-workers:SshCommand");
             assert.match(String(set.inputs.stdin), /^==> \/\S+ \(mode/, "the file set's stdin, as an input");

@@ -12,8 +12,7 @@ export type Supplied = "concourse" | "command-plugin";
 
 /** What to supply, as the pending line says it. */
 const WHAT: Record<Supplied, string> = {
-    concourse:
-        "the Concourse release: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz, or the folder it unpacks to",
+    concourse: "the Concourse release: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz, or the folder it unpacks to",
     "command-plugin": "the Command provider's plugin: put pulumi-resource-command (of @pulumi/command's version) on PATH",
 };
 

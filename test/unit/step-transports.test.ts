@@ -45,7 +45,9 @@ function withRelease(raw: RawStackConfig, release: string): RawStackConfig {
     const swap = (value: unknown): unknown => {
         if (Array.isArray(value)) return value.map(swap);
         if (typeof value !== "object" || value === null) return value;
-        return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === "binary" && typeof v === "object" && v !== null && "path" in v ? { path: release } : swap(v)]));
+        return Object.fromEntries(
+            Object.entries(value).map(([k, v]) => [k, k === "binary" && typeof v === "object" && v !== null && "path" in v ? { path: release } : swap(v)]),
+        );
     };
     return swap(raw) as RawStackConfig;
 }

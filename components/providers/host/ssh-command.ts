@@ -59,6 +59,13 @@ export interface SshUploadArgs {
 /** A file copied to a host over the program's own SSH client. */
 export class SshUpload extends LazyProviderResource {
     constructor(name: string, args: SshUploadArgs, opts?: pulumi.CustomResourceOptions) {
-        super(uploadProvider, name, { ...args, connection: pulumi.secret(args.connection) }, { ...opts, additionalSecretOutputs: ["connection"] }, "gpu-workers", "SshUpload");
+        super(
+            uploadProvider,
+            name,
+            { ...args, connection: pulumi.secret(args.connection) },
+            { ...opts, additionalSecretOutputs: ["connection"] },
+            "gpu-workers",
+            "SshUpload",
+        );
     }
 }

@@ -27,7 +27,9 @@ export async function check(_olds: unknown, news: SshUploadInputs) {
 
 export async function diff(_id: string, olds: SshUploadState, news: SshUploadInputs) {
     const replaces = triggersChanged(olds, news) ? ["triggers"] : [];
-    const changes = replaces.length > 0 || JSON.stringify([olds.source, olds.remotePath, olds.connection]) !== JSON.stringify([news.source, news.remotePath, news.connection]);
+    const changes =
+        replaces.length > 0 ||
+        JSON.stringify([olds.source, olds.remotePath, olds.connection]) !== JSON.stringify([news.source, news.remotePath, news.connection]);
     return { changes, replaces, deleteBeforeReplace: false };
 }
 

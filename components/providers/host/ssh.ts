@@ -256,7 +256,7 @@ export async function runOverSsh(target: SshTarget, command: string, input: stri
             opened = await execChannel(conn, command);
         } catch (e) {
             // The connection went away between uses (a host restarted): dial once more, nothing has run.
-            if (!conn.closed || attempt > 1) throw new Error(`ssh: ${where(end)}: cannot start a command: ${(e as Error).message}`);
+            if (!conn.closed || attempt > 1) throw new Error(`ssh: ${where(end)}: cannot start a command: ${(e as Error).message}`, { cause: e });
         }
     }
     const { channel, release } = opened;
@@ -275,7 +275,11 @@ export async function runOverSsh(target: SshTarget, command: string, input: stri
         channel.on("close", () => {
             if (timer) clearTimeout(timer);
             release();
-            const why = signal ? `\n(ended by SIG${signal})` : code === -1 ? `\n(the connection ended before the command did${timeoutSeconds ? `, or it ran past ${timeoutSeconds} s` : ""})` : "";
+            const why = signal
+                ? `\n(ended by SIG${signal})`
+                : code === -1
+                  ? `\n(the connection ended before the command did${timeoutSeconds ? `, or it ran past ${timeoutSeconds} s` : ""})`
+                  : "";
             resolve({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") + why });
         });
         // The remote side may not read its stdin: a write after it closed is no failure of ours.

@@ -34,7 +34,11 @@ const COMMAND: StepTransport = {
     name: "command",
     command: (name, { connection, quiet, ...a }, opts) =>
         // No AcceptEnv needed on the host for the previous output.
-        new remote.Command(name, { ...a, connection: commandConnection(connection), addPreviousOutputInEnv: false, ...(quiet ? { logging: "none" } : {}) }, opts),
+        new remote.Command(
+            name,
+            { ...a, connection: commandConnection(connection), addPreviousOutputInEnv: false, ...(quiet ? { logging: "none" } : {}) },
+            opts,
+        ),
     upload: (name, { connection, source, ...a }, opts) =>
         new remote.CopyToRemote(name, { ...a, connection: commandConnection(connection), source: new pulumi.asset.FileAsset(source) }, opts),
 };
