@@ -29,7 +29,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { concourseRelease, Fly } from "../test/support/concourse";
+import { Fly, flyFor, suppliedRelease } from "../test/support/concourse";
 import { datasetSourceDir, ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
 import { Estimate, mean, median, pairedBootstrap, pairedRatio, seededRandom, spreadOffsets, verdict } from "./stats";
 import { pairedFigures, Run, Side } from "./task-rounds";
@@ -106,19 +106,23 @@ function line(what: string, wrapped: number[], bare: number[], estimate: Estimat
 async function main(): Promise<void> {
     const root = tempDir("gw-bt-");
     const lxd = new TestLxd(path.join(root, "lxd"));
-    const fly = new Fly("gw-bench");
+    let fly: Fly | undefined;
     const datasets = datasetSourceDir("gw-bt-");
     try {
         const env = ensureEngine(path.join(root, "state"));
         lxd.start();
         const project = makeProject(path.join(root, "project"));
-        const release = concourseRelease();
+        const supplied = suppliedRelease();
+        if (!supplied)
+            throw new Error(
+                "bench:task runs a real Concourse: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz (or the folder it unpacks to)",
+            );
         // Two datasets, as on a real worker: the wrapped side pays for its mounts too.
         for (const folder of ["models", "scratch_rw"]) fs.mkdirSync(path.join(datasets, folder), { recursive: true });
         fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
         const stack = await makeStack(project, "bench-task", env, {
             // The registration check's end marks the worker running: no task check after it.
-            defaults: { concourse: { version: "8.2.5", binary: { path: release }, networkMtu: 1500, tags: ["bench"], taskCheck: false } },
+            defaults: { concourse: { version: supplied.version, binary: { path: supplied.tarball }, networkMtu: 1500, tags: ["bench"], taskCheck: false } },
             web: {
                 name: "bench-ci",
                 transport: {
@@ -151,7 +155,8 @@ async function main(): Promise<void> {
         });
         const first = await firstUp(stack);
         const web = (await stack.outputs()).web.value as { url: string; username: string; password: string };
-        fly.login(web.url, web.username, web.password);
+        const logged = await flyFor("gw-bench", web);
+        fly = logged;
 
         const taskFile = path.join(root, "task.yml");
         fs.writeFileSync(
@@ -160,7 +165,7 @@ async function main(): Promise<void> {
         );
         const runTask = (): { start: number; end: number; build: number } => {
             const start = now();
-            const r = fly.run(["execute", "-c", taskFile, "--tag", "bench"], 300_000);
+            const r = logged.run(["execute", "-c", taskFile, "--tag", "bench"], 300_000);
             const end = now();
             if (r.status !== 0) throw new Error(`fly execute failed:\n${r.stdout}\n${r.stderr}`);
             const build = /executing build (\d+)/.exec(r.stdout + r.stderr);
@@ -247,7 +252,7 @@ async function main(): Promise<void> {
         );
     } finally {
         lxd.stop();
-        fly.cleanup();
+        fly?.cleanup();
         fs.rmSync(root, { recursive: true, force: true });
         fs.rmSync(datasets, { recursive: true, force: true });
     }

@@ -64,6 +64,7 @@ export {
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
 export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/plan/kubernetes-settings";
 export { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
+export { lxdConfigKeyProblem } from "./lib/lxd/config-keys";
 export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
 export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
@@ -80,7 +81,7 @@ export {
 // accepts and refuses values exactly as the components do, with the same messages.
 export { port, version, absolutePath } from "./lib/plan/settings";
 export { pgName } from "./lib/plan/web-settings";
-export { datasetRoot, hostAddress, httpUrl, ipAddress, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/plan/value-patterns";
+export { datasetRoot, hostAddress, httpUrl, ipAddress, libvirtUri, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/plan/value-patterns";
 
 // Plans without Pulumi: a host's whole plan (every step, file and tag), as the components
 // build it and `npm run render` writes it out; for a worker, a shared board and a web.

@@ -2,7 +2,7 @@
 # Installs a Concourse release (web and worker run the same tarball) under PREFIX/concourse.
 #   concourse-install.sh ensure --version V (--url URL --sha256 HEX | --archive PATH)
 #   concourse-install.sh check  --version V (--url URL --sha256 HEX | --archive PATH)
-#   concourse-install.sh remove
+#   concourse-install.sh remove           (its own work, under the users' lock: drop)
 #   concourse-install.sh start --unit NAME --watch FILE...
 #   concourse-install.sh stop  --unit NAME
 # The archive is Concourse's release tarball (concourse/bin/concourse inside). A release is
@@ -15,12 +15,15 @@
 #
 # A web and a worker on one host share the release: each unit start runs is a user of it
 # (ownership.sh), stop takes that user away, and remove deletes the release only when no user
-# is left, so removing one never breaks the other.
+# is left, so removing one never breaks the other. A PREFIX/concourse the host had before the
+# first install is kept aside (a copy in the state folder, made before anything is replaced) and
+# put back by that last remove.
 set -euo pipefail
 
 STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
 PREFIX=${GPU_WORKERS_CONCOURSE_PREFIX:-/usr/local}
 MARKER="$STATE_DIR/concourse.installed"
+KEPT="$STATE_DIR/concourse.kept"
 USERS="$STATE_DIR/concourse.users"
 OWNERSHIP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ownership.sh"
 
@@ -53,6 +56,18 @@ wanted() {
   fi
 }
 
+# Before the first install: a release the host had there is copied aside whole, and only then
+# replaced (a run cut short copies again, or finds the copy made).
+keep_hosts_release() {
+  if [ -f "$MARKER" ] || [ -e "$KEPT" ]; then return 0; fi
+  if [ ! -e "$PREFIX/concourse" ] && [ ! -L "$PREFIX/concourse" ]; then return 0; fi
+  mkdir -p "$STATE_DIR"
+  rm -rf "$KEPT.tmp"
+  cp -a "$PREFIX/concourse" "$KEPT.tmp"
+  mv "$KEPT.tmp" "$KEPT"
+  echo "concourse-install: the host's own $PREFIX/concourse is kept aside in $KEPT; remove puts it back" >&2
+}
+
 installed() {
   [ "$(cat "$MARKER" 2>/dev/null || true)" = "$1" ] && [ -x "$PREFIX/concourse/bin/concourse" ]
 }
@@ -72,6 +87,7 @@ ensure() {
   fi
   tar -xzf "$archive" -C "$unpack_dir" || die "${archive} is not a gzip tarball"
   [ -x "$unpack_dir/concourse/bin/concourse" ] || die "${archive} has no concourse/bin/concourse"
+  keep_hosts_release
   rm -rf "$PREFIX/concourse.new"
   mv "$unpack_dir/concourse" "$PREFIX/concourse.new"
   rm -rf "$PREFIX/concourse"
@@ -86,9 +102,25 @@ check() {
 }
 
 remove() {
-  [ -f "$MARKER" ] || return 0
-  # The marker goes last: a remove cut short is done again.
-  bash "$OWNERSHIP" if-unused "$USERS" rm -rf -- "$PREFIX/concourse" "$MARKER"
+  if [ ! -f "$MARKER" ] && [ ! -e "$KEPT" ]; then return 0; fi
+  bash "$OWNERSHIP" if-unused "$USERS" bash "${BASH_SOURCE[0]}" drop
+}
+
+# The release goes, and the host's own comes back where it was kept. Each part is done again by
+# a remove cut short: the marker goes with ours, the copy once the host's is back in place.
+drop() {
+  if [ -f "$MARKER" ]; then
+    rm -rf -- "$PREFIX/concourse"
+    rm -f "$MARKER"
+  fi
+  [ -e "$KEPT" ] || return 0
+  if [ ! -e "$PREFIX/concourse" ] && [ ! -L "$PREFIX/concourse" ]; then
+    rm -rf "$PREFIX/concourse.restore"
+    cp -a "$KEPT" "$PREFIX/concourse.restore"
+    mv "$PREFIX/concourse.restore" "$PREFIX/concourse"
+    echo "concourse-install: the host's own $PREFIX/concourse is back" >&2
+  fi
+  rm -rf "$KEPT"
 }
 
 start() {
@@ -119,6 +151,7 @@ case "$action" in
   ensure) ensure ;;
   check) check ;;
   remove) remove ;;
+  drop) drop ;;
   start) start ;;
   stop) stop ;;
   *) die "usage: concourse-install.sh ensure|check|remove|start|stop ..." ;;

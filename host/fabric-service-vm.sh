@@ -36,6 +36,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$name" ] || [ -z "$state" ] || [ -z "$console" ]; then die "--name, --state and --console are required"; fi
+# Only a daemon on this machine over its local socket (libvirt's test driver too, for tests): a
+# remote transport or another parameter could have virsh run a program (qemu+ext's command=).
+[[ $uri =~ ^(qemu|test)(\+unix)?:///[a-z]+(\?socket=/[A-Za-z0-9._+@:,=~/-]+)?$ ]] ||
+  die "--uri $uri: expected a local libvirt URI (qemu:///system, or qemu+unix:///system?socket=/path); no remote transport, no other parameter"
 
 virsh_() { virsh -q -c "$uri" "$@"; }
 

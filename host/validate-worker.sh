@@ -130,13 +130,29 @@ selected_uuids() {
 }
 
 # The host's root as the containers' root: runc cannot pivot into "/" itself, so it gets a
-# recursive bind of it (a slave: nothing done below it reaches the host), removed on exit.
+# recursive bind of it (a slave: nothing done below it reaches the host), removed on exit, and
+# read-only all the way down: ctr's --read-only covers only its top mount, and a separate /var,
+# /boot or /home would stay writable inside, where a task's files and links are.
 rootfs=""
 host_root() {
   rootfs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-workers-validate.XXXXXX") || die "cannot create a folder for the containers' root"
   trap 'umount -R "$rootfs" 2>/dev/null; rmdir "$rootfs" 2>/dev/null' EXIT
   mount --rbind / "$rootfs" || die "cannot bind the host's root at $rootfs"
   mount --make-rslave "$rootfs" || die "cannot make $rootfs a slave mount"
+  read_only_below "$rootfs"
+}
+
+# Remounts every mount at or below DIR read-only, keeping the flags a user namespace locks
+# (nosuid, nodev, noexec, the atime ones), which a remount must repeat. Mount points come from
+# mountinfo, their spaces and other odd bytes as octal escapes.
+read_only_below() {
+  local target options keep _
+  while read -r _ _ _ _ target options _; do
+    target=$(printf '%b' "$target")
+    case "$target" in "$1" | "$1"/*) ;; *) continue ;; esac
+    keep=$(tr ',' '\n' <<<"$options" | grep -Ex 'nosuid|nodev|noexec|noatime|nodiratime|relatime|strictatime' | paste -sd, -)
+    mount -o "remount,bind,ro${keep:+,$keep}" "$target" 2>/dev/null || die "cannot make $target read-only for the validator's containers"
+  done </proc/self/mountinfo
 }
 
 run_container() {
@@ -268,8 +284,18 @@ inside_devices() {
   done
 }
 
+# Whether a file can be made in DIR: a name of its own, made exclusively (an existing name, or a
+# link a task planted, fails it: nothing is written through a link) and removed at once. Asked
+# only of folders whose mount is read-write; a read-only mount is read from mountinfo, not tried.
+writable_folder() {
+  local probe
+  findmnt -n -o OPTIONS --target "$1" | tr ',' '\n' | grep -qx ro && return 1
+  probe=$(mktemp -p "$1" .gpu-workers-validate.XXXXXX 2>/dev/null) || return 1
+  rm -f -- "$probe"
+}
+
 inside_datasets() {
-  local dir name writable suffix probe
+  local dir name writable suffix
   [ -n "$datasets_root" ] && [ -d "$datasets_root" ] || return 0
   for dir in "$datasets_root"/*/; do
     [ -d "$dir" ] || continue
@@ -279,9 +305,7 @@ inside_datasets() {
     for suffix in "${suffixes[@]+"${suffixes[@]}"}"; do
       case "$name" in *"$suffix") writable=yes ;; esac
     done
-    probe="$dir/.gpu-workers-validate.$$"
-    if (: > "$probe") 2>/dev/null; then
-      rm -f "$probe"
+    if writable_folder "$dir"; then
       same "$writable" yes "datasets: $dir is read-write" "datasets: expected $dir read-only, found it writable"
     else
       same "$writable" no "datasets: $dir is read-only" "datasets: expected $dir read-write, found it read-only"

@@ -14,6 +14,8 @@ import {
     inventorySchema,
     ipAddress,
     LXD_TRANSPORT_DEFAULTS,
+    libvirtUri,
+    lxdConfigKeyProblem,
     partitionListSchema,
     plainName,
     port,
@@ -110,9 +112,15 @@ export const lxdTransportFields = z.strictObject({
     /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
     type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default(LXD_TRANSPORT_DEFAULTS.type),
     profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles),
-    /** Extra instance config keys (security.nesting is always set for containers). */
+    /** Extra instance config keys (security.nesting is always set for containers); only the keys LXD passes on harmlessly. */
     config: z
-        .record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "expected an LXD config key such as limits.cpu" }), z.string())
+        .record(z.string(), z.string())
+        .superRefine((config, ctx) => {
+            for (const key of Object.keys(config)) {
+                const problem = lxdConfigKeyProblem(key);
+                if (problem) ctx.addIssue({ code: "custom", message: problem, input: key });
+            }
+        })
         .default(LXD_TRANSPORT_DEFAULTS.config),
     /** Host folder whose subfolders become the worker's datasets (disk devices). */
     datasetSource: datasetRoot.optional(),
@@ -241,11 +249,7 @@ export const boardFabricSchema = z.strictObject({
             network: plainName("a libvirt network name")
                 .optional()
                 .meta({ description: "a libvirt network for a NIC (apt access for fabricmanager); none by default" }),
-            libvirtUri: z
-                .string()
-                .regex(/^[a-z0-9+]+:\/\/[A-Za-z0-9._~:/?&=@+-]*$/, {
-                    error: "expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)",
-                })
+            libvirtUri: libvirtUri
                 .optional()
                 .meta({ defaultText: `\`${SERVICE_VM_DEFAULTS.libvirtUri}\``, description: "the libvirt connection on the board" }),
             readyTimeoutSeconds: positiveInt.optional().meta({

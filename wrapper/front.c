@@ -43,7 +43,7 @@ const char *gw_state_dir(void) { return GW_STATE_DIR; }
 #define MARKER "GPU_WORKERS_WRAPPER_ACTIVE"
 #define PREFIX "gpu-workers runc wrapper: "
 
-// runc's global flags that take a value; the same list as globalValueFlags in args.go.
+// runc's global flags that take a value; the same as those of globalFlags in args.go.
 static int takes_value(const char *name) {
 	static const char *const flags[] = {"log", "log-format", "root", "criu", "rootless", NULL};
 	for (int i = 0; flags[i]; i++) {

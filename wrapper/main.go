@@ -51,7 +51,7 @@ func (r *reporter) fail(format string, a ...interface{}) {
 
 func main() {
 	args := os.Args[1:]
-	inv := parseArgs(args)
+	inv, argsErr := parseArgs(args)
 	r := &reporter{sub: inv.Subcommand, log: defaultLogPath}
 	if configPath == "" {
 		r.fail("built without its paths; build it with scripts/build-wrapper.sh")
@@ -63,6 +63,10 @@ func main() {
 		// front.c passes these calls through before Go starts; this is the same rule, for
 		// a build without the front. The settings are not read.
 		execRuntime(r, "real runc", realRunc, args)
+	}
+	if argsErr != nil {
+		// What the wrapper edits must be what runc runs: a call it cannot read as runc does runs nothing.
+		r.fail("%v", argsErr)
 	}
 	// A life of a few milliseconds: a garbage collection would cost more than the memory.
 	debug.SetGCPercent(-1)
@@ -135,6 +139,9 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
+	if err := specKeysProblem(data, specRoot, ""); err != nil {
+		return fmt.Errorf("refusing %s: %v", path, err)
+	}
 	spec, err := parseSpec(data)
 	if err != nil {
 		return fmt.Errorf("cannot edit %s: %v", path, err)
@@ -147,6 +154,11 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 		if len(found) > 0 {
 			return refusal(fmt.Sprintf("container %q", inv.ID), found)
 		}
+	}
+	if found, err := specFeatures(spec, s); err != nil {
+		return fmt.Errorf("cannot edit %s: %v", path, err)
+	} else if len(found) > 0 {
+		return featureRefusal(fmt.Sprintf("container %q", inv.ID), found)
 	}
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
 	for _, p := range s.DeviceNodes {
@@ -206,6 +218,9 @@ func prepareProcess(inv invocation, s *settings) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("cannot read the process file %s: %v", path, err)
+	}
+	if err := specKeysProblem(data, processLevel, "process"); err != nil {
+		return fmt.Errorf("refusing the process file %s: %v", path, err)
 	}
 	process, err := parseSpec(data)
 	if err != nil {

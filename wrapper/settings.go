@@ -20,10 +20,14 @@ type settings struct {
 	Env              map[string]string `json:"env"`
 	UnsetEnv         []string          `json:"unsetEnv"`
 	DeviceNodes      []string          `json:"deviceNodes"`
-	Log              string            `json:"log"`
+	// GpuNodes are the selected GPUs' device nodes: another GPU's node in a spec is refused (features.go).
+	GpuNodes []string `json:"gpuNodes"`
+	Log      string   `json:"log"`
 	// AllowPrivileged lets through specs that could undo the datasets' modes (privileged.go);
 	// absent means false.
 	AllowPrivileged bool `json:"allowPrivileged"`
+	// AllowSpec names the spec features (features.go) a container may carry; absent means none.
+	AllowSpec []string `json:"allowSpec"`
 }
 
 func loadSettings(path string) (*settings, error) {
@@ -97,6 +101,16 @@ func (s *settings) validate() error {
 	for _, p := range s.DeviceNodes {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("deviceNodes: %q is not an absolute path", p)
+		}
+	}
+	for _, p := range s.GpuNodes {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("gpuNodes: %q is not an absolute path", p)
+		}
+	}
+	for _, f := range s.AllowSpec {
+		if f != noPidNamespace && f != hostHooks && f != cdiAnnotations && f != otherGpuDevices {
+			return fmt.Errorf("allowSpec: unknown feature %q", f)
 		}
 	}
 	for _, suffix := range s.WritableSuffixes {

@@ -114,7 +114,11 @@ func editEnv(process object, e edits) error {
 // first of the spec's own mounts that lies inside the root, so those stay visible on top.
 // A destination the spec already mounts is left to the spec; a spec that mounts the root
 // itself gets no dataset mounts (the note says so). The options are separate items
-// ("rbind", "ro"): one "rbind,ro" string would be passed to mount(2) as data and fail.
+// ("rbind", "ro"): one "rbind,ro" string would be passed to mount(2) as data and fail. Each
+// is "rprivate": a bind of a shared host mount would otherwise be its slave, and a mount the
+// host makes below it later (an automount, an NFS share, an admin's bind) would appear in the
+// running container read-write, under a read-only dataset, since "ro" and "rro" cover only the
+// mounts there at create.
 func addMounts(spec object, d *datasets, recursiveReadOnly bool) (note string, err error) {
 	if d == nil {
 		return "", nil
@@ -159,19 +163,19 @@ func addMounts(spec object, d *datasets, recursiveReadOnly bool) (note string, e
 	for _, raw := range existing[:insertAt] {
 		buf = append(append(buf, raw...), ',')
 	}
-	readOnly := `"rbind","ro"`
+	readOnly := `"rbind","ro","rprivate"`
 	if recursiveReadOnly {
-		readOnly = `"rbind","ro","rro"`
+		readOnly = `"rbind","ro","rro","rprivate"`
 	}
 	buf = appendMount(buf, d.Root, d.Source, "", readOnly)
 	for _, rel := range d.NestedReadOnly {
 		if !taken[d.Root+"/"+rel] {
-			buf = appendMount(append(buf, ','), d.Root, d.Source, rel, `"rbind","ro"`)
+			buf = appendMount(append(buf, ','), d.Root, d.Source, rel, `"rbind","ro","rprivate"`)
 		}
 	}
 	for _, name := range d.Writable {
 		if !taken[d.Root+"/"+name] {
-			buf = appendMount(append(buf, ','), d.Root, d.Source, name, `"rbind","rw"`)
+			buf = appendMount(append(buf, ','), d.Root, d.Source, name, `"rbind","rw","rprivate"`)
 		}
 	}
 	for _, raw := range existing[insertAt:] {

@@ -63,8 +63,8 @@ func TestEditSpecMounts(t *testing.T) {
 	// The root once, read-only all the way down, before the spec's own mount inside it; the
 	// writable folder right after it; the one the spec mounts itself is left to the spec.
 	want := `{"mounts":[{"destination":"/proc","type":"proc","source":"proc"},` +
-		`{"destination":"/srv","type":"bind","source":"/data/srv","options":["rbind","ro","rro"]},` +
-		`{"destination":"/srv/b_rw","type":"bind","source":"/data/srv/b_rw","options":["rbind","rw"]},` +
+		`{"destination":"/srv","type":"bind","source":"/data/srv","options":["rbind","ro","rro","rprivate"]},` +
+		`{"destination":"/srv/b_rw","type":"bind","source":"/data/srv/b_rw","options":["rbind","rw","rprivate"]},` +
 		`{"destination":"/srv/taken_rw/","type":"tmpfs","source":"tmpfs"},{"destination":"/etc/hosts","type":"bind","source":"/h"}]}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
@@ -79,15 +79,15 @@ func TestEditSpecMountsAtTheEnd(t *testing.T) {
 	}
 	// Without rro: the root read-only at its top, and each host mount point inside a read-only dataset read-only too.
 	want := `{"mounts":[{"destination":"/srvx","type":"tmpfs","source":"tmpfs"},` +
-		`{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro"]},` +
-		`{"destination":"/srv/models","type":"bind","source":"/srv/models","options":["rbind","ro"]},` +
-		`{"destination":"/srv/models/cache","type":"bind","source":"/srv/models/cache","options":["rbind","ro"]},` +
-		`{"destination":"/srv/b_rw","type":"bind","source":"/srv/b_rw","options":["rbind","rw"]}]}`
+		`{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro","rprivate"]},` +
+		`{"destination":"/srv/models","type":"bind","source":"/srv/models","options":["rbind","ro","rprivate"]},` +
+		`{"destination":"/srv/models/cache","type":"bind","source":"/srv/models/cache","options":["rbind","ro","rprivate"]},` +
+		`{"destination":"/srv/b_rw","type":"bind","source":"/srv/b_rw","options":["rbind","rw","rprivate"]}]}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
 	none, _, err := edit(`{}`, edits{Datasets: &datasets{Root: "/srv", Source: "/srv"}})
-	if err != nil || string(none) != `{"mounts":[{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro"]}]}` {
+	if err != nil || string(none) != `{"mounts":[{"destination":"/srv","type":"bind","source":"/srv","options":["rbind","ro","rprivate"]}]}` {
 		t.Errorf("a spec without mounts: %s %v", none, err)
 	}
 }

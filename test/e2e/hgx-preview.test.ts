@@ -10,7 +10,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { PULUMI_UNKNOWN } from "../../components/lib/lxd/validate";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { ensureEngine, makeProject, makeStack, tempDir } from "../support/engine";
+import { ensureEngine, makeProject, makeStack, makeTempDir, tempDirName } from "../support/engine";
 import { fileSetContents } from "../support/pulumi-graph";
 import { clientCertificate } from "../support/pki";
 import { renderExampleStack } from "../support/golden-stacks";
@@ -24,7 +24,8 @@ function unreachable(hosts: Record<string, unknown>[]): Record<string, unknown>[
 
 describe("end to end: the example HGX stack previews with its hosts unreachable", function () {
     this.timeout(600_000);
-    const root = tempDir("gw-e2e-hgx-");
+    const root = tempDirName("gw-e2e-hgx-");
+    before(() => makeTempDir(root));
     after(() => fs.rmSync(root, { recursive: true, force: true }));
 
     it("shows the service VM's domain, the vfio step, the worker VMs and their tags", async () => {

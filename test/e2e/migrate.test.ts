@@ -18,9 +18,10 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { Stack } from "@pulumi/pulumi/automation";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { Fly } from "../support/concourse";
+import { Fly, flyFor } from "../support/concourse";
 import { datasetSourceDir, makeProject, makeStack, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
+import { pendingWithout, release as supplied } from "../support/supplied";
 import { fileSetContents, fileSetHashes } from "../support/pulumi-graph";
 import { pathSlug } from "../../components/lib/host/steps";
 import { FILE_BY_FILE_RELEASE, PREVIOUS_RELEASE, previousRelease } from "../support/previous-release";
@@ -74,16 +75,18 @@ const RELEASES: EarlierRelease[] = [
 ];
 
 /** The dev stack of a checkout, as `npm run up` makes it, on the test's LXD daemon, ports and datasets. */
-function devStackConfig(checkout: string, socket: string, tarball: string, datasets: string): StackConfig {
+function devStackConfig(checkout: string, socket: string, release: { tarball: string; version: string }, datasets: string): StackConfig {
     const file = YAML.parse(fs.readFileSync(path.join(checkout, "Pulumi.dev.yaml"), "utf8")) as { config: Record<string, unknown> };
-    const defaults = file.config["gpu-workers:defaults"] as { concourse: { binary: { path: string } } };
+    const defaults = file.config["gpu-workers:defaults"] as { concourse: { version: string; binary: { path: string } } };
     const web = file.config["gpu-workers:web"] as { transport: { lxd: Record<string, unknown> } };
     const hosts = file.config["gpu-workers:hosts"] as { transport: { lxd: Record<string, unknown> } }[];
     assert.strictEqual(hosts.length, 1, `${checkout}/Pulumi.dev.yaml: the dev stack has one worker`);
-    defaults.concourse.binary.path = tarball;
+    defaults.concourse.binary = { path: release.tarball };
+    defaults.concourse.version = release.version;
     Object.assign(web.transport.lxd, { server: { socket }, sshPort: PORTS.webSsh, publish: { web: PORTS.web, tsa: PORTS.tsa } });
     Object.assign(hosts[0].transport.lxd, { server: { socket }, sshPort: PORTS.dev, datasetSource: datasets });
-    return { defaults, web, hosts };
+    // The earlier releases ran their steps as remote.Commands: this release takes the stack over with the same transport.
+    return { defaults, web, hosts, hostSteps: "command" };
 }
 
 /** The sha256 of every file this release's file sets place, by path (from the state's stdins). */
@@ -113,18 +116,20 @@ const PLACED_FOLDERS = "/etc/concourse /etc/containerd /etc/gpu-workers /etc/sys
 for (const release of RELEASES)
     describe(`an existing stack of ${release.commit.slice(0, 7)} (${release.how}) moves to this release without harm`, function () {
         this.timeout(1_200_000);
-        const datasets = datasetSourceDir("gw-mg-");
+        let datasets = "";
         let previous: string;
         // Registered before the suite's hooks, so it runs first: a clone without the release fails here, saying so.
-        before(() => {
+        before(function () {
+            pendingWithout(this, "concourse", "command-plugin");
             previous = previousRelease(release.commit);
+            datasets = datasetSourceDir("gw-mg-");
             fs.mkdirSync(path.join(datasets, "models"));
             fs.mkdirSync(path.join(datasets, "scratch_rw"));
             fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);
         });
-        const suite = engineSuite("gw-mg-");
+        const suite = engineSuite("gw-mg-", "concourse", "command-plugin");
         const { lxd, stacks } = suite;
-        const fly = new Fly("gw-migrate");
+        let fly: Fly | undefined;
         const instances = ["gpu-workers-web", "gpu-workers-dev"];
         let stack: Stack;
         let project: string;
@@ -156,19 +161,19 @@ for (const release of RELEASES)
             lxd.exec("gpu-workers-web", "cd / && runuser -u postgres -- psql -X -tAq -d atc -c 'select note from gw_marker' 2>&1; true").trim();
 
         after(() => {
-            fly.cleanup();
-            fs.rmSync(datasets, { recursive: true, force: true });
+            fly?.cleanup();
+            if (datasets) fs.rmSync(datasets, { recursive: true, force: true });
         });
 
         it(`the earlier release (${release.commit.slice(0, 7)}) makes the dev stack`, async () => {
             project = makeProject(path.join(suite.root, "project"), previous);
-            stack = await makeStack(project, "dev", suite.env, devStackConfig(previous, lxd.socket, suite.tarball, datasets));
+            stack = await makeStack(project, "dev", suite.env, devStackConfig(previous, lxd.socket, supplied(), datasets));
             stacks.push(stack);
             const started = Date.now();
             const result = await stack.up();
             console.log(`      up with the previous release: ${((Date.now() - started) / 1000).toFixed(0)} s`);
             const web = result.outputs.web.value as { url: string; username: string; password: string };
-            fly.login(web.url, web.username, web.password);
+            fly = await flyFor("gw-migrate", web);
             assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
             lxd.exec(
                 "gpu-workers-web",
@@ -183,7 +188,7 @@ for (const release of RELEASES)
 
         it("this release's up on the same state runs no remove and restarts nothing", async () => {
             makeProject(project, PACKAGE_ROOT);
-            await setStackConfig(stack, devStackConfig(PACKAGE_ROOT, lxd.socket, suite.tarball, datasets));
+            await setStackConfig(stack, devStackConfig(PACKAGE_ROOT, lxd.socket, supplied(), datasets));
             const started = Date.now();
             await stack.up({
                 onOutput: (out) => {
@@ -213,7 +218,7 @@ for (const release of RELEASES)
         });
 
         it("the worker is still registered, none of the old resources is left in the state, and a preview has nothing to do", async () => {
-            assert.strictEqual(fly.workers().find((w) => w.name === "dev")?.state, "running");
+            assert.strictEqual(fly!.workers().find((w) => w.name === "dev")?.state, "running");
             const state = await stack.exportStack();
             const { held, left } = release.replaced(earlierState, state.deployment.resources as StateResource[]);
             assert.ok(held.length >= release.least, `the earlier release's stack held ${release.how} (${held.length} of them)`);

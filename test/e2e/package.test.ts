@@ -7,12 +7,12 @@
 import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine } from "../support/engine";
+import { makeScratch, scratchName } from "../support/scratch";
 
 const PULUMI_VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")).devDependencies["@pulumi/pulumi"];
 const TYPES_NODE: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "node_modules/@types/node/package.json"), "utf8")).version;
@@ -63,11 +63,12 @@ function npm(cwd: string, args: string[]): string {
 
 describe("the npm package, installed by another project", function () {
     this.timeout(600_000);
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "gw-consumer-"));
+    const root = scratchName("gw-consumer-");
     const consumer = path.join(root, "consumer");
     let tarball: string;
 
     before(() => {
+        makeScratch(root);
         // npm test has built everything: pack what is there, as `npm pack` would after its prepack build.
         const packed = JSON.parse(npm(PACKAGE_ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", root]));
         tarball = path.join(root, packed[0].filename);

@@ -100,8 +100,9 @@ describe("a stack moves from the command transport to builtin by one up, through
 
     it("a second up changes nothing, and destroy puts the host back as it was", async () => {
         const result = await stack.up();
+        const changes = (result.summary.resourceChanges ?? {}) as Record<string, number>;
         assert.deepStrictEqual(
-            Object.keys(result.summary.resourceChanges ?? {}).filter((k) => (result.summary.resourceChanges ?? {})[k]! > 0),
+            Object.keys(changes).filter((k) => changes[k] > 0),
             ["same"],
         );
         await stack.destroy();

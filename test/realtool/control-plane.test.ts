@@ -6,12 +6,12 @@
  */
 import * as assert from "assert";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { ControlPlane, ensureKubernetesTools, KUBERNETES_TOOLS_TIMEOUT_MS, startControlPlane } from "../support/control-plane";
 import { ensureEngine } from "../support/engine";
+import { makeScratch, scratchName } from "../support/scratch";
 
 /** Processes whose command line names `dir` (each daemon's arguments name its folder). */
 function processesNaming(dir: string): string[] {
@@ -40,12 +40,13 @@ function tenantPolicy(namespace: string, endpointSelector: unknown = {}): string
 
 describe("the test Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager built from Go modules)", function () {
     this.timeout(120_000);
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "gw-k8s-"));
+    const root = scratchName("gw-k8s-");
     const dir = path.join(root, "control-plane");
     let plane: ControlPlane | undefined;
 
     before(async function () {
         this.timeout(KUBERNETES_TOOLS_TIMEOUT_MS);
+        makeScratch(root);
         ensureKubernetesTools();
         const started = Date.now();
         plane = await startControlPlane(dir);

@@ -7,8 +7,8 @@
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
+import { makeScratch, scratchName } from "../support/scratch";
 import { REPO } from "./wrapper-support";
 
 function goBinary(): string {
@@ -57,7 +57,8 @@ for (const [folder, module] of [
 
 describe("go's caches without HOME (scripts/go-caches.sh)", function () {
     this.timeout(300_000);
-    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "gw-gocache-"));
+    const scratch = scratchName("gw-gocache-");
+    before(() => makeScratch(scratch));
     after(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
     it("go a folder of the checkout's .dev that only this user can enter; a HOME or GOCACHE given is left alone", () => {

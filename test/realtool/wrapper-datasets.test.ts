@@ -4,10 +4,11 @@
  * read-write mount per writable folder; links resolved inside the container, with the mode
  * of what they lead to; host mounts nested inside a read-only dataset read-only too, with
  * recursive read-only ("rro") where the runtime and kernel have it, and with a read-only
- * mount of their own where they do not (crun 1.8, which cannot say what it supports).
+ * mount of their own where they do not (crun 1.8, which cannot say what it supports); and a
+ * host mount made below the root while a container runs stays out of it (its mounts are private).
  */
 import * as assert from "assert";
-import { spawnSync } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
@@ -156,7 +157,7 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
         );
         assert.ok(!fs.existsSync(path.join(datasets, "models", "x")));
         assert.deepStrictEqual(datasetMounts(r.spec), [
-            { destination: datasets, type: "bind", source: fs.realpathSync(datasets), options: ["rbind", "ro", "rro"] },
+            { destination: datasets, type: "bind", source: fs.realpathSync(datasets), options: ["rbind", "ro", "rro", "rprivate"] },
             { destination: `${datasets}/results_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/results_rw`, options: ["rbind", "rw"] },
             { destination: `${datasets}/scratch_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/scratch_rw`, options: ["rbind", "rw"] },
         ]);
@@ -294,5 +295,45 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
                 `run: dataset root ${datasets}: the container's spec already mounts it \\(from "spec-root"\\), so it is left to the spec and no dataset mounts are added`,
             ),
         );
+    });
+
+    it("a host mount made below a read-only dataset while a container runs never shows inside it: the dataset mounts are private", async () => {
+        // A root that is a shared mount, as / is under systemd: a slave of it would receive what the host mounts later.
+        const shared = path.join(dir, "shared-srv");
+        fs.mkdirSync(path.join(shared, "models", "late"), { recursive: true });
+        fs.mkdirSync(path.join(shared, "signal_rw"), { mode: 0o777 });
+        sh("mount", ["--bind", shared, shared]);
+        hostMounts.unshift(shared);
+        sh("mount", ["--make-shared", shared]);
+        writeSettings(
+            settingsPath,
+            renderWrapperConfig({
+                plan: { env: {}, unsetEnv: [], deviceNodes: [] },
+                datasets: { root: shared, writableSuffixes: ["_rw"] },
+                realRuntime: runc(),
+                logPath: log,
+            }),
+        );
+        const id = `ds${process.pid}-late`;
+        const script = `touch "$R/signal_rw/started"; sleep 3; grep -c " $R/models/late " /proc/self/mountinfo; ls "$R/models/late"; touch "$R/models/late/from-task" 2>&1 || true`;
+        const bundle = makeBundle(path.join(dir, "bundles", id), rootfs, ["sh", "-c", script], ["PATH=/bin", `R=${shared}`]);
+        let out = "";
+        const child = spawn(wrapper, ["--root", runcRoot(), "run", "--bundle", bundle, id], { stdio: ["ignore", "pipe", "pipe"] });
+        child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+        const done = new Promise<number | null>((resolve) => child.on("close", resolve));
+        // Once the container runs (it made a file in its writable dataset), the host mounts a tmpfs below the read-only one.
+        for (let i = 0; i < 100 && !fs.existsSync(path.join(shared, "signal_rw", "started")); i++) await new Promise((r) => setTimeout(r, 50));
+        assert.ok(fs.existsSync(path.join(shared, "signal_rw", "started")), `the container started:\n${out}`);
+        const late = path.join(shared, "models", "late");
+        sh("mount", ["-t", "tmpfs", "-o", "size=1m,mode=0777", "gw-late", late]);
+        hostMounts.unshift(late);
+        fs.writeFileSync(path.join(late, "host-file"), "made by the host after the container started\n");
+        const status = await done;
+        assert.strictEqual(status, 0, out);
+        assert.match(out, /^0\n/, `the host's later mount is not in the container's mount table:\n${out}`);
+        assert.doesNotMatch(out, /host-file/, "nor are its files");
+        assert.ok(!fs.existsSync(path.join(late, "from-task")), "the task wrote nothing through it");
+        assert.match(out, /from-task: Read-only file system/, "the dataset stays read-only");
     });
 });

@@ -109,7 +109,8 @@ describe("runc wrapper failures (real runc)", function () {
         assert.deepStrictEqual(spec.process.env, ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=0"]);
         assert.ok(
             spec.mounts.some(
-                (m: { destination: string; options: string[] }) => m.destination === path.join(dir, "datasets") && m.options.join(",") === "rbind,ro,rro",
+                (m: { destination: string; options: string[] }) =>
+                    m.destination === path.join(dir, "datasets") && m.options.join(",") === "rbind,ro,rro,rprivate",
             ),
             "the root, read-only all the way down: runc and the kernel here have rro",
         );

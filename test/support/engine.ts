@@ -4,7 +4,6 @@
  * Debian 12 image, and stacks of this program in a temp project with a file backend.
  */
 import { execFileSync, spawnSync } from "child_process";
-import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -12,6 +11,7 @@ import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { LXD_SSHD_DROP_IN, renderSshdDropIn } from "../../components/lib/render/lxd-access";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
+import { makeScratch, scratchName } from "./scratch";
 import { ensureCommands } from "./tools";
 
 export const PASSPHRASE = "e2e-passphrase-not-in-state";
@@ -185,15 +185,11 @@ export function tempDir(prefix: string): string {
 }
 
 /** A fresh name for a temp folder, made by nothing yet (a describe body may name one; its before hook makes it). */
-export function tempDirName(prefix: string): string {
-    return path.join(os.tmpdir(), `${prefix}${crypto.randomBytes(4).toString("hex")}`);
-}
+export const tempDirName = scratchName;
 
 /** Makes the folder `dir` names; returns it. */
 export function makeTempDir(dir: string): string {
     // Short: LXD's socket paths must stay under 108 bytes. Traversable: an unprivileged
     // container's root must reach the instance folders below it.
-    fs.mkdirSync(dir, { mode: 0o711 });
-    fs.chmodSync(dir, 0o711);
-    return dir;
+    return makeScratch(dir, 0o711);
 }

@@ -34,7 +34,8 @@ export function pendingWithout(ctx: Mocha.Context, ...needs: Supplied[]): void {
     const absent = missing(needs);
     if (absent.length === 0) return;
     // A test names itself; a hook names its suite.
-    const title = (ctx.test?.type === "test" ? ctx.test.fullTitle() : ctx.test?.parent?.fullTitle()) ?? "";
+    const runnable = ctx.test as (Mocha.Runnable & { type?: string }) | undefined;
+    const title = (runnable?.type === "test" ? runnable.fullTitle() : runnable?.parent?.fullTitle()) ?? "";
     console.log(`    pending: ${title}: needs ${absent.map((n) => WHAT[n]).join("; and ")}`);
     ctx.skip();
 }

@@ -3,9 +3,9 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { renderDriftCheck } from "../../components/lib/render/drift-check";
+import { makeScratch, scratchName } from "../support/scratch";
 import { ensureCommands } from "../support/tools";
 
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex");
@@ -17,7 +17,8 @@ function run(script: string): string[] {
 }
 
 describe("drift check", () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-drift-"));
+    const dir = scratchName("gw-drift-");
+    before(() => makeScratch(dir));
     const odd = path.join(dir, "it's a $(file)");
     const secret = path.join(dir, "key");
     const script = () =>

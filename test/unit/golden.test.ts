@@ -7,10 +7,10 @@
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { writeClusters, writeRendered } from "../../cli/render";
 import { GOLDEN_DIR, goldenStacks, renderGolden, renderGoldenClusters } from "../support/golden-stacks";
+import { makeScratch, scratchName } from "../support/scratch";
 import { ensureCommands } from "../support/tools";
 
 /** Lines of the diff shown in a failure; the rest is counted. */
@@ -18,8 +18,9 @@ const SHOWN = 150;
 
 describe("golden files: the whole rendered tree of each example and fixture stack", function () {
     this.timeout(60000);
-    const work = fs.mkdtempSync(path.join(os.tmpdir(), "gw-golden-"));
+    const work = scratchName("gw-golden-");
     before(() => {
+        makeScratch(work);
         ensureCommands(["diff"], ["diffutils"]);
         // Short, machine-free names in the diff: golden/<stack>/... against rendered/<stack>/...
         fs.symlinkSync(GOLDEN_DIR, path.join(work, "golden"));

@@ -180,10 +180,10 @@ describe("LXD instance validation (before any LXD call)", () => {
     });
 
     it("config: LXD-managed keys and non-strings are refused", () => {
-        assert.match(problems({ ...base, config: { "volatile.uuid": "x" } }).join(), /volatile.uuid is managed by LXD/);
-        assert.match(problems({ ...base, config: { "Security.Nesting": "true" } }).join(), /not an LXD config key/);
+        assert.match(problems({ ...base, config: { "volatile.uuid": "x" } }).join(), /volatile.uuid is refused: LXD manages it itself/);
+        assert.match(problems({ ...base, config: { "Security.Nesting": "true" } }).join(), /Security.Nesting is not among the keys gpu-workers hands LXD/);
         assert.deepStrictEqual(problems({ ...base, config: { "environment.NVIDIA_VISIBLE_DEVICES": "0", "environment.http_proxy": "" } }), []);
-        assert.match(problems({ ...base, config: { "environment.A-B": "x" } }).join(), /not an LXD config key/);
+        assert.match(problems({ ...base, config: { "environment.A-B": "x" } }).join(), /environment.A-B is not among the keys gpu-workers hands LXD/);
     });
 
     it("server: https needs a client certificate; socket is an absolute path", () => {

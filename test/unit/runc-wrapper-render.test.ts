@@ -36,10 +36,14 @@ describe("runc wrapper settings (render)", () => {
             "env",
             "unsetEnv",
             "deviceNodes",
+            "gpuNodes",
             "allowPrivileged",
+            "allowSpec",
             "log",
         ]);
         assert.strictEqual(config.allowPrivileged, false, "privileged specs are refused unless the plan allows them");
+        assert.deepStrictEqual(config.gpuNodes, ["/dev/nvidia1", "/dev/nvidia3"], "the selected GPUs' nodes: another GPU's in a spec is refused");
+        assert.deepStrictEqual(config.allowSpec, [], "no spec feature is let through unless the settings say so");
         assert.deepStrictEqual(config.env, { NVIDIA_DRIVER_CAPABILITIES: "compute,utility", NVIDIA_VISIBLE_DEVICES: "1,3" });
         assert.deepStrictEqual(config.unsetEnv, plan.unsetEnv);
         assert.ok(config.unsetEnv.includes("AMD_VISIBLE_DEVICES") && !config.unsetEnv.includes("NVIDIA_VISIBLE_DEVICES"));
@@ -53,6 +57,7 @@ describe("runc wrapper settings (render)", () => {
         const plan = planWorkerGpus(inventorySchema.parse(AMD_PHOENIX), base);
         const config = JSON.parse(renderWrapperConfig({ plan, datasets, realRuntime: RUNC_REAL_PATH, logPath: "/tmp/w.log" }));
         assert.deepStrictEqual(config.deviceNodes, ["/dev/kfd", "/dev/dri/renderD128"]);
+        assert.deepStrictEqual(config.gpuNodes, ["/dev/dri/renderD128"]);
         assert.strictEqual(config.env.HSA_OVERRIDE_GFX_VERSION, "11.0.0");
         assert.strictEqual(config.env.AMD_VISIBLE_DEVICES, "0");
         assert.strictEqual(config.log, "/tmp/w.log");

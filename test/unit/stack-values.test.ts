@@ -161,7 +161,7 @@ describe("stack values: hostile and careless values are refused at their path", 
         });
         assert.deepStrictEqual(problemsOf(raw).sort(), [
             "hosts[0].fabric.serviceVm.image: expected the path in normal form (no . or .. segment, no // and no trailing /): /etc/shadow",
-            "hosts[0].fabric.serviceVm.libvirtUri: expected a libvirt URI such as qemu:///system (letters, digits and . _ ~ : / ? & = @ + -)",
+            "hosts[0].fabric.serviceVm.libvirtUri: expected a libvirt URI of the board's own QEMU daemon: qemu:///system or qemu:///session, or qemu+unix:///system?socket=/path (no remote transport, no other parameter: qemu+ext and qemu+ssh run a program)",
             "hosts[0].fabric.serviceVm.name: expected a domain name of letters, digits, _ . and - (not starting with . or -, at most 63)",
             "hosts[0].fabric.serviceVm.network: expected a libvirt network name of letters, digits, _ . and - (not starting with . or -, at most 63)",
         ]);

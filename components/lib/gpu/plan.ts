@@ -55,6 +55,11 @@ export interface WorkerGpuPlan {
     unsetEnv: string[];
     /** Host device nodes the wrapper adds to every container (AMD: kfd and render nodes). */
     deviceNodes: string[];
+    /**
+     * The device nodes of the selected GPUs (NVIDIA: /dev/nvidia<index>; AMD: their render nodes):
+     * a spec whose linux.devices names another GPU's node is refused by the wrapper.
+     */
+    gpuNodes: string[];
     /** Fully qualified CDI ids of the selected devices (nvidia.com/gpu=0, nvidia.com/gpu=0:1). */
     cdiDevices: string[];
     fabricManager: { enabled: boolean; partitions: number[] };
@@ -238,6 +243,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     }
     const env: Record<string, string> = {};
     const deviceNodes: string[] = [];
+    let gpuNodes: string[] = [];
     let cdiDevices: string[] = [];
     if (inventory.vendor === "nvidia" && selected.length > 0) {
         const names = nvidiaDeviceNames(selected);
@@ -245,12 +251,14 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         cdiDevices = names.map((n) => `${kind}=${n}`);
         env.NVIDIA_VISIBLE_DEVICES = (options.cdi ? cdiDevices : names).join(",");
         env.NVIDIA_DRIVER_CAPABILITIES = "compute,utility";
+        gpuNodes = [...new Set(selected.map((g) => `/dev/nvidia${g.index}`))];
     } else if (inventory.vendor === "amd" && selected.length > 0) {
         cdiDevices = selected.map((g) => `amd.com/gpu=${g.index}`);
         env.AMD_VISIBLE_DEVICES = selected.map((g) => g.index).join(",");
         const override = hsaOverride(selected);
         if (override) env.HSA_OVERRIDE_GFX_VERSION = override;
         deviceNodes.push("/dev/kfd", ...selected.map(renderNode));
+        gpuNodes = selected.map(renderNode);
     }
     // No GPU for this worker: env stays empty and every GPU variable is unset, so no task sees
     // one and none can ask a runtime (or a hook left on the host) for a GPU.
@@ -265,6 +273,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,
+        gpuNodes,
         cdiDevices,
         fabricManager: { enabled: fabric, partitions: fabric ? options.fabricManager.partitions : [] },
         ...(options.fabricPartition !== undefined ? { fabricPartition: options.fabricPartition } : {}),

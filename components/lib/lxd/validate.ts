@@ -3,6 +3,7 @@
  * what is wrong, named by instance and device. Pure: no I/O, no Pulumi import.
  * LXD stays the final judge (it validates again); this catches mistakes early and clearly.
  */
+import { lxdConfigKeyProblem } from "./config-keys";
 import type { LxdDevice, LxdInstanceSpec } from "./types";
 
 /** The config keys LXD reads cloud-init user-data from (the second is the older name). */
@@ -63,9 +64,6 @@ const OCTAL_MODE = /^0?[0-7]{3}$/;
 const UINT = /^[0-9]+$/;
 const BOOL = /^(true|false)$/;
 const INSTANCE_NAME = /^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-const CONFIG_KEY = /^[a-z0-9][a-z0-9_.-]*$/;
-// environment.* keys carry variable names as they are, upper case included.
-const ENVIRONMENT_KEY = /^environment\.[A-Za-z_][A-Za-z0-9_]*$/;
 const PORTS = /^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/;
 const HOST = /^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/;
 
@@ -334,8 +332,8 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
         if (typeof spec.config !== "object" || spec.config === null) problems.push("config: expected a map of config keys to strings");
         else
             for (const [k, v] of Object.entries(spec.config)) {
-                if (!CONFIG_KEY.test(k) && !ENVIRONMENT_KEY.test(k) && !k.startsWith("user.")) problems.push(`config: key "${k}" is not an LXD config key`);
-                else if (k.startsWith("volatile.") || k.startsWith("image.")) problems.push(`config: ${k} is managed by LXD and cannot be set`);
+                const problem = lxdConfigKeyProblem(k);
+                if (problem) problems.push(`config: ${problem}`);
                 if (known(v) && typeof v !== "string") problems.push(`config: ${k} must be a string (LXD config values are strings)`);
             }
     }

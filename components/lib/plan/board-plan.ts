@@ -9,11 +9,13 @@ import type { VerifyField } from "../discovery/verify";
 import { PlannedPartition, planPartitions } from "../fabric/partitions";
 import type { PartitionTable } from "../fabric/partition-table";
 import type { GpuInventory } from "../gpu/inventory";
+import { PlanError } from "../gpu/plan";
 import { fileResourceName, stepResourceName } from "../host/steps";
 import { FabricServiceVmSettings, renderFabricServiceVm } from "../render/fabric-service-vm";
 import { GpuHostPlan, planGpuHost, PlannedStep } from "./gpu-host";
 import { chainSteps, HostPlan, PlannedFile, planHost, StepsLink } from "./host-plan";
 import { placeOnce } from "./place-files";
+import { libvirtUri } from "./value-patterns";
 import type { WorkerSpec } from "./worker-spec";
 
 /** The service VM as a board declares it (the functions and partitions come from the board). */
@@ -25,7 +27,10 @@ export const SERVICE_VM_DEFAULTS = { vcpus: 2, memoryMiB: 4096, libvirtUri: "qem
 /** The service VM's settings with defaults applied. */
 export function serviceVmSpec(board: string, given: Partial<ServiceVmSpec> & { image: string }): ServiceVmSpec {
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<ServiceVmSpec> & { image: string };
-    return { name: `${board}-fabric`, ...SERVICE_VM_DEFAULTS, ...defined };
+    const spec = { name: `${board}-fabric`, ...SERVICE_VM_DEFAULTS, ...defined };
+    const uri = libvirtUri.safeParse(spec.libvirtUri);
+    if (!uri.success) throw new PlanError("serviceVm.libvirtUri", `${JSON.stringify(spec.libvirtUri)}: ${uri.error.issues[0].message}`);
+    return spec;
 }
 
 /** What a worker of the board asks for: a number of GPUs, or a partition by id. */

@@ -110,6 +110,7 @@ export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBina
         cdi: host.toolkit.cdi,
         datasets: host.datasets,
         privilegedMode: host.concourse.privilegedMode,
+        allowSpec: host.wrapper.allow,
         wrapperBinary: host.artifacts.wrapper,
     };
 }

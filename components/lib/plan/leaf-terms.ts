@@ -3,6 +3,7 @@
  * settings a leaf component renders. A component used alone plans with these, and the chain
  * (chainSettings) plans its links with the same functions, so both place the same files. Pure.
  */
+import type { SpecFeature } from "../gpu/spec-features";
 import { GpuInventory } from "../gpu/inventory";
 import type { Artifact } from "../host/steps";
 import { GpuSelection, PlanError, planWorkerGpus, PrivilegedMode, WorkerGpuPlan } from "../gpu/plan";
@@ -123,6 +124,8 @@ export interface RuncWrapperTerms {
      * read-only datasets. Default: "ignore".
      */
     privilegedMode?: PrivilegedMode;
+    /** Spec features the wrapper lets through (it refuses each otherwise, naming it): SPEC_FEATURES. Example: ["cdi-annotations"]. Default: none. */
+    allowSpec?: SpecFeature[];
     /**
      * What the wrapper hands `create` and `run` to: "nvidia-container-runtime" (ContainerToolkit
      * installs it; it gives a container its NVIDIA GPUs) or "runc" (the host's runc, which the
@@ -152,6 +155,7 @@ export function planRuncWrapper(
         realRuntime: RUNTIME_PATHS[runtime],
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
         allowPrivileged: privilegedMode !== "ignore",
+        allowSpec: terms.allowSpec ?? [],
         ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
         wrapperBinary: terms.wrapperBinary,
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
 import { PRIVILEGED_MODES } from "../gpu/plan";
+import { SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
@@ -83,7 +84,7 @@ export const settingsSchema = z.strictObject({
         .strictObject({
             root: datasetRoot.default("/srv").meta({
                 description:
-                    "mounted once into every container, at its own path, read-only (all the way down, `rro`, where runc and the kernel have it). Refused: `/`, system folders and everything in them (`/bin`, `/boot`, `/dev`, `/etc`, `/lib*`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`), `/var` and its standard folders (`/var/lib`, `/var/log`, ...; a folder of its own below them is fine), `/home` (users' folders) and `/tmp`, `/var/tmp` (writable by every user). On the host it must be owned by root and not writable by group or others: the validator fails the `up` otherwise (also for a folder above it that others may write to without the sticky bit), and the wrapper refuses to create containers",
+                    "mounted once into every container, at its own path, read-only (all the way down, `rro`, where runc and the kernel have it). Refused: `/`, system folders and everything in them (`/bin`, `/boot`, `/dev`, `/etc`, `/lib*`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`), `/var` and its standard folders (`/var/lib`, `/var/cache`, ...; a folder of its own below them is fine), where the system and its services keep their state, with everything in it (`/var/lib/containerd`, `/var/lib/lxd`, `/var/lib/postgresql`, `/var/lib/gpu-workers`, `/var/log`, `/var/spool`, ...), `/home` (users' folders) and `/tmp`, `/var/tmp` (writable by every user). On the host it must be owned by root and not writable by group or others: the validator fails the `up` otherwise (also for a folder above it that others may write to without the sticky bit), and the wrapper refuses to create containers",
             }),
             writableSuffixes: z.array(writableSuffix).default(["_writable", "_rw"]).meta({
                 description:
@@ -91,6 +92,19 @@ export const settingsSchema = z.strictObject({
             }),
         })
         .meta({ description: "the host folders every container of the worker gets" }),
+    wrapper: z
+        .strictObject({
+            allow: z
+                .array(z.enum(SPEC_FEATURE_NAMES, { error: `expected one of ${SPEC_FEATURE_NAMES.join(", ")}` }))
+                .default([])
+                .meta({
+                    description:
+                        "what the runc wrapper lets a container's spec carry that it refuses otherwise, naming it: " +
+                        SPEC_FEATURE_NAMES.map((f) => `\`${f}\` (${SPEC_FEATURES[f]})`).join("; ") +
+                        ". Concourse's containers carry none of them; another caller of the runtime on the host (a Kubernetes tenant) can",
+                }),
+        })
+        .meta({ description: "the runc wrapper's refusals" }),
     containerd: z
         .strictObject({
             runtimeName: z

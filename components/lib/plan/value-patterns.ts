@@ -87,12 +87,36 @@ export const SYSTEM_TREES = [
     "/var/lock",
     "/var/run",
 ];
+/**
+ * Where the system and its services keep their state (each with everything in it): a dataset
+ * root there hands every task the host's own records, databases, logs or queues.
+ */
+export const STATE_TREES = [
+    "/var/lib/apt",
+    "/var/lib/containerd",
+    "/var/lib/docker",
+    "/var/lib/dpkg",
+    "/var/lib/gpu-workers",
+    "/var/lib/incus",
+    "/var/lib/kubelet",
+    "/var/lib/libvirt",
+    "/var/lib/lxcfs",
+    "/var/lib/lxd",
+    "/var/lib/mysql",
+    "/var/lib/postgresql",
+    "/var/lib/private",
+    "/var/lib/sudo",
+    "/var/lib/systemd",
+    "/var/log",
+    "/var/mail",
+    "/var/spool",
+];
 /** The users' folders (each with everything in it): their owners could put there what tasks then get. */
 export const USER_TREES = ["/home"];
 /** Folders every user may write to (each with everything in it). */
 export const SHARED_TREES = ["/tmp", "/var/tmp"];
 /** System folders that hold others' folders: they themselves are refused, a folder of their own below them is not. */
-export const SYSTEM_FOLDERS = ["/", "/var", "/var/backups", "/var/cache", "/var/lib", "/var/local", "/var/log", "/var/mail", "/var/opt", "/var/spool"];
+export const SYSTEM_FOLDERS = ["/", "/var", "/var/backups", "/var/cache", "/var/lib", "/var/local", "/var/opt"];
 /** Folders that other software shares: no work dir (deleted on destroy) may be one of them. */
 export const SHARED_FOLDERS = ["/media", "/mnt", "/opt", "/srv"];
 
@@ -110,6 +134,8 @@ export function protectedFolderProblem(folder: string, use: "datasets" | "workDi
     const where = (t: string, what: string) => (folder === t ? `is ${what}` : `is in ${t}, ${what}`);
     const system = tree(SYSTEM_TREES);
     if (system) return where(system, "a system folder");
+    const state = tree(STATE_TREES);
+    if (state) return where(state, "where the system or a service keeps its own state");
     const users = tree(USER_TREES);
     if (users) return where(users, "the users' folders (their owners could put there what a task then gets)");
     const shared = tree(SHARED_TREES);
@@ -141,6 +167,17 @@ export function workDirAndDatasetsProblem(dir: string, root: string): string | u
     if (within(root, dir)) return `${dir} holds datasets.root ${root}: destroy deletes the work dir, and with it every dataset`;
     return undefined;
 }
+
+/**
+ * A libvirt connection on the board itself: QEMU's system or session daemon over its local
+ * socket, optionally a socket of its own. No remote transport and no other parameter: libvirt
+ * runs the program a URI names (`qemu+ext:///system?command=/path`, and ssh's for `qemu+ssh`)
+ * as the user that connects, root on the board.
+ */
+export const LIBVIRT_URI = /^qemu(\+unix)?:\/\/\/(system|session)(\?socket=\/[A-Za-z0-9._+@:,=~/-]+)?$/;
+const LIBVIRT_URI_ERROR =
+    "expected a libvirt URI of the board's own QEMU daemon: qemu:///system or qemu:///session, or qemu+unix:///system?socket=/path (no remote transport, no other parameter: qemu+ext and qemu+ssh run a program)";
+export const libvirtUri = z.string({ error: LIBVIRT_URI_ERROR }).regex(LIBVIRT_URI, { error: LIBVIRT_URI_ERROR });
 
 /** One public key on one line: type, base64, an optional comment of plain text. */
 export const PUBLIC_KEY_LINE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}( [\x21-\x7e][\x20-\x7e]*)?$/;

@@ -6,6 +6,7 @@
 import * as path from "path";
 import { z } from "zod";
 import { WorkerGpuPlan } from "../gpu/plan";
+import { SPEC_FEATURE_NAMES, SpecFeature } from "../gpu/spec-features";
 import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
 import { renderRuntimePackages } from "./runtime-packages";
 import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
@@ -38,14 +39,16 @@ export const wrapperConfigSchema = z.strictObject({
     env: z.record(variableName, z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" })),
     unsetEnv: z.array(variableName),
     deviceNodes: z.array(absolutePath),
+    gpuNodes: z.array(absolutePath),
     allowPrivileged: z.boolean(),
+    allowSpec: z.array(z.enum(SPEC_FEATURE_NAMES)),
     log: absolutePath,
 });
 export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
 
 export interface WrapperConfigInput {
     /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
-    plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes">;
+    plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes"> & Partial<Pick<WorkerGpuPlan, "gpuNodes">>;
     /** root is mounted read-only at its own path; each direct subfolder (a real folder, not a link) whose name ends with a suffix is mounted read-write on top. Links resolve inside the container. */
     datasets: {
         /** The dataset root on the host, mounted at the same path in every container. */
@@ -67,6 +70,8 @@ export interface WrapperConfigInput {
      * fuse-only modes). Default: false, the wrapper refuses to create such a container.
      */
     allowPrivileged?: boolean;
+    /** Spec features a container may carry that the wrapper refuses otherwise (SPEC_FEATURES). Default: none. */
+    allowSpec?: SpecFeature[];
     /** One-line failure reasons and skipped datasets go here. */
     logPath?: string;
 }
@@ -88,7 +93,9 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
         env: sorted(input.plan.env),
         unsetEnv: [...input.plan.unsetEnv],
         deviceNodes: [...input.plan.deviceNodes],
+        gpuNodes: [...(input.plan.gpuNodes ?? [])],
         allowPrivileged: input.allowPrivileged ?? false,
+        allowSpec: [...(input.allowSpec ?? [])],
         log: input.logPath ?? WRAPPER_LOG_PATH,
     };
     const checked = wrapperConfigSchema.safeParse(config);

@@ -103,6 +103,6 @@ export async function remove(_id: string, props: SshCommandState) {
     if (props.delete === undefined) return;
     const r = succeeded(props.connection, "delete", await runOverSsh(props.connection, props.delete, ""));
     const kept = r.stdout.split("\n").find((line) => line.startsWith(KEPT_MARK));
-    // The engine shows a provider's stderr lines to the user.
-    if (kept) console.error(`gpu-workers: on ${endpoint(props.connection)}:${kept.slice(KEPT_MARK.length)}`);
+    // The engine shows a provider's stderr lines to the user: the line as the host printed it, as remote.Command shows a delete's output.
+    if (kept) console.error(`${kept} (on ${endpoint(props.connection)})`);
 }

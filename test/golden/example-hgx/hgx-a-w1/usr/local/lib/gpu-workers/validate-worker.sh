@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 96fb4a6cc796075846cab62d9ba92cff4be056777c21b15b9a905f8089f56120
+host script host/validate-worker.sh, sha256 6609d819e9d15c56658ebf34b05ae9f630a597246c75ee0f022a87cdb1ac3d05

@@ -1,1 +1,1 @@
-host script host/fabric-service-vm.sh, sha256 d6de722b430ce63c2853c9b8abcd01cba37e39e74cf2f52dc5d822e638556ea5
+host script host/fabric-service-vm.sh, sha256 99c635a3651064882fe36f0e6ef6eadc6d720054d2cdbc0ddc59ca9b03f03a93

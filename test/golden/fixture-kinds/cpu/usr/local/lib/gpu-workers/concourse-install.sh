@@ -1,1 +1,1 @@
-host script host/concourse-install.sh, sha256 3c25bfdfa705d47405c51e95d8c0c69b8bdc24abe782a95992d2f574624d6cef
+host script host/concourse-install.sh, sha256 2d40f79d908d36ea5aa5bef7d2d452b2491a45c504d11d6ba2fab996043b7fc8
