@@ -284,6 +284,17 @@ inside_devices() {
   done
 }
 
+# Whether PATH is a writable dataset folder: a direct subfolder of the root with a writable suffix.
+writable_dataset() {
+  local name suffix
+  [ -n "$datasets_root" ] && [ "${1%/*}" = "$datasets_root" ] || return 1
+  name=${1##*/}
+  for suffix in "${suffixes[@]+"${suffixes[@]}"}"; do
+    case "$name" in *"$suffix") return 0 ;; esac
+  done
+  return 1
+}
+
 # Whether a file can be made in DIR: a name of its own, made exclusively (an existing name, or a
 # link a task planted, fails it: nothing is written through a link) and removed at once. Asked
 # only of folders whose mount is read-write; a read-only mount is read from mountinfo, not tried.
@@ -295,16 +306,15 @@ writable_folder() {
 }
 
 inside_datasets() {
-  local dir name writable suffix
+  local dir writable
   [ -n "$datasets_root" ] && [ -d "$datasets_root" ] || return 0
   for dir in "$datasets_root"/*/; do
     [ -d "$dir" ] || continue
-    dir=${dir%/}; name=${dir##*/}; writable=no
+    dir=${dir%/}
     # A link resolves inside the container and has the mode of what it leads to, whatever its name.
     [ -L "$dir" ] && continue
-    for suffix in "${suffixes[@]+"${suffixes[@]}"}"; do
-      case "$name" in *"$suffix") writable=yes ;; esac
-    done
+    writable=no
+    writable_dataset "$dir" && writable=yes
     if writable_folder "$dir"; then
       same "$writable" yes "datasets: $dir is read-write" "datasets: expected $dir read-only, found it writable"
     else
@@ -313,7 +323,26 @@ inside_datasets() {
   done
 }
 
+# The host's root, read-only all the way down: no mount in here is writable but the runtime's own
+# (/proc, /dev, /sys, /run) and the writable datasets.
+inside_root() {
+  local target options found="" _
+  while read -r _ _ _ _ target options _; do
+    target=$(printf '%b' "$target")
+    case ",$options," in *,rw,*) ;; *) continue ;; esac
+    case "$target" in /proc | /proc/* | /dev | /dev/* | /sys | /sys/* | /run) continue ;; esac
+    writable_dataset "$target" && continue
+    found="$found $target"
+  done </proc/self/mountinfo
+  if [ -z "$found" ]; then
+    pass "root: the host's root is read-only inside, all the way down"
+  else
+    fail "root: expected the host's root read-only inside, found read-write:$found"
+  fi
+}
+
 inside() {
+  inside_root
   inside_env
   [ "$vendor" = nvidia ] && inside_gpus_nvidia
   inside_devices

@@ -139,12 +139,12 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
-	if err := specKeysProblem(data, specRoot, ""); err != nil {
-		return fmt.Errorf("refusing %s: %v", path, err)
-	}
 	spec, err := parseSpec(data)
 	if err != nil {
 		return fmt.Errorf("cannot edit %s: %v", path, err)
+	}
+	if err := specKeysProblem(data, specRoot, ""); err != nil {
+		return fmt.Errorf("refusing %s: %v", path, err)
 	}
 	if !s.AllowPrivileged {
 		found, err := containerPrivileges(spec)
@@ -219,12 +219,12 @@ func prepareProcess(inv invocation, s *settings) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the process file %s: %v", path, err)
 	}
-	if err := specKeysProblem(data, processLevel, "process"); err != nil {
-		return fmt.Errorf("refusing the process file %s: %v", path, err)
-	}
 	process, err := parseSpec(data)
 	if err != nil {
 		return fmt.Errorf("cannot edit the process file %s: %v", path, err)
+	}
+	if err := specKeysProblem(data, processLevel, "process"); err != nil {
+		return fmt.Errorf("refusing the process file %s: %v", path, err)
 	}
 	if !s.AllowPrivileged {
 		found, err := processPrivileges(process)

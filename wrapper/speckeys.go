@@ -85,7 +85,7 @@ func specKeysProblem(raw json.RawMessage, l *specLevel, path string) error {
 	if raw[0] == '[' {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return fmt.Errorf("%s: not a list", strings.TrimPrefix(path, "."))
+			return fmt.Errorf("%s: not a list", describe(path))
 		}
 		for i, item := range items {
 			if err := specKeysProblem(item, l, fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -99,7 +99,7 @@ func specKeysProblem(raw json.RawMessage, l *specLevel, path string) error {
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
-		return fmt.Errorf("%s: not an object", strings.TrimPrefix(path, "."))
+		return fmt.Errorf("%s: not an object", describe(path))
 	}
 	for key, value := range members {
 		field, inner := fieldOf(l, key)
@@ -136,5 +136,13 @@ func within(path string) string {
 	if path == "" {
 		return "at the spec's top level"
 	}
-	return "in " + strings.TrimPrefix(path, ".")
+	return "in " + describe(path)
+}
+
+// describe names a place in the spec: "process.capabilities", or "the spec" for its top level.
+func describe(path string) string {
+	if path == "" {
+		return "the spec"
+	}
+	return strings.TrimPrefix(path, ".")
 }

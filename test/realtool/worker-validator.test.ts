@@ -164,4 +164,46 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
         assert.strictEqual(r.status, 1, r.out);
         assert.match(r.out, /validated with 'driver=\S* toolkit=\S* cdi=[0-9a-f]{64}', now/);
     });
+
+    it("a link a task planted in a writable dataset gets nothing written through it, and a folder there fails nothing", () => {
+        wrapperSettings();
+        // On a mount of its own, as /boot or /var often is: ctr's read-only root covered only the top mount.
+        const own = path.join(dir, "own-mount");
+        fs.mkdirSync(own);
+        sh("mount", ["-t", "tmpfs", "-o", "size=1m", "gw-validate-own", own]);
+        const victim = path.join(own, "victim");
+        fs.writeFileSync(victim, "the host's own file\n");
+        // The names the probe had (its pid in the container is 1), and a few more.
+        for (const n of [1, 2, 3]) fs.symlinkSync(victim, path.join(datasets, "scratch_rw", `.gpu-workers-validate.${n}`));
+        fs.mkdirSync(path.join(datasets, "scratch_rw", ".gpu-workers-validate.4"));
+        try {
+            const r = validate("ensure");
+            assert.strictEqual(r.status, 0, r.out);
+            assert.match(r.out, new RegExp(`ok datasets: ${datasets}/scratch_rw is read-write`));
+            assert.strictEqual(fs.readFileSync(victim, "utf8"), "the host's own file\n", "nothing was written through the links");
+            assert.deepStrictEqual(
+                fs.readdirSync(path.join(datasets, "scratch_rw")).sort(),
+                [".gpu-workers-validate.1", ".gpu-workers-validate.2", ".gpu-workers-validate.3", ".gpu-workers-validate.4"],
+                "the probe left nothing behind",
+            );
+        } finally {
+            for (const n of [1, 2, 3, 4]) fs.rmSync(path.join(datasets, "scratch_rw", `.gpu-workers-validate.${n}`), { recursive: true, force: true });
+            spawnSync("umount", [own]);
+        }
+    });
+
+    it("the containers' root is the host's, read-only all the way down: a writable mount of the host's is read-only inside", () => {
+        wrapperSettings();
+        const mount = path.join(dir, "host-mount");
+        fs.mkdirSync(mount);
+        sh("mount", ["-t", "tmpfs", "-o", "size=1m", "gw-validate-rw", mount]);
+        try {
+            const r = validate("ensure");
+            assert.strictEqual(r.status, 0, r.out);
+            assert.match(r.out, /ok root: the host's root is read-only inside, all the way down/);
+            assert.deepStrictEqual(fs.readdirSync(mount), [], "nothing was written there");
+        } finally {
+            spawnSync("umount", [mount]);
+        }
+    });
 });

@@ -158,8 +158,8 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
         assert.ok(!fs.existsSync(path.join(datasets, "models", "x")));
         assert.deepStrictEqual(datasetMounts(r.spec), [
             { destination: datasets, type: "bind", source: fs.realpathSync(datasets), options: ["rbind", "ro", "rro", "rprivate"] },
-            { destination: `${datasets}/results_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/results_rw`, options: ["rbind", "rw"] },
-            { destination: `${datasets}/scratch_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/scratch_rw`, options: ["rbind", "rw"] },
+            { destination: `${datasets}/results_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/results_rw`, options: ["rbind", "rw", "rprivate"] },
+            { destination: `${datasets}/scratch_rw`, type: "bind", source: `${fs.realpathSync(datasets)}/scratch_rw`, options: ["rbind", "rw", "rprivate"] },
         ]);
         const inside = mountsBelow(r.out, path.dirname(datasets));
         assert.strictEqual(inside.get(datasets)?.mode, "ro", r.out);
@@ -231,12 +231,12 @@ describe("runc wrapper datasets (real runc, real mounts)", function () {
         assert.deepStrictEqual(
             datasetMounts(r.spec).map((m) => `${m.destination.slice(datasets.length)} ${m.source.slice(source.length)} ${m.options?.join(",")}`),
             [
-                "  rbind,ro",
-                "/disk /disk rbind,ro",
-                "/models/nested /models/nested rbind,ro",
-                "/models/nested/deeper /models/nested/deeper rbind,ro",
-                "/results_rw /results_rw rbind,rw",
-                "/scratch_rw /scratch_rw rbind,rw",
+                "  rbind,ro,rprivate",
+                "/disk /disk rbind,ro,rprivate",
+                "/models/nested /models/nested rbind,ro,rprivate",
+                "/models/nested/deeper /models/nested/deeper rbind,ro,rprivate",
+                "/results_rw /results_rw rbind,rw,rprivate",
+                "/scratch_rw /scratch_rw rbind,rw,rprivate",
             ],
         );
         const again = run("true", { globals: crunGlobals(), prefix: hybrid });

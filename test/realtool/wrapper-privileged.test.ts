@@ -376,4 +376,110 @@ describe("runc wrapper: privileged specs (real runc)", function () {
             assert.strictEqual(allowed.out, "ran\n");
         });
     });
+
+    describe("one reading of the spec and of argv, runc's (trust, second round)", () => {
+        /** A bundle whose spec is written as given: the keys exactly as the test spells them. */
+        function rawBundle(script: string, change: (spec: Record<string, unknown>) => Record<string, unknown>): { id: string; path: string } {
+            const b = bundle(script);
+            const specPath = path.join(b.path, "config.json");
+            fs.writeFileSync(specPath, JSON.stringify(change(JSON.parse(fs.readFileSync(specPath, "utf8")) as Record<string, unknown>)));
+            return b;
+        }
+        /** Moves a member to another spelling of its key (runc reads it the same, by Go's case folding). */
+        const respell = (o: Record<string, unknown>, key: string, as: string) => {
+            const { [key]: value, ...rest } = o;
+            return { ...rest, [as]: value };
+        };
+
+        before(() => settings());
+
+        for (const [name, change] of [
+            ["PROCESS", (spec: Record<string, unknown>) => respell(spec, "process", "PROCESS")],
+            ["proceſſ (long s)", (spec: Record<string, unknown>) => respell(spec, "process", "proce\u017f\u017f")],
+            [
+                "Capabilities",
+                (spec: Record<string, unknown>) => ({ ...spec, process: respell(spec.process as Record<string, unknown>, "capabilities", "Capabilities") }),
+            ],
+        ] as const) {
+            it(`a spec that spells its keys otherwise (${name}) and carries CAP_SYS_ADMIN is refused, naming the key; runc never runs it`, () => {
+                const b = rawBundle(`mount -o remount,rw "$R" && touch "$R/models/pwned"; echo ran`, (spec) => {
+                    (spec.process as { capabilities: Record<string, string[]> }).capabilities = caps([...UNPRIVILEGED_CAPS, "CAP_SYS_ADMIN"]);
+                    return change(spec);
+                });
+                const before = sha256(path.join(b.path, "config.json"));
+                const r = call(["run", "--bundle", b.path, b.id]);
+                made.push(b.id);
+                assert.notStrictEqual(r.status, 0, r.out);
+                assert.match(r.err, /refusing .*config\.json: the key ".*" .*: runc reads it as "(process|capabilities)"/);
+                assert.ok(!fs.existsSync(path.join(datasets, "models", "pwned")), "nothing was written into the datasets");
+                assert.strictEqual(sha256(path.join(b.path, "config.json")), before, "the bundle is untouched");
+            });
+        }
+
+        it('a "Linux" key with an allow-all device rule is refused too', () => {
+            const b = rawBundle("true", (spec) => {
+                const linux = spec.linux as { resources: { devices: unknown[] } };
+                linux.resources.devices = [{ allow: true, access: "rwm" }];
+                return respell(spec, "linux", "Linux");
+            });
+            const r = create(b);
+            assert.notStrictEqual(r.status, 0);
+            assert.match(r.err, /the key "Linux" at the spec's top level: runc reads it as "linux"/);
+        });
+
+        it("run ID --bundle EVIL from a benign bundle's folder: the wrapper checks EVIL, the bundle runc runs", () => {
+            const benign = bundle("echo benign");
+            const evil = bundle(`mount -o remount,rw "$R" && touch "$R/models/pwned"; echo evil`, (spec) => {
+                spec.process.capabilities = caps([...UNPRIVILEGED_CAPS, "CAP_SYS_ADMIN"]);
+            });
+            const benignBefore = sha256(path.join(benign.path, "config.json"));
+            const outFile = path.join(dir, `cwd-${++counter}.out`);
+            const r = spawnSync(wrapper, ["--root", runcRoot(), "run", evil.id, "--bundle", evil.path], {
+                cwd: benign.path,
+                encoding: "utf8",
+                timeout: 60_000,
+            });
+            made.push(evil.id);
+            fs.writeFileSync(outFile, r.stdout);
+            assert.notStrictEqual(r.status, 0, r.stdout);
+            assert.match(r.stderr, new RegExp(`container "${evil.id}" refused: it would let a task undo the read-only datasets: CAP_SYS_ADMIN`));
+            assert.ok(!fs.existsSync(path.join(datasets, "models", "pwned")));
+            assert.strictEqual(sha256(path.join(benign.path, "config.json")), benignBefore, "the benign bundle is not the one edited");
+        });
+
+        it("an argv that two runc versions read apart is refused, and runs nothing", () => {
+            const b = bundle("echo ran");
+            const r = call(["run", b.id, "--bundle", b.path, "--no-such-flag"]);
+            assert.notStrictEqual(r.status, 0);
+            assert.match(
+                r.err,
+                /^gpu-workers runc wrapper: run: the arguments cannot be read as runc reads them: flag provided but not defined: -no-such-flag\n$/,
+            );
+            assert.doesNotMatch(r.out, /ran/);
+        });
+
+        it("spec features outside the worker's settings are refused, each named, and let through by wrapper.allow", () => {
+            const noPid = bundle("echo ran", (spec) => {
+                spec.linux.namespaces = spec.linux.namespaces.filter((n) => n.type !== "pid");
+            });
+            const refusedNoPid = create(noPid);
+            assert.notStrictEqual(refusedNoPid.status, 0);
+            assert.match(refusedNoPid.err, /container ".*" refused: its spec carries no pid namespace of its own \(no-pid-namespace: /);
+            const hook = path.join(dir, `hook-${++counter}`);
+            const hooked = rawBundle("echo ran", (spec) => ({ ...spec, hooks: { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${hook}`] }] } }));
+            const refusedHook = create(hooked);
+            assert.notStrictEqual(refusedHook.status, 0);
+            assert.match(refusedHook.err, /hook hooks\.createRuntime \/bin\/sh \(host-hooks: it runs on the host as root\)/);
+            assert.ok(!fs.existsSync(hook), "the hook never ran");
+            const annotated = rawBundle("echo ran", (spec) => ({ ...spec, annotations: { "cdi.k8s.io/gpu": "nvidia.com/gpu=all" } }));
+            assert.match(create(annotated).err, /annotation cdi\.k8s\.io\/gpu \(cdi-annotations: /);
+            writeSettings(settingsPath, withSettings(rendered, { allowSpec: ["host-hooks"] }));
+            const allowed = create(
+                rawBundle("echo ran", (spec) => ({ ...spec, hooks: { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${hook}`] }] } })),
+            );
+            assert.strictEqual(allowed.status, 0, allowed.err);
+            assert.ok(fs.existsSync(hook), "allowed, the hook ran");
+            settings();
+        });
+    });
 });

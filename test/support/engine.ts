@@ -5,7 +5,6 @@
  */
 import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { LXD_SSHD_DROP_IN, renderSshdDropIn } from "../../components/lib/render/lxd-access";

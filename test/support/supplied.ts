@@ -5,6 +5,7 @@
  * missing; where it is supplied they run, and a failure is a failure.
  */
 import { spawnSync } from "child_process";
+import Mocha from "mocha";
 import { ConcourseRelease, suppliedRelease } from "./concourse";
 
 /** What a test can need that is supplied, not installed. */
@@ -34,8 +35,8 @@ export function pendingWithout(ctx: Mocha.Context, ...needs: Supplied[]): void {
     const absent = missing(needs);
     if (absent.length === 0) return;
     // A test names itself; a hook names its suite.
-    const runnable = ctx.test as (Mocha.Runnable & { type?: string }) | undefined;
-    const title = (runnable?.type === "test" ? runnable.fullTitle() : runnable?.parent?.fullTitle()) ?? "";
+    const runnable = ctx.test;
+    const title = (runnable instanceof Mocha.Test ? runnable.fullTitle() : runnable?.parent?.fullTitle()) ?? "";
     console.log(`    pending: ${title}: needs ${absent.map((n) => WHAT[n]).join("; and ")}`);
     ctx.skip();
 }

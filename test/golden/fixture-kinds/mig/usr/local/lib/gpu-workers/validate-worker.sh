@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 6609d819e9d15c56658ebf34b05ae9f630a597246c75ee0f022a87cdb1ac3d05
+host script host/validate-worker.sh, sha256 4a0ed920afd8a11ed007c23253db99c2311a6369f3abab64399d7261e3c54cb5
