@@ -104,6 +104,12 @@ function line(what: string, wrapped: number[], bare: number[], estimate: Estimat
 }
 
 async function main(): Promise<void> {
+    // The release first: without one there is nothing to measure, and nothing is made or started.
+    const supplied = suppliedRelease();
+    if (!supplied)
+        throw new Error(
+            "bench:task runs a real Concourse: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz (or the folder it unpacks to)",
+        );
     const root = tempDir("gw-bt-");
     const lxd = new TestLxd(path.join(root, "lxd"));
     let fly: Fly | undefined;
@@ -112,11 +118,6 @@ async function main(): Promise<void> {
         const env = ensureEngine(path.join(root, "state"));
         lxd.start();
         const project = makeProject(path.join(root, "project"));
-        const supplied = suppliedRelease();
-        if (!supplied)
-            throw new Error(
-                "bench:task runs a real Concourse: set GPU_WORKERS_CONCOURSE_RELEASE to the official concourse-<version>-linux-amd64.tgz (or the folder it unpacks to)",
-            );
         // Two datasets, as on a real worker: the wrapped side pays for its mounts too.
         for (const folder of ["models", "scratch_rw"]) fs.mkdirSync(path.join(datasets, folder), { recursive: true });
         fs.chmodSync(path.join(datasets, "scratch_rw"), 0o1777);

@@ -2,7 +2,7 @@
 # Installs the Concourse release and runs the worker unit; on remove, retires the worker and
 # leaves the host without its debris.
 #   concourse-worker.sh ensure --version V (--url URL --sha256 HEX | --archive PATH) --unit NAME
-#                              --env FILE --watch FILE... [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX]
+#                              --env FILE --watch FILE... [--wrap-runc INSTALLER --wrapper PATH --wrapper-sha256 HEX [--runc-cves warn|refuse]]
 #   concourse-worker.sh remove --unit NAME --env FILE [--wrap-runc INSTALLER] [--retire-timeout SECONDS]
 #
 # ensure: the release goes in, and the unit starts, with concourse-install.sh (beside this
@@ -39,7 +39,7 @@ say() { echo "concourse-worker: $*"; }
 
 action=${1:-}; shift || true
 release=(); version=""; unit=""; env_file=""; watch=(); retire_timeout=120
-wrap_installer=""; wrapper=""; wrapper_sha=""
+wrap_installer=""; wrapper=""; wrapper_sha=""; runc_cves=warn
 while [ $# -gt 0 ]; do
   case "$1" in
     --version) version=$2; release+=("$1" "$2"); shift 2 ;;
@@ -48,6 +48,7 @@ while [ $# -gt 0 ]; do
     --env) env_file=$2; shift 2 ;;
     --watch) watch+=("$1" "$2"); shift 2 ;;
     --wrap-runc) wrap_installer=$2; shift 2 ;;
+    --runc-cves) runc_cves=$2; shift 2 ;;
     --wrapper) wrapper=$2; shift 2 ;;
     --wrapper-sha256) wrapper_sha=$2; shift 2 ;;
     --retire-timeout) retire_timeout=$2; shift 2 ;;
@@ -62,7 +63,7 @@ wrap_concourse_runc() {
   [ -n "$wrap_installer" ] || return 0
   if [ -z "$wrapper" ] || [ -z "$wrapper_sha" ]; then die "--wrap-runc needs --wrapper and --wrapper-sha256"; fi
   [ -e "$CONCOURSE_RUNC" ] || die "${CONCOURSE_RUNC} is missing: the Concourse tarball should bring its runc"
-  "$wrap_installer" install --runc "$CONCOURSE_RUNC" --wrapper "$wrapper" --sha256 "$wrapper_sha" --aside "$CONCOURSE_RUNC_ASIDE"
+  "$wrap_installer" install --runc "$CONCOURSE_RUNC" --wrapper "$wrapper" --sha256 "$wrapper_sha" --aside "$CONCOURSE_RUNC_ASIDE" --runc-cves "$runc_cves"
 }
 
 unwrap_concourse_runc() {

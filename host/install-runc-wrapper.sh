@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Puts the runc wrapper where runc is, and the real runc aside; or puts runc back.
-#   install-runc-wrapper.sh install [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]
+#   install-runc-wrapper.sh install [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH] [--runc-cves warn|refuse]
 #   install-runc-wrapper.sh remove  [--runc PATH] [--aside PATH] [--state PATH]
 #   install-runc-wrapper.sh check   [--aside PATH] [--state PATH]   exit 0 while the wrapper is in place
 # --runc     the runtime path callers use (default: the state's, else `command -v runc`)
@@ -10,6 +10,9 @@
 #            the wrapper's settings name this path as its realRuntime
 # --state    what was installed, to tell the wrapper from a runc the distribution put back
 #            (default: the aside path + .state)
+# --runc-cves what install does when the real runc is open to a known container breakout
+#            (RUNC_CVES below): warn (default) says so on a gpu-workers-warning: line, naming the
+#            CVE and the versions that fix it; refuse also fails, changing nothing
 # Both actions are idempotent. Install after a package upgrade wrote a new runc over the
 # wrapper keeps that new runc as the real one; remove restores the original byte for byte.
 #
@@ -25,7 +28,7 @@ die() { echo "install-runc-wrapper: $*" >&2; exit 1; }
 say() { echo "install-runc-wrapper: $*"; }
 
 action=${1:-}; shift || true
-runc=""; wrapper="$LIB_DIR/runc-wrapper"; aside="$LIB_DIR/runc.real"; state=""; expected=""
+runc=""; wrapper="$LIB_DIR/runc-wrapper"; aside="$LIB_DIR/runc.real"; state=""; expected=""; runc_cves=warn
 while [ $# -gt 0 ]; do
   case "$1" in
     --runc) runc=${2:?--runc needs a path}; shift 2 ;;
@@ -33,10 +36,60 @@ while [ $# -gt 0 ]; do
     --sha256) expected=${2:?--sha256 needs a checksum}; shift 2 ;;
     --aside) aside=${2:?--aside needs a path}; shift 2 ;;
     --state) state=${2:?--state needs a path}; shift 2 ;;
+    --runc-cves) runc_cves=${2:?--runc-cves needs warn or refuse}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 state=${state:-$aside.state}
+case "$runc_cves" in warn | refuse) ;; *) die "--runc-cves takes warn or refuse (got '$runc_cves')" ;; esac
+
+# runc's known container breakouts: the CVE, the first release of each line that fixes it (a
+# version of an older line has no fix), and what it lets a container do.
+RUNC_CVES=(
+  "CVE-2019-5736|1.0.0-rc7|a container overwrites the host's runc binary and runs as root on the host"
+  "CVE-2021-30465|1.0.0-rc95|a symlink swapped in during mount setup mounts a host path into the container"
+  "CVE-2024-21626|1.1.12|a file descriptor leaked into the container reaches the host's file system"
+  "CVE-2025-31133|1.2.8 1.3.3 1.4.0|a race on the /dev/null bind of maskedPaths lets a container write to host files"
+  "CVE-2025-52565|1.2.8 1.3.3 1.4.0|a race on the /dev/console bind lets a container write to host files"
+  "CVE-2025-52881|1.2.8 1.3.3 1.4.0|writes redirected past the LSM reach host /proc files"
+)
+
+# version_less A B: whether version A comes before B (runc's -rcN before its release, as dpkg orders ~rcN).
+version_less() {
+  local a=${1//-rc/\~rc} b=${2//-rc/\~rc}
+  if command -v dpkg >/dev/null 2>&1; then dpkg --compare-versions "$a" lt "$b"; else [ "$a" != "$b" ] && [ "$(printf '%s\n%s\n' "$a" "$b" | sort -V | head -n 1)" = "$a" ]; fi
+}
+
+# fixed_in VERSION FIXES: whether VERSION has the fix, by its own release line's first fixed
+# release, or by being newer than every line's.
+fixed_in() {
+  local version=$1 fix newest=""
+  for fix in $2; do
+    [ "${fix%.*}" = "$(echo "$version" | cut -d. -f1,2)" ] && { version_less "$version" "$fix" && return 1 || return 0; }
+    newest=$fix
+  done
+  ! version_less "$version" "$newest"
+}
+
+# cve_check RUNC: the known breakouts RUNC is open to, each on a gpu-workers-warning: line; a
+# fix a distribution backported (its package's changelog names the CVE) counts as fixed.
+cve_check() {
+  local real=$1 version package changelog="" entry id fixes what found=()
+  version=$("$real" --version 2>/dev/null | sed -n '1s/^runc version //p')
+  [ -n "$version" ] || { say "cannot tell the version of $real: no CVE check"; return 0; }
+  package=$(dpkg -S "$(readlink -f "$real")" 2>/dev/null | cut -d: -f1 | head -n 1 || true)
+  [ -n "$package" ] && changelog=$(zcat "/usr/share/doc/$package/changelog.Debian.gz" 2>/dev/null || true)
+  for entry in "${RUNC_CVES[@]}"; do
+    IFS='|' read -r id fixes what <<<"$entry"
+    fixed_in "${version%%+*}" "$fixes" && continue
+    grep -qw -- "$id" <<<"$changelog" && continue
+    found+=("gpu-workers-warning: runc $version at $real${package:+ (package $package)} is open to $id: $what; fixed in runc ${fixes// /, }")
+  done
+  [ ${#found[@]} -gt 0 ] || return 0
+  printf '%s\n' "${found[@]}" >&2
+  [ "$runc_cves" = refuse ] && die "refusing to wrap $real: it is open to ${#found[@]} known container breakout(s) above (--runc-cves refuse); install a runc with the fixes"
+  return 0
+}
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -103,6 +156,8 @@ install() {
   [ -f "$runc" ] || die "$runc is not a regular file"
   [ "$runc" != "$aside" ] || die "--aside must differ from --runc"
   rm_partial_copies
+  # The real runc: set aside already, or still at the runtime path.
+  if [ -f "$state" ] && [ -f "$aside" ]; then cve_check "$aside"; else cve_check "$runc"; fi
   chmod 0755 "$wrapper"
   local current wanted
   current=$(sha "$runc")

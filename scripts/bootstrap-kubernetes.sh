@@ -10,7 +10,7 @@
 #   bin/kube-apiserver              the API server  (k8s.io/kubernetes/cmd/...)
 #   bin/kube-controller-manager     the controller manager (namespace deletion needs it)
 #   bin/kubectl                     the client
-#   bin/pulumi-resource-kubernetes  the Kubernetes provider's plugin, for @pulumi/kubernetes
+#   bin/pulumi-resource-kubernetes  the Kubernetes provider's plugin, for @pulumi/kubernetes (kubernetes-plugin/)
 #   crds/cilium/*.yaml              Cilium's v2 CRDs (CiliumNetworkPolicy, ...) from the
 #                                   github.com/cilium/cilium module; the path is <bin>/../crds/cilium
 #
@@ -19,10 +19,15 @@
 # zip does not have, so each such replace is repeated here with the staging release (v0.X.Y for
 # Kubernetes v1.X.Y).
 #
-# The provider's own Go module is not served by the module proxy, so the plugin is built from its
-# source kit, pulumi-kubernetes-<version>-src.tar.xz in ../shared/pulumi-kubernetes/ beside the
-# checkout (every dependency of it is served). Its version is the one of @pulumi/kubernetes in
-# package.json. Users elsewhere install the plugin the usual way (`pulumi plugin install`).
+# The plugin is kubernetes-plugin/, a Go module of the project's own: its main hands the provider
+# module's exported provider.Serve (github.com/pulumi/pulumi-kubernetes/provider/v4, at the version
+# its go.mod pins, which the module proxy serves) the schema and the Terraform mapping, embedded.
+# The provider module carries them as cmd/pulumi-resource-kubernetes/schema.json and
+# terraform-mapping.json, but not the two files the provider's own build embeds, so they are
+# written here, beside a copy of kubernetes-plugin/: the schema with its "version" set to the
+# plugin's, the mapping as it is; both compacted. The plugin reports the version of
+# @pulumi/kubernetes in package.json, the SDK it serves. Users elsewhere install the plugin the
+# usual way (`pulumi plugin install`).
 #
 # A complete cache entry is reused without running Go at all. Cold, on 2 cores, the builds take
 # 15 minutes (idle) to 30 (loaded) and up to about 5 GB of memory; they run under
@@ -32,9 +37,6 @@
 #   GPU_WORKERS_KUBERNETES_CACHE      cache root; the entry is <root>/<versions key>
 #                                     (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/kubernetes)
 #   GPU_WORKERS_KUBERNETES_REBUILD=1  ignore the cache and build again
-#   GPU_WORKERS_KUBERNETES_KIT        the provider's source kit (default
-#                                     ../shared/pulumi-kubernetes/pulumi-kubernetes-<version>-src.tar.xz
-#                                     beside the checkout)
 #   GO                                the go command to use (default: go on PATH)
 set -euo pipefail
 
@@ -50,15 +52,22 @@ command -v node >/dev/null 2>&1 || die "node is needed to read the version from 
 PLUGIN_VERSION=$(node -p 'require(process.argv[1]).dependencies["@pulumi/kubernetes"] || "MISSING"' "$root/package.json")
 [[ $PLUGIN_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
   die "package.json must pin @pulumi/kubernetes to an exact version (got '$PLUGIN_VERSION')"
+# The provider module kubernetes-plugin/go.mod pins: the code the plugin runs. The cache key names
+# its commit, and a digest of kubernetes-plugin/'s files, so that any change to them builds anew.
+PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
+PROVIDER_VERSION=$(sed -n "s|^require $PROVIDER_MODULE \(v[^ ]*\)\$|\1|p" "$root/kubernetes-plugin/go.mod")
+[[ -n $PROVIDER_VERSION ]] || die "kubernetes-plugin/go.mod requires no $PROVIDER_MODULE on a line of its own"
+PLUGIN_SOURCES=$(cd "$root/kubernetes-plugin" && cat go.mod go.sum ./*.go | sha256sum) ||
+  die "cannot read kubernetes-plugin/'s go.mod, go.sum and Go files"
 KUBERNETES_VERSION=1.37.2 # the control plane the tests run against
 ETCD_VERSION=3.7.0        # what go.etcd.io/etcd/server/v3 resolves to beside that Kubernetes
 CILIUM_VERSION=1.20.2     # the module whose CRDs the tenants' CiliumNetworkPolicy must pass
 # Bump when the way the binaries are built changes, so that old cache entries are not used.
-RECIPE=1
+RECIPE=2
 # ---------------------------------------------------------------------------------------
 
 cache_root=${GPU_WORKERS_KUBERNETES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-workers/kubernetes}
-key="k8s${KUBERNETES_VERSION}-etcd${ETCD_VERSION}-plugin${PLUGIN_VERSION}-cilium${CILIUM_VERSION}-r${RECIPE}"
+key="k8s${KUBERNETES_VERSION}-etcd${ETCD_VERSION}-plugin${PLUGIN_VERSION}-${PROVIDER_VERSION##*-}-${PLUGIN_SOURCES:0:8}-cilium${CILIUM_VERSION}-r${RECIPE}"
 entry="$cache_root/$key"
 bin="$entry/bin"
 tools=(etcd kube-apiserver kube-controller-manager kubectl pulumi-resource-kubernetes)
@@ -78,11 +87,6 @@ if [[ -z ${GPU_WORKERS_KUBERNETES_REBUILD:-} ]] && complete; then
   report_cached
   exit 0
 fi
-
-# The provider's source kit, checked before any build starts.
-kit=${GPU_WORKERS_KUBERNETES_KIT:-$root/../shared/pulumi-kubernetes/pulumi-kubernetes-$PLUGIN_VERSION-src.tar.xz}
-[[ -f $kit ]] ||
-  die "no source kit for the Kubernetes provider $PLUGIN_VERSION (@pulumi/kubernetes in package.json): $kit is missing; put pulumi-kubernetes-$PLUGIN_VERSION-src.tar.xz in ../shared/pulumi-kubernetes/ beside the checkout, or set GPU_WORKERS_KUBERNETES_KIT"
 
 # 2. Build.
 GO=${GO:-$(command -v go || true)}
@@ -176,15 +180,32 @@ done
 build "etcd, kube-apiserver, kube-controller-manager and kubectl" "$version_flags" \
   ./cmd/etcd k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 
-# --- The Kubernetes provider's plugin, from its source kit (its go.mod names every dependency).
-mkdir -p "$work/plugin"
-tar -xJf "$kit" -C "$work/plugin" || die "cannot unpack $kit"
-provider="$work/plugin/pulumi-kubernetes-$PLUGIN_VERSION/provider"
-[[ -d $provider/cmd/pulumi-resource-kubernetes ]] || die "$kit holds no pulumi-kubernetes-$PLUGIN_VERSION/provider/cmd/pulumi-resource-kubernetes"
-cd "$provider" || die "cannot enter $provider"
-build pulumi-resource-kubernetes \
-  "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PLUGIN_VERSION" \
-  ./cmd/pulumi-resource-kubernetes
+# --- The Kubernetes provider's plugin: kubernetes-plugin/, in a copy, with the two files it embeds.
+cp -r "$root/kubernetes-plugin" "$work/plugin"
+cd "$work/plugin" || die "cannot enter $work/plugin"
+rm -f schema-embed.json terraform-mapping-embed.json # never a stale copy from the checkout
+out=$("$GO" mod download -json "$PROVIDER_MODULE" 2>&1) ||
+  die "cannot get $PROVIDER_MODULE@$PROVIDER_VERSION from the Go module proxy: $(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$out" | head -n 1)"
+from="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$out")/cmd/pulumi-resource-kubernetes"
+[[ -f $from/schema.json && -f $from/terraform-mapping.json ]] ||
+  die "$PROVIDER_MODULE@$PROVIDER_VERSION has no cmd/pulumi-resource-kubernetes/schema.json and terraform-mapping.json"
+# What the provider's own build does before it compiles: the schema gets the version the plugin
+# reports (the engine reads it from GetSchema), and both files are written compact.
+node -e '
+  const fs = require("fs");
+  const [schemaIn, mappingIn, version, schemaOut, mappingOut] = process.argv.slice(1);
+  const schema = JSON.parse(fs.readFileSync(schemaIn, "utf8"));
+  if (schema.name !== "kubernetes" || typeof schema.resources !== "object") throw new Error(schemaIn + " is no schema of the kubernetes package");
+  schema.version = version;
+  fs.writeFileSync(schemaOut, JSON.stringify(schema));
+  const mapping = JSON.parse(fs.readFileSync(mappingIn, "utf8"));
+  if (mapping.name !== "kubernetes") throw new Error(mappingIn + " is no Terraform mapping of the kubernetes provider");
+  fs.writeFileSync(mappingOut, JSON.stringify(mapping));
+' "$from/schema.json" "$from/terraform-mapping.json" "$PLUGIN_VERSION" schema-embed.json terraform-mapping-embed.json ||
+  die "cannot write the plugin's schema and Terraform mapping from $from"
+# The version it reports, where the provider's own build sets it.
+build pulumi-resource-kubernetes "-X $PROVIDER_MODULE/pkg/version.Version=$PLUGIN_VERSION" .
+[[ -x $stage/bin/pulumi-resource-kubernetes ]] || die "go build wrote no $stage/bin/pulumi-resource-kubernetes (kubernetes-plugin/go.mod's module path must end in that name)"
 
 cd "$root" || die "cannot enter $root"
 rm -rf "$bin" "$entry/crds"

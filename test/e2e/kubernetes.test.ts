@@ -16,7 +16,7 @@ import { parseAllDocuments, parse } from "yaml";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ControlPlane, ensureKubernetesTools, startControlPlane } from "../support/control-plane";
-import { ensureEngine, makeProject, tempDir } from "../support/engine";
+import { ensureEngine, makeProject, makeTempDir, tempDirName } from "../support/engine";
 import { renderExampleStack } from "../support/golden-stacks";
 import { HGX_H100_8X, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
@@ -53,12 +53,13 @@ const labelsOf = (plane: ControlPlane, node: string): Record<string, string> =>
 
 describe("end to end: KubernetesGpuNodes against a real control plane", function () {
     this.timeout(600_000);
-    const root = tempDir("gw-e2e-k8s-");
+    const root = tempDirName("gw-e2e-k8s-");
     let plane: ControlPlane;
     let env: Record<string, string>;
 
     before(async function () {
         this.timeout(45 * 60_000); // a cold bootstrap builds the control plane and the plugin
+        makeTempDir(root);
         const tools = ensureKubernetesTools();
         env = ensureEngine(path.join(root, "state"));
         // The engine finds pulumi-resource-kubernetes on PATH; nothing is downloaded.
@@ -261,6 +262,7 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
                     "gpu-workers:defaults": { value: JSON.stringify(config["gpu-workers:defaults"]) },
                     "gpu-workers:hosts": { value: JSON.stringify(hosts) },
                     "gpu-workers:kubernetes": { value: JSON.stringify(kubernetes) },
+                    "gpu-workers:hostSteps": { value: "builtin" },
                     "gpu-workers:gpu-k1-ssh-key": { value: generateOpensshKeyPair("gpu-k1").privateKeyOpenssh, secret: true },
                     "gpu-workers:gpu-k2-ssh-key": { value: generateOpensshKeyPair("gpu-k2").privateKeyOpenssh, secret: true },
                     "gpu-workers:lab-kubeconfig": { value: plane.kubeconfig.text, secret: true },

@@ -2,7 +2,8 @@
  * The package as another repo gets it: `npm pack`, installed into an empty consumer project
  * outside this repo, and a small TypeScript program there (a GpuWorker for one SSH host),
  * run once under Pulumi mocks and once as `pulumi preview` through the real engine against
- * a host nobody listens on.
+ * a host nobody listens on: by the builtin transport, which needs no plugin, and by the
+ * command transport where its plugin is supplied (pending without).
  */
 import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
@@ -13,16 +14,21 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureEngine } from "../support/engine";
 import { makeScratch, scratchName } from "../support/scratch";
+import { pendingWithout } from "../support/supplied";
 
-const PULUMI_VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")).devDependencies["@pulumi/pulumi"];
-const TYPES_NODE: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, "node_modules/@types/node/package.json"), "utf8")).version;
+/** A package.json of this checkout's (its own, or an installed package's), read when the suite starts, never while mocha loads the file. */
+function packageJson(file: string): { version: string; devDependencies: Record<string, string> } {
+    return JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, file), "utf8"));
+}
 
 const PROGRAM = `import * as pulumi from "@pulumi/pulumi";
-import { GpuWorker, inventorySchema } from "gpu-workers";
+import { GpuWorker, hostStepsSchema, inventorySchema } from "gpu-workers";
 
 const config = new pulumi.Config();
 const worker = new GpuWorker("gpu-a", {
     transport: { ssh: { host: "127.0.0.1", port: 1, privateKey: config.requireSecret("sshKey"), hostKey: config.require("hostKey") } },
+    // The program's own SSH client (no plugin to install), unless the consumer's config says command.
+    hostSteps: hostStepsSchema.parse(config.get("hostSteps") ?? "builtin"),
     inventory: inventorySchema.parse({ vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA L4", memoryMiB: 23034 }] }),
     concourse: {
         tsaHost: "ci.example.test",
@@ -74,7 +80,9 @@ describe("the npm package, installed by another project", function () {
         tarball = path.join(root, packed[0].filename);
         fs.mkdirSync(consumer);
         fs.writeFileSync(path.join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }, null, 2));
-        npm(consumer, ["install", "--prefer-offline", tarball, `@pulumi/pulumi@${PULUMI_VERSION}`, `@types/node@${TYPES_NODE}`]);
+        const pulumiVersion = packageJson("package.json").devDependencies["@pulumi/pulumi"];
+        const typesNode = packageJson("node_modules/@types/node/package.json").version;
+        npm(consumer, ["install", "--prefer-offline", tarball, `@pulumi/pulumi@${pulumiVersion}`, `@types/node@${typesNode}`]);
         fs.writeFileSync(path.join(consumer, "index.ts"), PROGRAM);
         fs.writeFileSync(
             path.join(consumer, "tsconfig.json"),
@@ -134,25 +142,45 @@ describe("the npm package, installed by another project", function () {
             "gpu-workers:worker:GpuWorker::gpu-a",
             "gpu-workers:driver:GpuDriver::gpu-a-driver",
             "gpu-workers:concourse:ConcourseWorker::gpu-a-concourse",
-            "command:remote:Command::gpu-a-runc-wrapper-runc-wrapper",
+            "pulumi-nodejs:dynamic/gpu-workers:SshCommand::gpu-a-runc-wrapper-runc-wrapper",
         ]) {
             assert.ok(types.includes(t), `${t} in ${types.join(", ")}`);
         }
     });
 
-    it("pulumi preview through the real engine, with the host unreachable, shows the chain and the tags", async () => {
+    /** `pulumi preview` of the consumer's program through the real engine, its host steps by `hostSteps` (unset: the program's builtin); the type of the wrapper's step. */
+    async function preview(stackName: string, hostSteps?: "command") {
         const env = ensureEngine(path.join(root, "state"));
         fs.writeFileSync(
             path.join(consumer, "Pulumi.yaml"),
             "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: dist/index.js\n",
         );
-        const stack = await LocalWorkspace.createOrSelectStack({ stackName: "preview", workDir: consumer }, { envVars: env });
+        const stack = await LocalWorkspace.createOrSelectStack({ stackName, workDir: consumer }, { envVars: env });
         await stack.setConfig("consumer:sshKey", { value: generateOpensshKeyPair("consumer").privateKeyOpenssh, secret: true });
         await stack.setConfig("consumer:hostKey", { value: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConsumerHostKey" });
-        const preview = await stack.preview({ diff: true });
-        assert.match(preview.stdout, /gpu-a-runc-wrapper-runc-wrapper/);
-        assert.match(preview.stdout, /\/etc\/systemd\/system\/concourse-worker\.service/);
-        assert.ok(preview.stdout.includes('"gpu-devices=0"'), "the tags are in the outputs");
-        assert.ok((preview.changeSummary.create ?? 0) > 20, JSON.stringify(preview.changeSummary));
+        if (hostSteps) await stack.setConfig("consumer:hostSteps", { value: hostSteps });
+        // The engine's events name each resource's type; the terminal view does not.
+        const types = new Map<string, string>();
+        const result = await stack.preview({
+            diff: true,
+            onEvent: (e) => {
+                const m = e.resourcePreEvent?.metadata;
+                if (m) types.set(m.urn.split("::").pop()!, m.type);
+            },
+        });
+        assert.match(result.stdout, /gpu-a-runc-wrapper-runc-wrapper/);
+        assert.match(result.stdout, /\/etc\/systemd\/system\/concourse-worker\.service/);
+        assert.ok(result.stdout.includes('"gpu-devices=0"'), "the tags are in the outputs");
+        assert.ok((result.changeSummary.create ?? 0) > 20, JSON.stringify(result.changeSummary));
+        return types.get("gpu-a-runc-wrapper-runc-wrapper");
+    }
+
+    it("pulumi preview through the real engine by the builtin transport, with the host unreachable, shows the chain and the tags", async () => {
+        assert.strictEqual(await preview("preview"), "pulumi-nodejs:dynamic/gpu-workers:SshCommand", "the step is the program's own SshCommand");
+    });
+
+    it("with the Command provider's plugin: the same preview by the command transport", async function () {
+        pendingWithout(this, "command-plugin");
+        assert.strictEqual(await preview("preview-command", "command"), "command:remote:Command");
     });
 });

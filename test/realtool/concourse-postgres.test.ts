@@ -7,7 +7,8 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { shellQuote } from "../../components/lib/host/steps";
-import { ensureLxdTools, REPO, TestDaemon, tmpFolder } from "./lxd-support";
+import { makeScratch, scratchName } from "../support/scratch";
+import { ensureLxdTools, REPO, TestDaemon } from "./lxd-support";
 
 const INSTANCE = "gw-pg";
 const SCRIPT = "/usr/local/lib/gpu-workers/concourse-postgres.sh";
@@ -15,9 +16,10 @@ const SCRIPT = "/usr/local/lib/gpu-workers/concourse-postgres.sh";
 describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function () {
     this.timeout(600_000);
     let daemon: TestDaemon;
-    const work = tmpFolder("gw-pg-");
+    const work = scratchName("gw-pg-");
 
     before(() => {
+        makeScratch(work);
         ensureLxdTools();
         daemon = TestDaemon.start();
         daemon.importImage("debian-12");

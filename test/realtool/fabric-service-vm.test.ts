@@ -114,8 +114,9 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
     let daemon: ChildProcess | undefined;
     let held: ChildProcess | undefined;
     let sysfs: FakeSysfs;
-    const settings = exampleSettings();
-    const name = settings.name;
+    /** The example board's service VM, planned in the before hook. */
+    let settings: FabricServiceVmSettings;
+    let name: string;
     const paths = () => ({
         state: path.join(dir, "state"),
         console: path.join(dir, "log", "console.log"),
@@ -128,6 +129,8 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
 
     before(async function () {
         this.timeout(600_000);
+        settings = exampleSettings();
+        name = settings.name;
         ensureCommands(
             ["virsh", "libvirtd", "qemu-img", "genisoimage", "isoinfo", "runuser"],
             ["libvirt-clients", "libvirt-daemon", "qemu-utils", "genisoimage", "util-linux"],
@@ -200,14 +203,14 @@ describe("fabric-service-vm.sh against a libvirt daemon (test driver)", function
         sysfs?.stop();
         held?.stdin?.end();
         // libvirtd first, by its own pid file; runuser then reaps it and exits.
-        const pidFile = path.join(dir, "libvirt", "run", "libvirt", "libvirtd.pid");
-        if (fs.existsSync(pidFile)) spawnSync("kill", [fs.readFileSync(pidFile, "utf8").trim()]);
+        const pidFile = dir ? path.join(dir, "libvirt", "run", "libvirt", "libvirtd.pid") : "";
+        if (pidFile && fs.existsSync(pidFile)) spawnSync("kill", [fs.readFileSync(pidFile, "utf8").trim()]);
         if (daemon && daemon.exitCode === null) {
             const exited = new Promise((resolve) => daemon!.once("exit", resolve));
             await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
             if (daemon.exitCode === null) daemon.kill();
         }
-        fs.rmSync(dir, { recursive: true, force: true });
+        if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
     function writePlan(s: FabricServiceVmSettings): string {

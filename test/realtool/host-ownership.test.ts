@@ -319,7 +319,8 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     });
 
     describe("fabric-manager", () => {
-        const fabric = renderFabricManager({ partitions: [] });
+        // Rendered by each test: the step reads its host scripts.
+        const fabric = () => renderFabricManager({ partitions: [] });
         const env = `GPU_WORKERS_ROOT=${FAKE_ROOT} `;
         const ours = renderFabricManagerConfig({ partitions: [] });
         const state = () =>
@@ -329,10 +330,10 @@ describe("destroy puts back what the host had: services, placed files, the Conco
                 .join(" ");
 
         it("a host without fabricmanager: installed, then purged with its unit and config", () => {
-            up("fm", fabric, env);
+            up("fm", fabric(), env);
             assert.match(ok("dpkg-query -W -f '${db:Status-Status}' nvidia-fabricmanager-550"), /^installed$/);
             assert.strictEqual(ok("cat /run/fm-read.cfg"), ours, "running with the config gpu-workers placed");
-            down("fm", fabric, env);
+            down("fm", fabric(), env);
             assert.doesNotMatch(sh("dpkg-query -W -f '${db:Status-Status}' nvidia-fabricmanager-550").out, /^installed/);
             assert.notStrictEqual(sh(`test -e ${FABRIC_MANAGER_CONFIG}`).status, 0, "no config left");
             assert.notStrictEqual(sh("test -e /lib/systemd/system/nvidia-fabricmanager.service").status, 0, "no unit left");
@@ -346,9 +347,9 @@ describe("destroy puts back what the host had: services, placed files, the Conco
             assert.strictEqual(before.config, sha(PACKAGE_CONFIG));
             assert.strictEqual(state(), "enabled active");
 
-            up("fm", fabric, env);
+            up("fm", fabric(), env);
             assert.strictEqual(ok("cat /run/fm-read.cfg"), ours, "restarted with the config gpu-workers placed");
-            down("fm", fabric, env);
+            down("fm", fabric(), env);
 
             assert.strictEqual(hostSha(FABRIC_MANAGER_CONFIG), before.config, "the package's own config, byte for byte");
             assert.strictEqual(ok(`stat -c '%a %U %Y' ${FABRIC_MANAGER_CONFIG}`), before.mode, "with its mode, owner and time");
@@ -362,89 +363,96 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     describe("a web and a worker on one host", () => {
         const archive = "/usr/local/lib/gpu-workers/concourse.tgz";
         const releaseArtifact = () => localArtifact(release, "Concourse release");
-        const webScript = hostScriptFile("concourse-web.sh");
-        const workerScript = hostScriptFile("concourse-worker.sh");
+        // Read by each test (a describe body reads no file).
+        const webScript = () => hostScriptFile("concourse-web.sh");
+        const workerScript = () => hostScriptFile("concourse-worker.sh");
         const releaseArgs = () => concourseReleaseArgs("7.0.0", releaseArtifact(), archive);
-        const web = (): RenderedComponent => ({
-            files: [
-                {
-                    path: "/etc/systemd/system/concourse-web.service",
-                    mode: "0644",
-                    content:
-                        "[Service]\nEnvironmentFile=/etc/concourse/web.env\nExecStart=/usr/local/concourse/bin/concourse web\n[Install]\nWantedBy=multi-user.target\n",
-                },
-                { path: "/etc/concourse/web.env", mode: "0644", content: "CONCOURSE_BIND_PORT=8080\n" },
-                ...concourseReleaseFiles(releaseArtifact(), archive),
-                webScript,
-            ],
-            steps: [
-                {
-                    name: "concourse-web",
-                    create: shellCommand([
-                        webScript.path,
-                        "ensure",
-                        ...releaseArgs(),
-                        "--unit",
-                        "concourse-web.service",
-                        "--port",
-                        "8080",
-                        "--keys-dir",
-                        "/etc/concourse/worker-keys",
-                        "--keys",
-                        "/etc/concourse/authorized_worker_keys",
-                        "--watch",
-                        "/etc/systemd/system/concourse-web.service",
-                    ]),
-                    remove: shellCommand([webScript.path, "remove", "--unit", "concourse-web.service", "--keys", "/etc/concourse/authorized_worker_keys"]),
-                    dependsOn: [],
-                },
-            ],
-        });
-        const worker = (): RenderedComponent => ({
-            files: [
-                {
-                    path: "/etc/systemd/system/concourse-worker.service",
-                    mode: "0644",
-                    content:
-                        "[Service]\nEnvironmentFile=/etc/concourse/worker.env\nExecStart=/usr/local/concourse/bin/concourse worker\n[Install]\nWantedBy=multi-user.target\n",
-                },
-                {
-                    path: "/etc/concourse/worker.env",
-                    mode: "0644",
-                    content:
-                        "CONCOURSE_NAME=gw-test-worker\nCONCOURSE_TSA_HOST=127.0.0.1:2222\nCONCOURSE_TSA_PUBLIC_KEY=/etc/concourse/tsa_host_key.pub\nCONCOURSE_TSA_WORKER_PRIVATE_KEY=/etc/concourse/worker_key\nCONCOURSE_WORK_DIR=/opt/concourse/worker\n",
-                },
-                ...concourseReleaseFiles(releaseArtifact(), archive),
-                workerScript,
-            ],
-            steps: [
-                {
-                    name: "concourse-worker",
-                    create: shellCommand([
-                        workerScript.path,
-                        "ensure",
-                        ...releaseArgs(),
-                        "--unit",
-                        "concourse-worker.service",
-                        "--env",
-                        "/etc/concourse/worker.env",
-                        "--watch",
-                        "/etc/systemd/system/concourse-worker.service",
-                    ]),
-                    remove: shellCommand([
-                        workerScript.path,
-                        "remove",
-                        "--unit",
-                        "concourse-worker.service",
-                        "--env",
-                        "/etc/concourse/worker.env",
-                        "--retire-timeout",
-                        "1",
-                    ]),
-                    dependsOn: [],
-                },
-            ],
-        });
+        const web = (): RenderedComponent => {
+            const script = webScript();
+            return {
+                files: [
+                    {
+                        path: "/etc/systemd/system/concourse-web.service",
+                        mode: "0644",
+                        content:
+                            "[Service]\nEnvironmentFile=/etc/concourse/web.env\nExecStart=/usr/local/concourse/bin/concourse web\n[Install]\nWantedBy=multi-user.target\n",
+                    },
+                    { path: "/etc/concourse/web.env", mode: "0644", content: "CONCOURSE_BIND_PORT=8080\n" },
+                    ...concourseReleaseFiles(releaseArtifact(), archive),
+                    script,
+                ],
+                steps: [
+                    {
+                        name: "concourse-web",
+                        create: shellCommand([
+                            script.path,
+                            "ensure",
+                            ...releaseArgs(),
+                            "--unit",
+                            "concourse-web.service",
+                            "--port",
+                            "8080",
+                            "--keys-dir",
+                            "/etc/concourse/worker-keys",
+                            "--keys",
+                            "/etc/concourse/authorized_worker_keys",
+                            "--watch",
+                            "/etc/systemd/system/concourse-web.service",
+                        ]),
+                        remove: shellCommand([script.path, "remove", "--unit", "concourse-web.service", "--keys", "/etc/concourse/authorized_worker_keys"]),
+                        dependsOn: [],
+                    },
+                ],
+            };
+        };
+        const worker = (): RenderedComponent => {
+            const script = workerScript();
+            return {
+                files: [
+                    {
+                        path: "/etc/systemd/system/concourse-worker.service",
+                        mode: "0644",
+                        content:
+                            "[Service]\nEnvironmentFile=/etc/concourse/worker.env\nExecStart=/usr/local/concourse/bin/concourse worker\n[Install]\nWantedBy=multi-user.target\n",
+                    },
+                    {
+                        path: "/etc/concourse/worker.env",
+                        mode: "0644",
+                        content:
+                            "CONCOURSE_NAME=gw-test-worker\nCONCOURSE_TSA_HOST=127.0.0.1:2222\nCONCOURSE_TSA_PUBLIC_KEY=/etc/concourse/tsa_host_key.pub\nCONCOURSE_TSA_WORKER_PRIVATE_KEY=/etc/concourse/worker_key\nCONCOURSE_WORK_DIR=/opt/concourse/worker\n",
+                    },
+                    ...concourseReleaseFiles(releaseArtifact(), archive),
+                    script,
+                ],
+                steps: [
+                    {
+                        name: "concourse-worker",
+                        create: shellCommand([
+                            script.path,
+                            "ensure",
+                            ...releaseArgs(),
+                            "--unit",
+                            "concourse-worker.service",
+                            "--env",
+                            "/etc/concourse/worker.env",
+                            "--watch",
+                            "/etc/systemd/system/concourse-worker.service",
+                        ]),
+                        remove: shellCommand([
+                            script.path,
+                            "remove",
+                            "--unit",
+                            "concourse-worker.service",
+                            "--env",
+                            "/etc/concourse/worker.env",
+                            "--retire-timeout",
+                            "1",
+                        ]),
+                        dependsOn: [],
+                    },
+                ],
+            };
+        };
         const answers = () => sh("exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /api/v1/info HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3").out;
         const active = (unit: string) => sh(`systemctl is-active ${unit}`).out.trim();
         const containerd = () =>

@@ -5,7 +5,6 @@
  */
 import * as fs from "fs";
 import * as net from "net";
-import * as os from "os";
 import * as path from "path";
 import { execFileSync, spawnSync } from "child_process";
 import { ensureCommands } from "../support/tools";
@@ -121,8 +120,4 @@ export function mappedRootUid(instance: DaemonRecord): number {
     const map: { Isuid: boolean; Hostid: number; Nsid: number; Maprange: number }[] = JSON.parse(instance.config["volatile.idmap.current"] ?? "[]");
     const entry = map.find((m) => m.Isuid && m.Nsid === 0);
     return entry ? entry.Hostid : 0;
-}
-
-export function tmpFolder(prefix: string): string {
-    return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }

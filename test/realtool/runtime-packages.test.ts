@@ -10,7 +10,8 @@ import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { ensureCommands } from "../support/tools";
-import { ensureLxdTools, REPO, TestDaemon, tmpFolder } from "./lxd-support";
+import { makeScratch, scratchName } from "../support/scratch";
+import { ensureLxdTools, REPO, TestDaemon } from "./lxd-support";
 
 const INSTANCE = "gw-rt";
 const SCRIPT = "/usr/local/lib/gpu-workers/runtime-packages.sh";
@@ -18,10 +19,11 @@ const SCRIPT = "/usr/local/lib/gpu-workers/runtime-packages.sh";
 describe("runtime-packages.sh (real apt in an LXD instance)", function () {
     this.timeout(600_000);
     let daemon: TestDaemon;
-    const work = tmpFolder("gw-rt-");
+    const work = scratchName("gw-rt-");
     const sh = (script: string) => daemon.lxcResult("exec", INSTANCE, "--", "bash", "-c", script);
 
     before(() => {
+        makeScratch(work);
         ensureLxdTools();
         ensureCommands(["dpkg-scanpackages", "apt-get"], ["dpkg-dev", "apt"]);
         daemon = TestDaemon.start();

@@ -92,6 +92,51 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
         assert.ok(!fs.existsSync(aside));
     });
 
+    describe("runc's known container breakouts (--runc-cves)", () => {
+        /** A runc that says it is `version` (it is what the check asks it), installed over by the wrapper in its own folder. */
+        function fakeRunc(version: string): { runc: string; aside: string } {
+            const d = fs.mkdtempSync(path.join(dir, "cve-"));
+            const runc = path.join(d, "runc");
+            fs.writeFileSync(runc, `#!/bin/sh\necho "runc version ${version}"\necho "commit: test"\n`, { mode: 0o755 });
+            return { runc, aside: path.join(d, "runc.real") };
+        }
+        const warned = (out: string) => [...out.matchAll(/^gpu-workers-warning: runc \S+ at \S+ is open to (CVE-\d+-\d+): /gm)].map((m) => m[1]);
+        const cases: [string, string[]][] = [
+            ["1.0.0-rc6", ["CVE-2019-5736", "CVE-2021-30465", "CVE-2024-21626", "CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.0.0-rc94", ["CVE-2021-30465", "CVE-2024-21626", "CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.1.11", ["CVE-2024-21626", "CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.1.12", ["CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.2.7", ["CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.2.8", []],
+            ["1.3.2", ["CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+            ["1.3.3", []],
+            ["1.4.0", []],
+            ["1.1.15+ds1", ["CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"]],
+        ];
+        for (const [version, cves] of cases) {
+            it(`runc ${version}: ${cves.length ? cves.join(", ") : "none"}, named with the versions that fix each; installed anyway by default`, () => {
+                const { runc, aside } = fakeRunc(version);
+                const out = mustRun(["install", "--runc", runc, "--wrapper", wrapper, "--aside", aside]);
+                assert.deepStrictEqual(warned(out), cves, out);
+                if (cves.includes("CVE-2025-31133")) assert.match(out, /is open to CVE-2025-31133: .*; fixed in runc 1\.2\.8, 1\.3\.3, 1\.4\.0$/m);
+                assert.strictEqual(sha256(runc), sha256(wrapper), "the wrapper is in place");
+            });
+        }
+
+        it("--runc-cves refuse fails and changes nothing; a fixed runc is wrapped", () => {
+            const open = fakeRunc("1.1.12");
+            const before = sha256(open.runc);
+            const r = script(["install", "--runc", open.runc, "--wrapper", wrapper, "--aside", open.aside, "--runc-cves", "refuse"]);
+            assert.notStrictEqual(r.status, 0, r.out);
+            assert.match(r.out, /refusing to wrap .*: it is open to 3 known container breakout\(s\) above \(--runc-cves refuse\)/);
+            assert.strictEqual(sha256(open.runc), before, "runc is as it was");
+            assert.ok(!fs.existsSync(open.aside), "nothing set aside");
+            const fixed = fakeRunc("1.3.3");
+            mustRun(["install", "--runc", fixed.runc, "--wrapper", wrapper, "--aside", fixed.aside, "--runc-cves", "refuse"]);
+            assert.strictEqual(sha256(fixed.runc), sha256(wrapper));
+        });
+    });
+
     describe("killed before each of its commands (SIGKILL), the next install or remove finishes and the real runc is never lost", () => {
         // A DEBUG trap that bash reads from BASH_ENV before the script: it counts the script's
         // commands (functions and command substitutions included) and kills the script at one.
@@ -265,7 +310,13 @@ describe("install-runc-wrapper.sh (real runc binary)", function () {
         it("install and remove (each twice) leave the system runc identical", () => {
             const args = ["--wrapper", wrapper, "--aside", aside];
             const mode = fs.statSync(systemRunc).mode;
-            mustRun(["install", ...args]);
+            const first = mustRun(["install", ...args]);
+            // Debian 12's runc 1.1.5 is open to the 2025 breakouts; CVE-2024-21626 (fixed upstream in
+            // 1.1.12) its package backported, which its changelog names, so it is not named.
+            const changelog = sh("sh", ["-c", `zcat /usr/share/doc/$(dpkg -S "$(readlink -f ${systemRunc})" | cut -d: -f1)/changelog.Debian.gz`]);
+            const warned = [...first.matchAll(/^gpu-workers-warning: runc \S+ at \S+ \(package runc\) is open to (CVE-\d+-\d+): /gm)].map((m) => m[1]);
+            if (sh(systemRunc, ["--version"]).startsWith("runc version 1.1.5+ds1") && changelog.includes("CVE-2024-21626"))
+                assert.deepStrictEqual(warned, ["CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881"], first);
             mustRun(["install", ...args]);
             assert.strictEqual(sha256(systemRunc), sha256(wrapper));
             assert.strictEqual(sh(systemRunc, ["--version"]), sh(aside, ["--version"]), "runc keeps answering through the wrapper");

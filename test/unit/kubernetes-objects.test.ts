@@ -109,6 +109,12 @@ describe("Kubernetes objects (pure)", () => {
     it("per tenant a Namespace and a CiliumNetworkPolicy that lets traffic only inside it; one Tenancy lists them", () => {
         for (const tenant of ["team-a", "team-b"]) {
             assert.strictEqual(find(objects, "Namespace", tenant).metadata.labels!["gpu-workers.dev/tenant"], tenant);
+            const labels = find(objects, "Namespace", tenant).metadata.labels!;
+            assert.deepStrictEqual(
+                [labels["pod-security.kubernetes.io/enforce"], labels["pod-security.kubernetes.io/warn"], labels["pod-security.kubernetes.io/audit"]],
+                ["baseline", "restricted", "restricted"],
+                "Pod Security Admission: baseline enforced, restricted warned and audited",
+            );
             const own = [{ matchLabels: { "k8s:io.kubernetes.pod.namespace": tenant } }];
             assert.deepStrictEqual(find(objects, "CiliumNetworkPolicy", "tenant-isolation", tenant).spec, {
                 endpointSelector: {},

@@ -104,6 +104,6 @@ describe("leaf components in a user's terms", () => {
         assert.strictEqual(plain.containerdConfig, renderConcourseContainerdConfig());
         assert.strictEqual(plain.wrapRunc, undefined);
         const wrapped = planConcourseWorker({ name: "w", version: "8.2.5", tsaHost: "ci.example.test", binary: release, wrapperBinary, wrapRunc: true });
-        assert.deepStrictEqual(wrapped.wrapRunc, { wrapper: "/usr/local/lib/gpu-workers/runc-wrapper", sha256: wrapperBinary.sha256 });
+        assert.deepStrictEqual(wrapped.wrapRunc, { wrapper: "/usr/local/lib/gpu-workers/runc-wrapper", sha256: wrapperBinary.sha256, runcCves: "warn" });
     });
 });

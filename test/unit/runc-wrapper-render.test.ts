@@ -1,6 +1,5 @@
 import * as assert from "assert";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus, PlanOptions } from "../../components/lib/gpu/plan";
@@ -18,6 +17,7 @@ import {
     WRAPPER_STATE_DIR,
     wrapperConfigSchema,
 } from "../../components/lib/render/runc-wrapper";
+import { makeScratch, scratchName } from "../support/scratch";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };
@@ -99,13 +99,14 @@ describe("runc wrapper settings (render)", () => {
 });
 
 describe("RuncWrapper component (render)", () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wrapper-render-"));
+    const dir = scratchName("wrapper-render-");
     const binary: Artifact = { path: path.join(dir, "runc-wrapper"), sha256: sha256Text("not really a binary") };
+    before(() => makeScratch(dir));
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const plan = planWorkerGpus(inventorySchema.parse(HGX_H100_8X), { ...base, selection: [0] });
 
     it("places settings, binary and script, and one step that installs and removes", () => {
-        const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary });
+        const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary, runcCves: "warn" });
         assert.deepStrictEqual(
             r.files.map((f) => [f.path, f.mode]),
             [
@@ -127,21 +128,30 @@ describe("RuncWrapper component (render)", () => {
         const step = r.steps[1];
         assert.match(
             step.create,
-            new RegExp(`^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH}$`),
+            new RegExp(
+                `^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH} --runc-cves warn$`,
+            ),
         );
         assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
         assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH, "runtime-packages"]);
     });
 
     it("a new wrapper build changes the install command (so the step runs again)", () => {
-        const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary }).steps[1].create;
+        const before = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary, runcCves: "warn" }).steps[1].create;
         const other: Artifact = { path: binary.path, sha256: sha256Text("another build") };
-        const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other }).steps[1].create;
+        const afterBuild = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: other, runcCves: "warn" }).steps[1].create;
         assert.notStrictEqual(before, afterBuild);
     });
 
     it("a custom runc path is passed to install and remove, quoted", () => {
-        const r = renderRuncWrapperComponent({ plan, datasets, realRuntime: RUNC_REAL_PATH, wrapperBinary: binary, runcPath: "/opt/my runc/runc" });
+        const r = renderRuncWrapperComponent({
+            plan,
+            datasets,
+            realRuntime: RUNC_REAL_PATH,
+            wrapperBinary: binary,
+            runcCves: "warn",
+            runcPath: "/opt/my runc/runc",
+        });
         assert.ok(r.steps[0].create.includes("--runc '/opt/my runc/runc'"));
         assert.ok(r.steps[0].remove!.includes("--runc '/opt/my runc/runc'"));
     });

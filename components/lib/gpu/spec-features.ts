@@ -15,3 +15,7 @@ export const SPEC_FEATURES = {
 export type SpecFeature = keyof typeof SPEC_FEATURES;
 
 export const SPEC_FEATURE_NAMES = Object.keys(SPEC_FEATURES) as [SpecFeature, ...SpecFeature[]];
+
+/** What installing the wrapper does over a runc open to a known container breakout (host/install-runc-wrapper.sh's RUNC_CVES). */
+export const RUNC_CVE_POLICIES = ["warn", "refuse"] as const;
+export type RuncCvePolicy = (typeof RUNC_CVE_POLICIES)[number];

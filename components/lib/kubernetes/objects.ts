@@ -163,8 +163,23 @@ function devicePlugin(c: ClusterTerms): KubeObject {
     };
 }
 
+/**
+ * Pod Security Admission on a tenant's namespace: the baseline profile enforced (no privileged
+ * pod, no host namespaces, paths or ports, no added capabilities beyond the default set: what
+ * would reach past the runc wrapper's datasets and GPU selection), the restricted one warned
+ * and audited (GPU images often run as root, which it refuses). The GPU DaemonSet runs elsewhere.
+ */
+const TENANT_POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/warn-version": "latest",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/audit-version": "latest",
+};
+
 function tenantNamespace(t: TenantTerms): KubeObject {
-    return { apiVersion: "v1", kind: "Namespace", metadata: { name: t.name, labels: { [TENANT_LABEL]: t.name, ...MANAGED_BY } } };
+    return { apiVersion: "v1", kind: "Namespace", metadata: { name: t.name, labels: { [TENANT_LABEL]: t.name, ...TENANT_POD_SECURITY, ...MANAGED_BY } } };
 }
 
 /** Traffic only inside the tenant's namespace, both ways: every pod of it is selected, and only its own namespace's pods are peers. */

@@ -94,6 +94,7 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
                 host.concourse.userNamespace ??
                 (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
             wrapRunc: true,
+            runcCves: host.wrapper.runcCves,
             wrapperBinary: host.artifacts.wrapper,
         });
     } else {
@@ -111,6 +112,7 @@ export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBina
         datasets: host.datasets,
         privilegedMode: host.concourse.privilegedMode,
         allowSpec: host.wrapper.allow,
+        runcCves: host.wrapper.runcCves,
         wrapperBinary: host.artifacts.wrapper,
     };
 }

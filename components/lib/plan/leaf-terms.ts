@@ -3,7 +3,7 @@
  * settings a leaf component renders. A component used alone plans with these, and the chain
  * (chainSettings) plans its links with the same functions, so both place the same files. Pure.
  */
-import type { SpecFeature } from "../gpu/spec-features";
+import type { RuncCvePolicy, SpecFeature } from "../gpu/spec-features";
 import { GpuInventory } from "../gpu/inventory";
 import type { Artifact } from "../host/steps";
 import { GpuSelection, PlanError, planWorkerGpus, PrivilegedMode, WorkerGpuPlan } from "../gpu/plan";
@@ -126,6 +126,8 @@ export interface RuncWrapperTerms {
     privilegedMode?: PrivilegedMode;
     /** Spec features the wrapper lets through (it refuses each otherwise, naming it): SPEC_FEATURES. Example: ["cdi-annotations"]. Default: none. */
     allowSpec?: SpecFeature[];
+    /** A runc open to a known container breakout: "warn" (name the CVEs) or "refuse" (fail the step). Default: "warn". */
+    runcCves?: RuncCvePolicy;
     /**
      * What the wrapper hands `create` and `run` to: "nvidia-container-runtime" (ContainerToolkit
      * installs it; it gives a container its NVIDIA GPUs) or "runc" (the host's runc, which the
@@ -155,7 +157,8 @@ export function planRuncWrapper(
         realRuntime: RUNTIME_PATHS[runtime],
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
         allowPrivileged: privilegedMode !== "ignore",
-        allowSpec: terms.allowSpec ?? [],
+        allowSpec: terms.allowSpec ?? builtin(WORKER_DEFAULTS.wrapper?.allow, "wrapper.allow"),
+        runcCves: terms.runcCves ?? builtin(WORKER_DEFAULTS.wrapper?.runcCves, "wrapper.runcCves"),
         ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
         wrapperBinary: terms.wrapperBinary,
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
@@ -265,6 +268,8 @@ export interface ConcourseWorkerTerms {
      * wrapper. Default: false.
      */
     wrapRunc?: boolean;
+    /** With wrapRunc, a Concourse runc open to a known container breakout: "warn" or "refuse". Default: WORKER_DEFAULTS.wrapper.runcCves. */
+    runcCves?: RuncCvePolicy;
     /** Check after the worker step that the web lists the worker as planned (and, with `task`, run a task there). Default: no check. */
     registration?: ConcourseWorkerSettings["registration"];
 }
@@ -273,7 +278,7 @@ export interface ConcourseWorkerTerms {
 export function planConcourseWorker(
     terms: ConcourseWorkerTerms & { binary: PlannedRelease; tsaPublicKey?: string; wrapperBinary: Artifact },
 ): ConcourseWorkerSettings {
-    const { wrapRunc, wrapperBinary, ...given } = terms;
+    const { wrapRunc, runcCves, wrapperBinary, ...given } = terms;
     const concourse = WORKER_DEFAULTS.concourse;
     return {
         ...given,
@@ -283,6 +288,14 @@ export function planConcourseWorker(
         privilegedMode: terms.privilegedMode ?? builtin(concourse?.privilegedMode, "concourse.privilegedMode"),
         inUserNamespace: terms.inUserNamespace ?? false,
         containerdConfig: renderConcourseContainerdConfig(),
-        ...(wrapRunc ? { wrapRunc: { wrapper: WRAPPER_PATH, sha256: wrapperBinary.sha256 } } : {}),
+        ...(wrapRunc
+            ? {
+                  wrapRunc: {
+                      wrapper: WRAPPER_PATH,
+                      sha256: wrapperBinary.sha256,
+                      runcCves: runcCves ?? builtin(WORKER_DEFAULTS.wrapper?.runcCves, "wrapper.runcCves"),
+                  },
+              }
+            : {}),
     };
 }

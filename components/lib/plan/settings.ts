@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
 import { PRIVILEGED_MODES } from "../gpu/plan";
-import { SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
+import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
@@ -103,6 +103,10 @@ export const settingsSchema = z.strictObject({
                         SPEC_FEATURE_NAMES.map((f) => `\`${f}\` (${SPEC_FEATURES[f]})`).join("; ") +
                         ". Concourse's containers carry none of them; another caller of the runtime on the host (a Kubernetes tenant) can",
                 }),
+            runcCves: z.enum(RUNC_CVE_POLICIES, { error: "expected warn or refuse" }).default("warn").meta({
+                description:
+                    "when the runc behind the wrapper (the host's, and the one in the Concourse release) is open to a known container breakout (CVE-2019-5736, CVE-2021-30465, CVE-2024-21626, CVE-2025-31133, CVE-2025-52565, CVE-2025-52881; a distribution's backport counts as fixed where its package's changelog names the CVE): `warn` names each CVE and the runc versions that fix it during `up`, `refuse` also fails the `up`",
+            }),
         })
         .meta({ description: "the runc wrapper's refusals" }),
     containerd: z

@@ -2,6 +2,7 @@
  * The Concourse worker's files and step, as pure functions: its env file, TSA keys, the config
  * of the containerd Concourse starts itself, and the systemd unit with the tags.
  */
+import type { RuncCvePolicy } from "../gpu/spec-features";
 import { combine, hostScriptFile, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../host/steps";
 import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "./concourse-release";
@@ -51,6 +52,8 @@ export interface ConcourseWorkerSettings {
         wrapper: string;
         /** Its sha256: a new wrapper runs the step again. */
         sha256: string;
+        /** What the swap does over a Concourse runc open to a known container breakout: "warn" or "refuse". */
+        runcCves: RuncCvePolicy;
     };
     /**
      * Where to check, after the worker step, that the web lists the worker as planned (the
@@ -193,7 +196,18 @@ export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedCompo
                 "--env",
                 CONCOURSE_PATHS.env,
                 ...watched.flatMap((w) => ["--watch", w]),
-                ...(s.wrapRunc && installer ? ["--wrap-runc", installer.path, "--wrapper", s.wrapRunc.wrapper, "--wrapper-sha256", s.wrapRunc.sha256] : []),
+                ...(s.wrapRunc && installer
+                    ? [
+                          "--wrap-runc",
+                          installer.path,
+                          "--wrapper",
+                          s.wrapRunc.wrapper,
+                          "--wrapper-sha256",
+                          s.wrapRunc.sha256,
+                          "--runc-cves",
+                          s.wrapRunc.runcCves,
+                      ]
+                    : []),
             ],
             removeArgs: ["--unit", CONCOURSE_UNIT, "--env", CONCOURSE_PATHS.env, ...(installer ? ["--wrap-runc", installer.path] : [])],
             dependsOn: files.map((f) => f.path),

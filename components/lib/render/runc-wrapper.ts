@@ -6,7 +6,7 @@
 import * as path from "path";
 import { z } from "zod";
 import { WorkerGpuPlan } from "../gpu/plan";
-import { SPEC_FEATURE_NAMES, SpecFeature } from "../gpu/spec-features";
+import { RuncCvePolicy, SPEC_FEATURE_NAMES, SpecFeature } from "../gpu/spec-features";
 import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
 import { renderRuntimePackages } from "./runtime-packages";
 import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
@@ -110,6 +110,8 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
 }
 
 export interface RuncWrapperSettings extends WrapperConfigInput {
+    /** What the install does over a runc open to a known container breakout: "warn" or "refuse". */
+    runcCves: RuncCvePolicy;
     /** The runc that callers find (the one moved aside); default: `command -v runc` on the host. */
     runcPath?: string;
     /** The built wrapper to upload (WRAPPER_BUILD_OUTPUT, hashed where the build is known); the install step carries its sha256, so a new build re-runs the step. */
@@ -143,6 +145,8 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
                     s.wrapperBinary.sha256,
                     "--aside",
                     RUNC_REAL_PATH,
+                    "--runc-cves",
+                    s.runcCves,
                 ]),
                 remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
                 check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),

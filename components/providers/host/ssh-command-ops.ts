@@ -78,9 +78,14 @@ export async function diff(_id: string, olds: SshCommandState, news: SshCommandI
     return { changes, replaces, deleteBeforeReplace: false };
 }
 
+/** The first word of a line a host step prints for the user to see during `up` (a runc open to a known CVE). */
+export const WARNING_MARK = "gpu-workers-warning:";
+
 async function run(inputs: SshCommandInputs, phase: "create" | "update"): Promise<SshCommandState> {
     const command = phase === "update" ? (inputs.update ?? inputs.create) : inputs.create;
     const r = succeeded(inputs.connection, phase, await runOverSsh(inputs.connection, command, inputs.stdin ?? ""));
+    // The engine shows a provider's stderr lines to the user, as remote.Command shows a step's output.
+    for (const line of `${r.stdout}\n${r.stderr}`.split("\n")) if (line.startsWith(WARNING_MARK)) console.error(`${line} (on ${endpoint(inputs.connection)})`);
     return {
         connection: inputs.connection,
         ...(inputs.delete !== undefined ? { delete: inputs.delete } : {}),

@@ -1,1 +1,1 @@
-host script host/concourse-worker.sh, sha256 69898d8254cf73f1e5b5d30eef3aa98dc7a1aa58a17efc6d4b05f07052d8477c
+host script host/concourse-worker.sh, sha256 0d8f052cf3352871359529f528ec9ed79f87b6726dd91248991db883ff79ec21

@@ -1,1 +1,1 @@
-host script host/install-runc-wrapper.sh, sha256 db37bc6357946f6078ac3ae44afff03584ab8fbc4e6e3f4088732a9cfd227bba
+host script host/install-runc-wrapper.sh, sha256 dbfc8c0dbf945118405142a6291562dd18d5d80ae989aff2735a8b16fac1d06d
