@@ -130,3 +130,76 @@ func TestScanDatasetsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Each rule of which folders are writable and which roots are safe, pinned alone, with the
+// expected answers written out.
+func TestWritableSuffixIsAnEndingByteForByte(t *testing.T) {
+	suffixes := []string{"_writable", "_rw"}
+	for name, want := range map[string]bool{
+		"scratch_rw":    true,
+		"out_writable":  true,
+		"_rw":           true,
+		"modelsrw":      false, // ends with "rw", not with "_rw"
+		"_rwx":          false, // starts with "_rw"
+		"scratch_RW":    false, // another case is another name
+		"scratch_rw.":   false,
+		"a_rw_b":        false,
+		"writable":      false,
+		"x_writablex":   false,
+		"models_rw_rw":  true,
+		"models-rw":     false,
+		"scratch_rw ":   false,
+		"scratch\x00rw": false,
+	} {
+		if got := hasWritableSuffix([]byte(name), suffixes); got != want {
+			t.Errorf("%q: writable %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestRootModes(t *testing.T) {
+	for mode, want := range map[uint32]string{
+		0o755:  "",
+		0o750:  "",
+		0o700:  "",
+		0o1755: "",
+		0o775:  "must not be writable by group or others (mode 0775)",
+		0o757:  "must not be writable by group or others (mode 0757)",
+		0o777:  "must not be writable by group or others (mode 0777)",
+		0o1777: "must not be writable by group or others (mode 1777)",
+		0o2775: "must not be writable by group or others (mode 2775)",
+	} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, os.FileMode(mode&0o777)|modeBits(mode)); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if err := rootIsSafe(fd, &st); err != nil {
+			got = err.Error()
+		}
+		syscall.Close(fd)
+		if got != want {
+			t.Errorf("mode %04o: %q, want %q", mode, got, want)
+		}
+	}
+}
+
+// modeBits: the sticky and setgid bits of a numeric mode, as os.FileMode has them.
+func modeBits(mode uint32) os.FileMode {
+	var m os.FileMode
+	if mode&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	if mode&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	return m
+}

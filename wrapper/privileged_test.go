@@ -59,7 +59,8 @@ func TestConcourseSpecs(t *testing.T) {
 
 func TestEachCapabilityInEachSet(t *testing.T) {
 	for _, c := range []string{"CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH", "CAP_SYS_MODULE", "CAP_SYS_RAWIO"} {
-		for _, set := range capabilitySets {
+		// The spec's five sets, written out: a set dropped from the production list fails here.
+		for _, set := range []string{"bounding", "effective", "inheritable", "permitted", "ambient"} {
 			for _, spelling := range []string{c, strings.ToLower(c), strings.TrimPrefix(c, "CAP_")} {
 				found := privileges(t, `{"process":{"capabilities":{"`+set+`":["CAP_KILL","`+spelling+`"]}}}`)
 				if len(found) != 1 || !strings.HasPrefix(found[0], c+" in "+set+" (") {
