@@ -15,7 +15,7 @@ import { EngineEvent, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { parseAllDocuments, parse } from "yaml";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { ControlPlane, ensureKubernetesTools, startControlPlane } from "../support/control-plane";
+import { ControlPlane, ensureKubernetesTools, KUBERNETES_TOOLS_TIMEOUT_MS, startControlPlane } from "../support/control-plane";
 import { ensureEngine, makeProject, makeTempDir, tempDirName } from "../support/engine";
 import { renderExampleStack } from "../support/golden-stacks";
 import { HGX_H100_8X, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
@@ -58,7 +58,7 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
     let env: Record<string, string>;
 
     before(async function () {
-        this.timeout(45 * 60_000); // a cold bootstrap builds the control plane and the plugin
+        this.timeout(KUBERNETES_TOOLS_TIMEOUT_MS);
         makeTempDir(root);
         const tools = ensureKubernetesTools();
         env = ensureEngine(path.join(root, "state"));
@@ -184,6 +184,21 @@ describe("end to end: KubernetesGpuNodes against a real control plane", function
                 }),
             );
             assert.throws(() => plane.kubectl("apply", "--dry-run=server", "-f", file), /spec\.tenants\[0\]\.namespace/);
+        });
+
+        it("a tenant's namespace is the API server's Pod Security to guard: a privileged pod is refused, a plain one admitted", () => {
+            const pod = (name: string, securityContext: Record<string, unknown>) => {
+                const file = path.join(root, `${name}.json`);
+                const container = { name: "c", image: "busybox", securityContext };
+                fs.writeFileSync(
+                    file,
+                    JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "team-a" }, spec: { containers: [container] } }),
+                );
+                return plane.kubectl("apply", "--dry-run=server", "-f", file);
+            };
+            assert.throws(() => pod("root-of-host", { privileged: true }), /violates PodSecurity "baseline:latest": privileged/);
+            assert.throws(() => pod("raw-net", { capabilities: { add: ["NET_ADMIN"] } }), /violates PodSecurity "baseline:latest".*non-default capabilities/);
+            assert.match(pod("plain", {}), /pod\/plain created \(server dry run\)/);
         });
 
         it("a changed tenant list: the one added gets its Namespace and policy, the one removed loses them", async () => {

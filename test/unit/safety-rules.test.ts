@@ -27,7 +27,7 @@ function withValue(at: string, value: unknown): RawStackConfig {
         target = target[part] as Record<string, unknown>;
     }
     target[parts[parts.length - 1]] = value;
-    return raw as RawStackConfig;
+    return raw;
 }
 
 function problems(raw: RawStackConfig): string[] {
