@@ -12,7 +12,7 @@ import * as fs from "fs";
 import * as net from "net";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
-import { flyFor, suppliedRelease } from "../support/concourse";
+import { e2eConcourseDefaults, flyFor, suppliedRelease } from "../support/concourse";
 import { ensureEngine, makeProject, makeStack, makeTempDir, tempDirName, TestLxd } from "../support/engine";
 import { pendingWithout } from "../support/supplied";
 
@@ -95,7 +95,7 @@ describe("a worker reached only through a bastion (transport.ssh.proxy)", functi
             },
         };
         const config = {
-            defaults: { concourse: { ...(release ? { version: release.version, binary: { path: release.tarball } } : {}), networkMtu: 1500 } },
+            defaults: { concourse: e2eConcourseDefaults() },
             ...(release ? { web } : {}),
             hosts: [
                 {

@@ -12,12 +12,10 @@ import * as net from "net";
 import * as path from "path";
 import { Stack } from "@pulumi/pulumi/automation";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { suppliedRelease } from "../support/concourse";
+import { e2eConcourseDefaults, PLACEHOLDER_TSA_KEY } from "../support/concourse";
 import { makeStack, PASSPHRASE, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
 import { pendingWithout } from "../support/supplied";
-
-const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 
 function changes(result: { summary: { resourceChanges?: Record<string, number> } }): Record<string, number> {
     return Object.fromEntries(Object.entries(result.summary.resourceChanges ?? {}).filter(([, n]) => n > 0));
@@ -39,19 +37,7 @@ describe("end to end through the Pulumi engine", function () {
         };
     }
 
-    /** The worker runs the supplied release; without one, the chain stops before it. */
-    const defaults = () => {
-        const release = suppliedRelease();
-        return {
-            concourse: {
-                ...(release ? { version: release.version, binary: { path: release.tarball } } : {}),
-                tsaHost: "127.0.0.1",
-                tsaPublicKey: TSA_KEY,
-                tags: ["e2e"],
-                networkMtu: 1500,
-            },
-        };
-    };
+    const defaults = () => ({ concourse: e2eConcourseDefaults({ tsaHost: "127.0.0.1", tsaPublicKey: PLACEHOLDER_TSA_KEY, tags: ["e2e"] }) });
 
     /** SSH logins the instance's sshd accepted so far. */
     const logins = (instance: string) => Number(lxd.exec(instance, "journalctl -u ssh --no-pager -o cat | grep -c 'Accepted publickey' || true").trim());

@@ -7,12 +7,11 @@
  */
 import * as assert from "assert";
 import { Stack } from "@pulumi/pulumi/automation";
-import { suppliedRelease } from "../support/concourse";
+import { e2eConcourseDefaults, PLACEHOLDER_TSA_KEY, suppliedRelease } from "../support/concourse";
 import { makeStack, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
 import { pendingWithout } from "../support/supplied";
 
-const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
 const OWNERS = "/var/lib/gpu-workers/owners";
 const PLACED = "/var/lib/gpu-workers/placed";
 
@@ -21,19 +20,7 @@ describe("renames in the stack, through the Pulumi engine", function () {
     const suite = engineSuite("gw-rn-");
     const { lxd, stacks } = suite;
 
-    /** The workers run the supplied release; without one, each chain ends at its validator. */
-    const defaults = () => {
-        const release = suppliedRelease();
-        return {
-            concourse: {
-                ...(release ? { version: release.version, binary: { path: release.tarball } } : {}),
-                tsaHost: "127.0.0.1",
-                tsaPublicKey: TSA_KEY,
-                tags: ["e2e"],
-                networkMtu: 1500,
-            },
-        };
-    };
+    const defaults = () => ({ concourse: e2eConcourseDefaults({ tsaHost: "127.0.0.1", tsaPublicKey: PLACEHOLDER_TSA_KEY, tags: ["e2e"] }) });
     /** What a host shows of its Concourse worker: asserted by the tests that need the release (pending without it). */
     const WORKER_LINES = [
         "echo unit=$(systemctl is-active concourse-worker)",

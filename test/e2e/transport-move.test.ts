@@ -11,8 +11,7 @@ import { Stack } from "@pulumi/pulumi/automation";
 import { makeStack, setStackConfig, StackConfig } from "../support/engine";
 import { fileSetHashes } from "../support/pulumi-graph";
 import { engineSuite } from "../support/engine-suite";
-
-const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
+import { PLACEHOLDER_TSA_KEY } from "../support/concourse";
 
 describe("a stack moves from the command transport to builtin by one up, through the Pulumi engine", function () {
     this.timeout(900_000);
@@ -51,7 +50,7 @@ describe("a stack moves from the command transport to builtin by one up, through
         const { host, secrets } = suite.lxd.sshHost(name, 2331, "mv", suite.root);
         pristine = fingerprint();
         config = {
-            defaults: { concourse: { tsaHost: "127.0.0.1", tsaPublicKey: TSA_KEY }, datasets: { root: "/srv" } },
+            defaults: { concourse: { tsaHost: "127.0.0.1", tsaPublicKey: PLACEHOLDER_TSA_KEY }, datasets: { root: "/srv" } },
             hosts: [host],
             secrets,
             hostSteps: "command",

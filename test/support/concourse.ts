@@ -39,6 +39,18 @@ export function suppliedRelease(): ConcourseRelease | undefined {
     return found.release;
 }
 
+/** A TSA key for workers that never reach a web (the e2e stacks without one). */
+export const PLACEHOLDER_TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
+
+/**
+ * The `concourse` defaults of an e2e stack's workers: the supplied release where there is one
+ * (without, each chain ends at its validator), MTU 1500 (LXD's own, which the worker can set).
+ */
+export function e2eConcourseDefaults(extra: Record<string, unknown> = {}): Record<string, unknown> {
+    const release = suppliedRelease();
+    return { ...(release ? { version: release.version, binary: { path: release.tarball } } : {}), networkMtu: 1500, ...extra };
+}
+
 /** GETs `url`, trusting `ca` where given; the body, or an error naming the status. */
 function download(url: string, ca?: string): Promise<Buffer> {
     return new Promise((resolve, reject) => {
