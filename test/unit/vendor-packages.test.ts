@@ -65,8 +65,12 @@ describe("toolkit versions: per vendor, with a CVE floor", () => {
 });
 
 describe("an NVIDIA host's render: vendor repository, pin, /dev/char rule", () => {
-    const [host] = parseStackConfig(stackWith({ name: "gpu", inventory: RTX_A500_LAPTOP, extra: { driver: { version: "535.288.01" } } }));
-    const { manifest, contents } = renderHost(host);
+    let manifest: ReturnType<typeof renderHost>["manifest"];
+    let contents: ReturnType<typeof renderHost>["contents"];
+    before(() => {
+        const [host] = parseStackConfig(stackWith({ name: "gpu", inventory: RTX_A500_LAPTOP, extra: { driver: { version: "535.288.01" } } }));
+        ({ manifest, contents } = renderHost(host));
+    });
     const text = (p: string) => contents.get(p) as string;
 
     it("places the keyring under /usr/share/keyrings and a source that trusts only it (signed-by)", () => {
