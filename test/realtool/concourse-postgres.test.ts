@@ -70,18 +70,21 @@ describe("concourse-postgres.sh (real PostgreSQL in an LXD instance)", function 
         const password = "p'w\"$x \\ y\\'z $(id) `id` :pw";
         secrets(password);
         // Another session holds a lock on the roles' catalog that ALTER ROLE waits for, so the step's
-        // processes stay alive, its psql holding the password, while the listing is taken.
+        // processes stay alive, its psql holding the password, while the listing is taken; then that
+        // session is ended. Each wait is for what it waits on, not for a fixed time (a loaded machine is slow), a minute at most.
+        const query = (sql: string) => `runuser -u postgres -- psql -X -tAq -d postgres -c "${sql}"`;
         const r = sh(
             [
-                "runuser -u postgres -- psql -X -q -d postgres -c 'BEGIN; LOCK TABLE pg_catalog.pg_authid IN SHARE MODE; SELECT pg_sleep(4); COMMIT;' >/dev/null 2>&1 &",
+                "PGAPPNAME=gw-blocker runuser -u postgres -- psql -X -q -d postgres -c 'BEGIN; LOCK TABLE pg_catalog.pg_authid IN SHARE MODE; SELECT pg_sleep(600); COMMIT;' >/dev/null 2>&1 &",
                 "blocker=$!",
-                "sleep 1",
+                `for _ in $(seq 600); do ${query("select count(*) from pg_stat_activity where application_name = 'gw-blocker' and wait_event = 'PgSleep'")} | grep -qx 1 && break; sleep 0.1; done`,
                 `${SCRIPT} ensure ${args} --secrets-env /etc/concourse/web-secrets.env >/tmp/step.out 2>&1 &`,
                 "step=$!",
                 // Until the step's ALTER ROLE waits for the lock (its backend shows it), then the listing.
-                "for i in $(seq 40); do runuser -u postgres -- psql -X -tAq -d postgres -c \"select count(*) from pg_stat_activity where wait_event_type = 'Lock'\" | grep -qx 1 && break; sleep 0.1; done",
+                `for _ in $(seq 600); do ${query("select count(*) from pg_stat_activity where wait_event_type = 'Lock'")} | grep -qx 1 && break; sleep 0.1; done`,
                 "ps -eo pid,args > /tmp/ps.txt",
-                "wait $step; echo step=$?; wait $blocker",
+                `${query("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'gw-blocker'")} >/dev/null`,
+                "wait $step; echo step=$?; wait $blocker || true",
                 "cat /tmp/ps.txt",
             ].join("\n"),
         );
