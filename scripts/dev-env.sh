@@ -91,17 +91,18 @@ remove_datasets() {
   rmdir "$(dirname "$DEV_DATASETS")" 2>/dev/null || true
 }
 
-# fly as the dev stack's web serves it (/api/v1/cli), downloaded once per web; prints its path.
+# fly as the dev stack's web serves it (/api/v1/cli: the binary itself, which the web unpacks from
+# its fly-assets tarball), downloaded once; prints its path.
 ensure_fly() {
   local url=$1 dir fly
   dir="$root/.dev/fly"
   fly="$dir/fly"
   if [ ! -x "$fly" ]; then
     mkdir -p "$dir"
-    curl -fsS -o "$dir/fly.tgz" "$url/api/v1/cli?arch=amd64&platform=linux" || die "could not download fly from $url/api/v1/cli"
-    tar -xzf "$dir/fly.tgz" -C "$dir" fly || die "$url/api/v1/cli gave no fly"
-    rm -f "$dir/fly.tgz"
-    chmod 0755 "$fly"
+    curl -fsS -o "$fly.part" "$url/api/v1/cli?arch=amd64&platform=linux" || die "could not download fly from $url/api/v1/cli"
+    [ "$(head -c 4 "$fly.part" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || die "$url/api/v1/cli gave no Linux program"
+    chmod 0755 "$fly.part"
+    mv -f "$fly.part" "$fly"
   fi
   echo "$fly"
 }

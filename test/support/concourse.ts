@@ -3,7 +3,7 @@
  * GPU_WORKERS_CONCOURSE_RELEASE), and fly as a web serves it (`/api/v1/cli`), logged in to that
  * web as a target of its own. Without a release, the tests that need one are pending (supplied.ts).
  */
-import { execFileSync, spawnSync, SpawnSyncReturns } from "child_process";
+import { spawnSync, SpawnSyncReturns } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as https from "https";
@@ -38,6 +38,8 @@ export function suppliedRelease(): ConcourseRelease | undefined {
     found = { release: { tarball, version } };
     return found.release;
 }
+
+const ELF_MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
 
 /** A TSA key for workers that never reach a web (the e2e stacks without one). */
 export const PLACEHOLDER_TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0LXRzYS1rZXktcGxhY2Vob2xkZXIxMjM0";
@@ -76,13 +78,11 @@ export class Fly {
 
     /** fly for linux/amd64 as the web at `url` serves it (what `fly sync` downloads), into a folder of its own. */
     static async fromWeb(target: string, url: string, ca?: string): Promise<Fly> {
-        const archive = await download(`${url}/api/v1/cli?arch=amd64&platform=linux`, ca);
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-fly-bin-"));
-        fs.writeFileSync(path.join(dir, "fly.tgz"), archive);
-        execFileSync("tar", ["-xzf", path.join(dir, "fly.tgz"), "-C", dir]);
-        const bin = path.join(dir, "fly");
-        if (!fs.existsSync(bin)) throw new Error(`${url}/api/v1/cli gave no fly: ${fs.readdirSync(dir).join(", ")}`);
-        fs.chmodSync(bin, 0o755);
+        // The web unpacks fly from its fly-assets tarball and sends the program itself.
+        const program = await download(`${url}/api/v1/cli?arch=amd64&platform=linux`, ca);
+        if (!program.subarray(0, 4).equals(ELF_MAGIC)) throw new Error(`${url}/api/v1/cli gave no Linux program (${program.length} bytes)`);
+        const bin = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gw-fly-bin-")), "fly");
+        fs.writeFileSync(bin, program, { mode: 0o755 });
         return new Fly(target, bin);
     }
 
