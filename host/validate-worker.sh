@@ -130,7 +130,8 @@ selected_uuids() {
 }
 
 # The host's root as the containers' root: runc cannot pivot into "/" itself, so it gets a
-# recursive bind of it (a slave: nothing done below it reaches the host), removed on exit, and
+# recursive bind of it (private: nothing done below it reaches the host, and nothing the host
+# mounts later, writable, as systemd does while it boots, reaches it), removed on exit, and
 # read-only all the way down: ctr's --read-only covers only its top mount, and a separate /var,
 # /boot or /home would stay writable inside, where a task's files and links are.
 rootfs=""
@@ -138,7 +139,7 @@ host_root() {
   rootfs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-workers-validate.XXXXXX") || die "cannot create a folder for the containers' root"
   trap 'umount -R "$rootfs" 2>/dev/null; rmdir "$rootfs" 2>/dev/null' EXIT
   mount --rbind / "$rootfs" || die "cannot bind the host's root at $rootfs"
-  mount --make-rslave "$rootfs" || die "cannot make $rootfs a slave mount"
+  mount --make-rprivate "$rootfs" || die "cannot make $rootfs a private mount"
   read_only_below "$rootfs"
 }
 
@@ -295,12 +296,23 @@ writable_dataset() {
   return 1
 }
 
+# The options of the mount DIR is on, as a path lookup finds it: where mounts stack on one
+# point (a writable dataset bound over the read-only root's copy of it), the top one, which
+# findmnt --target does not pick. The kernel names it by the mount id of an open descriptor.
+mount_options() {
+  local fd id
+  exec {fd}<"$1" || return 1
+  id=$(sed -n 's/^mnt_id:[[:space:]]*//p' "/proc/$BASHPID/fdinfo/$fd")
+  exec {fd}<&-
+  awk -v id="$id" '$1 == id { print $6 }' /proc/self/mountinfo
+}
+
 # Whether a file can be made in DIR: a name of its own, made exclusively (an existing name, or a
 # link a task planted, fails it: nothing is written through a link) and removed at once. Asked
 # only of folders whose mount is read-write; a read-only mount is read from mountinfo, not tried.
 writable_folder() {
   local probe
-  findmnt -n -o OPTIONS --target "$1" | tr ',' '\n' | grep -qx ro && return 1
+  mount_options "$1" | tr ',' '\n' | grep -qx ro && return 1
   probe=$(mktemp -p "$1" .gpu-workers-validate.XXXXXX 2>/dev/null) || return 1
   rm -f -- "$probe"
 }

@@ -192,6 +192,20 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
         }
     });
 
+    it("datasets each on a mount of their own (as LXD attaches them): the writable one is read-write where it stacks on the read-only root's copy", () => {
+        wrapperSettings();
+        const folders = ["models", "scratch_rw"].map((f) => path.join(datasets, f));
+        for (const f of folders) sh("mount", ["--bind", f, f]);
+        try {
+            const r = validate("ensure");
+            assert.strictEqual(r.status, 0, r.out);
+            assert.match(r.out, new RegExp(`ok datasets: ${datasets}/models is read-only`));
+            assert.match(r.out, new RegExp(`ok datasets: ${datasets}/scratch_rw is read-write`));
+        } finally {
+            for (const f of folders.reverse()) spawnSync("umount", [f]);
+        }
+    });
+
     it("the containers' root is the host's, read-only all the way down: a writable mount of the host's is read-only inside", () => {
         wrapperSettings();
         const mount = path.join(dir, "host-mount");

@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 4a0ed920afd8a11ed007c23253db99c2311a6369f3abab64399d7261e3c54cb5
+host script host/validate-worker.sh, sha256 20c6a705604a1ee67642362cbc5e882f95049853a0cd7f78b820cb5f3de88b62
