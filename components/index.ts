@@ -14,7 +14,7 @@ export { GpuDriver, GpuDriverArgs } from "./chain/gpu-driver";
 export { ContainerToolkit, ContainerToolkitArgs } from "./chain/container-toolkit";
 export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
 export { RuncWrapper, RuncWrapperArgs } from "./chain/runc-wrapper";
-export type { WrapperRuntime } from "./lib/plan/leaf-terms";
+export type { WrapperRuntime } from "./lib/links/runc-wrapper/plan";
 export { WorkerValidator, WorkerValidatorArgs } from "./chain/worker-validator";
 export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
 export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
@@ -36,13 +36,13 @@ export { GPU_NODE_LABEL } from "./lib/kubernetes/node-labels";
 export { HostAccessArgs } from "./chain/host-steps-component";
 export type { HostConnection } from "./providers/host/resources";
 export { Transport, onTransport } from "./lib/host/transport";
-export type { ConcourseRelease, PlannedRelease } from "./lib/render/concourse-release";
+export type { ConcourseRelease, PlannedRelease } from "./lib/concourse/release";
 // What is uploaded from this machine as it is (the built binaries, a release by path): hashed once per run, handed to the plans.
 export type { Artifact } from "./lib/host/steps";
-export type { BuildArtifacts } from "./lib/plan/worker-spec";
+export type { BuildArtifacts } from "./lib/settings/worker-spec";
 export { ArtifactSource, LOCAL_ARTIFACTS, UNREAD_ARTIFACTS, DIGEST_NOT_TAKEN, localArtifact, builtArtifact } from "./chain/artifacts";
 export { GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";
-export type { WorkerFabricPartition } from "./lib/plan/worker-spec";
+export type { WorkerFabricPartition } from "./lib/settings/worker-spec";
 export * as lxd from "./providers/lxd";
 
 // The inventory: its schema, as `npm run discover` prints it and every component takes it.
@@ -60,14 +60,14 @@ export {
     isPlainObject,
     WHOLE_VALUES,
     REGISTRATION_TIMEOUT_SECONDS,
-} from "./lib/plan/settings";
-export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
-export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/plan/kubernetes-settings";
+} from "./lib/settings/settings";
+export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/settings/web-settings";
+export { kubernetesSettingsSchema, tenantSchema, nodeName, imageReference } from "./lib/kubernetes/settings";
 export { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "./lib/host/transport-defaults";
 export { lxdConfigKeyProblem } from "./lib/lxd/config-keys";
 export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
-export { fieldDocs, settingsTable, FieldDoc } from "./lib/plan/schema-docs";
+export { fieldDocs, settingsTable, FieldDoc } from "./lib/settings/schema-docs";
 export {
     BUILTIN_PARTITION_TABLES,
     DEFAULT_PARTITION_TABLE,
@@ -79,9 +79,9 @@ export {
 } from "./lib/fabric/partition-table";
 // The value forms those schemas are built from, so that a program's own config (stacks/schema.ts)
 // accepts and refuses values exactly as the components do, with the same messages.
-export { port, version, absolutePath } from "./lib/plan/settings";
-export { pgName } from "./lib/plan/web-settings";
-export { datasetRoot, hostAddress, httpUrl, ipAddress, libvirtUri, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/plan/value-patterns";
+export { port, version, absolutePath } from "./lib/settings/settings";
+export { pgName } from "./lib/settings/web-settings";
+export { datasetRoot, hostAddress, httpUrl, ipAddress, libvirtUri, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/settings/value-patterns";
 
 // Plans without Pulumi: a host's whole plan (every step, file and tag), as the components
 // build it and `npm run render` writes it out; for a worker, a shared board and a web.
@@ -89,8 +89,9 @@ export { workerSpec } from "./chain/gpu-worker";
 export { boardSpec } from "./chain/shared-gpu-board";
 export { webSpec } from "./chain/concourse-web";
 export { planHost, HostPlan, PlannedLink, PlannedFile } from "./lib/plan/host-plan";
+export { linkOf } from "./lib/plan/chain";
 export type { PlannedStep } from "./lib/plan/gpu-host";
-export type { WorkerSpec } from "./lib/plan/worker-spec";
+export type { WorkerSpec } from "./lib/settings/worker-spec";
 export { planBoard, BoardPlan, BoardSpec, SERVICE_VM_DEFAULTS } from "./lib/plan/board-plan";
 export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
 // The GPU plan (tags, env, devices) and the checks a program runs on its whole config before

@@ -14,6 +14,7 @@ import {
     HostPlan,
     LOCAL_ARTIFACTS,
     planBoard,
+    linkOf,
     planHost,
     PlannedFile,
     planWebHost,
@@ -222,8 +223,8 @@ export function planStack(
 /** The web's plan with what each worker of the stack places and runs on the web's host to be admitted. */
 function withAdmissions(web: WebPlan, workers: HostPlan[]): WebPlan {
     const admissions = workers.flatMap((plan) => {
-        const link = plan.links.find((l) => l.component === "ConcourseWorker");
-        return link && plan.settings.concourse ? [planWorkerAdmission(web, link.name, plan.settings.concourse.name)] : [];
+        const link = linkOf(plan.links, "ConcourseWorker");
+        return link ? [planWorkerAdmission(web, link.name, link.settings.name)] : [];
     });
     return { ...web, files: [...web.files, ...admissions.flatMap((a) => a.files)], steps: [...web.steps, ...admissions.flatMap((a) => a.steps)] };
 }

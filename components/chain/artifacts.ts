@@ -7,10 +7,10 @@
 import * as fs from "fs";
 import { sha256Text } from "../lib/file-hash";
 import type { Artifact } from "../lib/host/steps";
-import type { BuildArtifacts } from "../lib/plan/worker-spec";
-import type { ConcourseRelease, PlannedRelease } from "../lib/render/concourse-release";
-import { CONTAINERD_TOML_BUILD_OUTPUT } from "../lib/render/containerd";
-import { WRAPPER_BUILD_OUTPUT } from "../lib/render/runc-wrapper";
+import type { BuildArtifacts } from "../lib/settings/worker-spec";
+import type { ConcourseRelease, PlannedRelease } from "../lib/concourse/release";
+import { CONTAINERD_TOML_BUILD_OUTPUT } from "../lib/links/containerd/render";
+import { WRAPPER_BUILD_OUTPUT } from "../lib/links/runc-wrapper/render";
 
 /** What a plan uploads from here: the built binaries, and a release named by path with its digest. */
 export interface ArtifactSource {

@@ -6,6 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_HOST_STEPS, HostStepTransport } from "../lib/host/step-transport";
 import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/steps";
+import type { PlannedPart } from "../lib/links/link";
 import { SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
 import { createHostResources, HostConnection } from "../providers/host/resources";
@@ -39,6 +40,9 @@ export interface HostAccessArgs {
      */
     hostReady?: pulumi.Input<pulumi.Resource>[];
 }
+
+/** A leaf component's args: the host, and either the user's terms (it plans for itself) or its part of GpuWorker's one plan of the host. */
+export type LeafArgs<Terms, Settings> = HostAccessArgs & (Terms | { planned: PlannedPart<Settings> });
 
 /** Makers of program checks by kind: (resource name, the check, the step it follows, options). */
 export type CheckMakers = {

@@ -16,7 +16,7 @@ import { create as checkRegistration } from "../../components/providers/checks/w
 import { Fly, flyFor } from "../support/concourse";
 import { buildFileHandleTool } from "../support/file-handle";
 import { FAKE_GPU, privilegedProbeScript, probeLines, probeMeaning, withCapabilitiesTheWorkerHas } from "../support/privileged-probe";
-import { RUNC_REAL_PATH } from "../../components/lib/render/runc-wrapper";
+import { RUNC_REAL_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { datasetSourceDir, ensureEngine, makeProject, makeStack, makeTempDir, setStackConfig, StackConfig, tempDirName, TestLxd } from "../support/engine";
 import { pendingWithout, release } from "../support/supplied";
 

@@ -12,7 +12,7 @@ import * as path from "path";
 import { planBoard } from "../../components/lib/plan/board-plan";
 import { planHostAccess } from "../../components/lib/plan/host-access";
 import { renderAccessUserData } from "../../components/lib/render/lxd-access";
-import { renderServiceVmUserData } from "../../components/lib/render/fabric-service-vm";
+import { renderServiceVmUserData } from "../../components/lib/fabric/service-vm";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { boardSpecOf } from "../../stacks/board-config";
 import { parseStack } from "../../stacks/config";

@@ -11,8 +11,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "smol-toml";
-import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, KATA_GPU_RUNTIME, renderContainerdDropIn } from "../../components/lib/render/containerd";
-import { WRAPPER_PATH } from "../../components/lib/render/runc-wrapper";
+import { CONTAINERD_TOML_BUILD_OUTPUT, ensureImports, KATA_GPU_RUNTIME, renderContainerdDropIn } from "../../components/lib/links/containerd/render";
+import { WRAPPER_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { ensureWrapperTools, HOST_DIR, sh, tempDir, TestContainerd } from "./wrapper-support";
 
 /** Debian 12's /etc/containerd/config.toml as the containerd package ships it. */

@@ -25,7 +25,7 @@ import {
     renderServiceVmMetaData,
     renderServiceVmUserData,
     servicePlanId,
-} from "../../components/lib/render/fabric-service-vm";
+} from "../../components/lib/fabric/service-vm";
 import { exampleStack } from "../fixtures/stacks/boards";
 import { FakeSysfs } from "../support/fake-sysfs";
 import { ensureCommands } from "../support/tools";

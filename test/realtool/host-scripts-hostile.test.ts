@@ -16,7 +16,7 @@ import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { SHARED_FOLDERS, SHARED_TREES, SYSTEM_FOLDERS, SYSTEM_TREES, USER_TREES } from "../../components/lib/plan/value-patterns";
+import { SHARED_FOLDERS, SHARED_TREES, SYSTEM_FOLDERS, SYSTEM_TREES, USER_TREES } from "../../components/lib/settings/value-patterns";
 
 const REPO = path.resolve(__dirname, "../../..");
 const HOST_DIR = path.join(REPO, "host");

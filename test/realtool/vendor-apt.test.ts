@@ -12,7 +12,7 @@ import * as path from "path";
 import { keyFingerprints } from "../../components/lib/repos/openpgp";
 import { checkedRepository, readVendorRepository, VendorRepository } from "../../components/lib/repos/vendor-repos";
 import { AptPaths } from "../../components/lib/render/apt-sources";
-import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/render/container-toolkit";
+import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/links/container-toolkit/render";
 import { cveFloorArgs } from "../../components/lib/toolkit/versions";
 import { AptSandbox, LocalAptRepository, TestKey } from "./apt-sandbox";
 import { HOST_DIR, tempDir } from "./wrapper-support";

@@ -13,9 +13,9 @@ import * as path from "path";
 import { spawnSync } from "child_process";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus, WorkerGpuPlan } from "../../components/lib/gpu/plan";
-import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
-import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
-import { validatorArgs, WorkerValidatorSettings } from "../../components/lib/render/worker-validator";
+import { renderConcourseContainerdConfig } from "../../components/lib/links/containerd/render";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
+import { validatorArgs, WorkerValidatorSettings } from "../../components/lib/links/worker-validator/render";
 import { NO_GPU } from "../fixtures/stacks/inventories";
 import { buildTestWrapper, ensureWrapperTools, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
 

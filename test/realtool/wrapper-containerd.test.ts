@@ -9,10 +9,10 @@ import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { spawnSync } from "child_process";
-import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
+import { renderConcourseContainerdConfig } from "../../components/lib/links/containerd/render";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus } from "../../components/lib/gpu/plan";
-import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
 import { HGX_H100_8X } from "../fixtures/stacks/inventories";
 import { buildTestWrapper, ensureWrapperTools, makeBusyboxImage, mountsBelow, HOST_DIR, sh, TestContainerd, tempDir, writeSettings } from "./wrapper-support";
 

@@ -11,7 +11,7 @@ import * as assert from "assert";
 import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
 import { ensureCommands } from "../support/tools";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, mountsBelow, sh, tempDir, writeSettings } from "./wrapper-support";
 

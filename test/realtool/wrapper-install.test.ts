@@ -7,7 +7,7 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
 import { buildTestWrapper, ensureWrapperTools, HOST_DIR, sh, sha256, tempDir, writeSettings } from "./wrapper-support";
 
 const SCRIPT = path.join(HOST_DIR, "install-runc-wrapper.sh");

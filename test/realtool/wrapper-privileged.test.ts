@@ -11,7 +11,7 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { renderWrapperConfig } from "../../components/lib/render/runc-wrapper";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, sha256, tempDir, withSettings, writeSettings } from "./wrapper-support";
 
 // Concourse's capability sets (worker/runtime/spec/capabilities.go) and device rules (devices.go).

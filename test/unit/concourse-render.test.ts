@@ -1,5 +1,6 @@
 /** The Concourse web and worker renderers, the web's plan, and the stack's web section. */
 import * as assert from "assert";
+import { linkOf } from "../../components/lib/plan/chain";
 import { planWebHost } from "../../components/lib/plan/web-plan";
 import {
     renderAuthorizedWorkerKeys,
@@ -9,7 +10,7 @@ import {
     renderWorkerAdmission,
     webKeysTarget,
 } from "../../components/lib/render/concourse-web";
-import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/render/concourse-worker";
+import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/links/concourse-worker/render";
 import { webSpec } from "../../components/chain/concourse-web";
 import { parseStack } from "../../stacks/config";
 import { planStack } from "../../stacks/offline-render";
@@ -108,7 +109,7 @@ describe("Concourse worker: what a privileged step gets (concourse.privilegedMod
             assert.deepStrictEqual(plan.gpu.tags.slice(-2), [`privileged=${mode}`, "extra"], "after the computed tags, before the extra ones");
             const unitTags = [...fileOf(plan, "/etc/systemd/system/concourse-worker.service").matchAll(/--tag=(\S+)/g)].map((m) => m[1]);
             assert.deepStrictEqual(unitTags, plan.gpu.tags);
-            assert.deepStrictEqual(plan.settings.concourse?.tags, plan.gpu.tags);
+            assert.deepStrictEqual(linkOf(plan.links, "ConcourseWorker")?.settings.tags, plan.gpu.tags);
             assert.strictEqual(JSON.parse(fileOf(plan, "/etc/gpu-workers/runc-wrapper.json")).allowPrivileged, true);
         });
     }

@@ -11,7 +11,7 @@ import {
     renderConcourseContainerdConfig,
     renderContainerdDropIn,
     renderContainerdRuntimeComponent,
-} from "../../components/lib/render/containerd";
+} from "../../components/lib/links/containerd/render";
 import { HOST_LIB_DIR } from "../../components/lib/host/steps";
 
 /** The parts of a containerd config that the tests read. */

@@ -18,7 +18,7 @@ import {
     servicePlanId,
     serviceVmPaths,
     sysfsAddress,
-} from "../../components/lib/render/fabric-service-vm";
+} from "../../components/lib/fabric/service-vm";
 import { readHostScript } from "../../components/lib/host/scripts";
 
 export const SETTINGS: FabricServiceVmSettings = {

@@ -4,14 +4,15 @@
  * steps and the same files. Also the rule for a path placed twice.
  */
 import * as assert from "assert";
+import { linkOf } from "../../components/lib/plan/chain";
 import * as pulumi from "@pulumi/pulumi";
 import { ConcourseWorker } from "../../components/chain/concourse-worker";
 import { FabricServiceVm } from "../../components/chain/fabric-service-vm";
 import { SERVICE_VM_DEFAULTS } from "../../components/lib/plan/board-plan";
 import { fileResourceName } from "../../components/lib/host/steps";
-import { renderFabricServiceVm } from "../../components/lib/render/fabric-service-vm";
+import { renderFabricServiceVm } from "../../components/lib/fabric/service-vm";
 import { GpuWorker } from "../../components/chain/gpu-worker";
-import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
+import { renderConcourseWorker } from "../../components/lib/links/concourse-worker/render";
 import { HostPlan } from "../../components/lib/plan/host-plan";
 import { parseStackConfig } from "../../stacks/config";
 import { workerArgs } from "../../stacks/component-args";
@@ -216,7 +217,7 @@ describe("one plan per host: offline render = resource graph", function () {
     it("on its own, a component places everything it runs", async () => {
         const g = recordGraph();
         const [host] = parseStackConfig(stackWith({ name: "solo", inventory: NO_GPU }));
-        const settings = planOf(host).settings.concourse!;
+        const settings = linkOf(planOf(host).links, "ConcourseWorker")!.settings;
         const rendered = renderConcourseWorker(settings);
         // In a user's terms: the containerd config is the component's own, the runc swap a yes or no.
         const { containerdConfig: _ownConfig, wrapRunc, ...terms } = settings;

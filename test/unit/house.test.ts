@@ -48,6 +48,36 @@ describe("the house (layout rules)", () => {
         );
     });
 
+    it("the rooms of components/lib import one way: no two of them import each other, through any path", () => {
+        const lib = path.join(PACKAGE_ROOT, "components", "lib");
+        const roomOf = (repoPath: string) => path.relative("components/lib", repoPath).split(path.sep)[0].replace(/\.ts$/, "");
+        const edges = new Map<string, Set<string>>();
+        for (const file of sources(lib)) {
+            const from = roomOf(path.relative(PACKAGE_ROOT, file));
+            for (const to of importsOf(file)
+                .filter((i) => i.startsWith("components/lib/"))
+                .map(roomOf)) {
+                if (to !== from) edges.set(from, (edges.get(from) ?? new Set()).add(to));
+            }
+        }
+        const circles: string[] = [];
+        const visit = (room: string, trail: string[]) => {
+            if (trail.includes(room)) return void circles.push([...trail.slice(trail.indexOf(room)), room].join(" -> "));
+            for (const next of edges.get(room) ?? []) visit(next, [...trail, room]);
+        };
+        for (const room of edges.keys()) visit(room, []);
+        assert.deepStrictEqual([...new Set(circles)], []);
+    });
+
+    it("a chain link's terms, plan and render sit in its folder of components/lib/links, its component in components/chain", () => {
+        const links = fs.readdirSync(path.join(PACKAGE_ROOT, "components", "lib", "links"), { withFileTypes: true }).filter((e) => e.isDirectory());
+        assert.ok(links.length >= 7, links.map((l) => l.name).join(" "));
+        for (const link of links) {
+            assert.deepStrictEqual(fs.readdirSync(path.join(link.parentPath, link.name)).sort(), ["plan.ts", "render.ts"], link.name);
+            assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "components", "chain", link.name, "index.ts")), `components/chain/${link.name}/index.ts`);
+        }
+    });
+
     it("providers import no component", () => {
         assert.deepStrictEqual(
             offenders("components/providers", (i) => i.startsWith("components/chain")),

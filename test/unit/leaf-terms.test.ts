@@ -7,22 +7,19 @@ import * as assert from "assert";
 import { workerSpec } from "../../components/chain/gpu-worker";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { PlanError } from "../../components/lib/gpu/plan";
-import { containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../components/lib/plan/chain";
 import { planHost } from "../../components/lib/plan/host-plan";
-import {
-    planConcourseWorker,
-    planContainerdRuntime,
-    planContainerToolkit,
-    planGpuDriver,
-    planRuncWrapper,
-    planWorkerValidator,
-} from "../../components/lib/plan/leaf-terms";
-import { renderConcourseContainerdConfig } from "../../components/lib/render/containerd";
-import { NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../../components/lib/render/container-toolkit";
-import { renderContainerdRuntimeComponent } from "../../components/lib/render/containerd";
-import { renderGpuDriver } from "../../components/lib/render/gpu-driver";
-import { RUNC_REAL_PATH, renderRuncWrapperComponent } from "../../components/lib/render/runc-wrapper";
-import { renderWorkerValidator } from "../../components/lib/render/worker-validator";
+import { planConcourseWorker } from "../../components/lib/links/concourse-worker/plan";
+import { containerdTerms, planContainerdRuntime } from "../../components/lib/links/containerd/plan";
+import { planContainerToolkit, toolkitTerms } from "../../components/lib/links/container-toolkit/plan";
+import { planGpuDriver } from "../../components/lib/links/gpu-driver/plan";
+import { planRuncWrapper, wrapperTerms } from "../../components/lib/links/runc-wrapper/plan";
+import { planWorkerValidator, validatorTerms } from "../../components/lib/links/worker-validator/plan";
+import { renderConcourseContainerdConfig } from "../../components/lib/links/containerd/render";
+import { NVIDIA_RUNTIME_BINARY, renderContainerToolkit } from "../../components/lib/links/container-toolkit/render";
+import { renderContainerdRuntimeComponent } from "../../components/lib/links/containerd/render";
+import { renderGpuDriver } from "../../components/lib/links/gpu-driver/render";
+import { RUNC_REAL_PATH, renderRuncWrapperComponent } from "../../components/lib/links/runc-wrapper/render";
+import { renderWorkerValidator } from "../../components/lib/links/worker-validator/render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 
 /** The wrapper as the component hands it in (it hashes this package's build). */

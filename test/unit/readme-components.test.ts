@@ -11,7 +11,7 @@ import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { RUNC_REAL_PATH } from "../../components/lib/render/runc-wrapper";
+import { RUNC_REAL_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 
 const HOST_COMMAND = "command:remote:Command";

@@ -16,7 +16,7 @@ import {
     WRAPPER_PATH,
     WRAPPER_STATE_DIR,
     wrapperConfigSchema,
-} from "../../components/lib/render/runc-wrapper";
+} from "../../components/lib/links/runc-wrapper/render";
 import { makeScratch, scratchName } from "../support/scratch";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
 

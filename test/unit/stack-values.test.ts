@@ -12,7 +12,7 @@ import * as path from "path";
 import { stringify } from "yaml";
 import { workerSpec } from "../../components/chain/gpu-worker";
 import { renderWebEnv, renderWebSecretEnv } from "../../components/lib/render/concourse-web";
-import { renderConcourseWorker, renderWorkerEnv } from "../../components/lib/render/concourse-worker";
+import { renderConcourseWorker, renderWorkerEnv } from "../../components/lib/links/concourse-worker/render";
 import { EnvFileError, renderEnvFile } from "../../components/lib/render/env-file";
 import { RawStackConfig } from "../../stacks/config";
 import { namespaceKeysOf } from "../../stacks/namespace-keys";

@@ -14,7 +14,7 @@ import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
 import { parseStack } from "../../stacks/config";
 import { boardArgs } from "../../stacks/boards";
 import { boardStack } from "../fixtures/stacks/boards";
-import { serviceVmPaths } from "../../components/lib/render/fabric-service-vm";
+import { serviceVmPaths } from "../../components/lib/fabric/service-vm";
 
 const COMPONENT_TYPES = {
     worker: "gpu-workers:worker:GpuWorker",

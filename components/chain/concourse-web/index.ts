@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { ConcourseRelease } from "../../lib/render/concourse-release";
+import { ConcourseRelease } from "../../lib/concourse/release";
 import {
     CONCOURSE_WEB_PATHS,
     renderAuthorizedWorkerKeys,
@@ -14,7 +14,7 @@ import {
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
-import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/plan/web-settings";
+import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/settings/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
 import { reachHost, SshHostTransport } from "../host-access";
@@ -62,7 +62,7 @@ export type ConcourseWebDatabase =
 
 /**
  * ConcourseWeb's arguments: the host, the release, and the web's settings, which are
- * webSettingsSchema's (components/lib/plan/web-settings.ts: each field's doc and default are
+ * webSettingsSchema's (components/lib/settings/web-settings.ts: each field's doc and default are
  * written there, once), plus HTTPS and the database with their secrets.
  */
 export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {

@@ -1,10 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_HOST_STEPS } from "../../lib/host/step-transport";
 import { hostScriptPath } from "../../lib/host/scripts";
-import type { ConcourseRelease, PlannedRelease } from "../../lib/render/concourse-release";
+import type { ConcourseRelease, PlannedRelease } from "../../lib/concourse/release";
 import type { Artifact } from "../../lib/host/steps";
-import { ConcourseWorkerTerms, planConcourseWorker } from "../../lib/plan/leaf-terms";
-import { CONCOURSE_PATHS, renderConcourseWorker } from "../../lib/render/concourse-worker";
+import { partOf } from "../../lib/links/link";
+import { ConcourseWorkerTerms, planConcourseWorker } from "../../lib/links/concourse-worker/plan";
+import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "../../lib/links/concourse-worker/render";
 import { LOCAL_ARTIFACTS } from "../artifacts";
 import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
@@ -21,15 +22,20 @@ function concourseKey(component: string): (key: string) => string {
         return key;
     };
 }
-import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
+import { HostStepsComponent, LeafArgs } from "../host-steps-component";
 
-export interface ConcourseWorkerArgs extends HostAccessArgs, ConcourseWorkerTerms {
+/** The worker in a user's terms, with its release and wrapper: ConcourseWorker plans the rest from them. */
+export interface ConcourseWorkerGiven extends ConcourseWorkerTerms {
     /** The release: {url, sha256} the host downloads, or {path} of a tarball uploaded from here (hashed once per run). */
     binary: ConcourseRelease | PlannedRelease;
-    /** The TSA's host public key ("ssh-rsa AAAA..."); an output such as ConcourseWeb's `tsaPublicKey` works too. */
-    tsaPublicKey: pulumi.Input<string>;
     /** The wrapper `wrapRunc` puts in place (a new one runs the swap again). Default: this package's build, as RuncWrapper installs it. */
     wrapperBinary?: Artifact;
+}
+
+/** What the worker takes besides its plan: the keys and password only `up` knows, and the web it waits for. */
+export interface ConcourseWorkerExtras {
+    /** The TSA's host public key ("ssh-rsa AAAA..."); an output such as ConcourseWeb's `tsaPublicKey` works too. */
+    tsaPublicKey: pulumi.Input<string>;
     /** The worker's TSA private key: RSA in PEM, the only form Concourse reads (`concourse generate-key -t ssh`). Generated when absent. Pass a secret. */
     workerPrivateKey?: pulumi.Input<string>;
     /** The web user's password for the registration check (`registration`); pass a secret. */
@@ -48,6 +54,9 @@ export interface ConcourseWorkerArgs extends HostAccessArgs, ConcourseWorkerTerm
      */
     admission?: WebAdmission;
 }
+
+/** The host, the extras, and the worker in a user's terms or GpuWorker's planned part. */
+export type ConcourseWorkerArgs = LeafArgs<ConcourseWorkerGiven, ConcourseWorkerSettings> & ConcourseWorkerExtras;
 
 /**
  * The Concourse worker: the release, keys, its own containerd config, a systemd unit with the
@@ -73,14 +82,19 @@ export class ConcourseWorker extends HostStepsComponent {
             [CONCOURSE_PATHS.workerKey]: privateKey,
             ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
         };
-        const admitted = args.admission ? [...this.admit(name, args.name, args.admission, args.after ?? []).values()] : [];
-        const settings = planConcourseWorker({
-            ...args,
-            binary: LOCAL_ARTIFACTS.release(args.binary),
-            tsaPublicKey: tsaKeyNow,
-            wrapperBinary: args.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper,
-        });
-        this.placeOnHost(renderConcourseWorker(settings), args, {
+        const { settings, rendered } = partOf(
+            args,
+            (given: ConcourseWorkerGiven) =>
+                planConcourseWorker({
+                    ...given,
+                    binary: LOCAL_ARTIFACTS.release(given.binary),
+                    tsaPublicKey: tsaKeyNow,
+                    wrapperBinary: given.wrapperBinary ?? LOCAL_ARTIFACTS.built().wrapper,
+                }),
+            renderConcourseWorker,
+        );
+        const admitted = args.admission ? [...this.admit(name, settings.name, args.admission, args.after ?? []).values()] : [];
+        this.placeOnHost(rendered, args, {
             values,
             after: [...(args.after ?? []), ...admitted],
             checks: {

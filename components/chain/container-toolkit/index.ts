@@ -1,10 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
-import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { ContainerToolkitTerms, planContainerToolkit } from "../../lib/plan/leaf-terms";
-import { renderContainerToolkit } from "../../lib/render/container-toolkit";
+import { partOf } from "../../lib/links/link";
+import { planContainerToolkit, ContainerToolkitTerms } from "../../lib/links/container-toolkit/plan";
+import { renderContainerToolkit, ContainerToolkitSettings } from "../../lib/links/container-toolkit/render";
+import { HostStepsComponent, LeafArgs } from "../host-steps-component";
 
-/** The host, and the toolkit in a user's terms: the inventory, the GPU selection, versions. It plans the rest. */
-export interface ContainerToolkitArgs extends HostAccessArgs, ContainerToolkitTerms {}
+/** The host, and the toolkit in a user's terms (the inventory, the GPU selection, versions: it plans the rest), or GpuWorker's planned part. */
+export type ContainerToolkitArgs = LeafArgs<ContainerToolkitTerms, ContainerToolkitSettings>;
 
 /**
  * nvidia-container-toolkit or amd-container-toolkit at a pinned version, its runtime config,
@@ -14,7 +15,7 @@ export interface ContainerToolkitArgs extends HostAccessArgs, ContainerToolkitTe
 export class ContainerToolkit extends HostStepsComponent {
     constructor(name: string, args: ContainerToolkitArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:toolkit:ContainerToolkit", name, opts);
-        this.placeOnHost(renderContainerToolkit(planContainerToolkit(args)), args);
+        this.placeOnHost(partOf(args, (terms) => planContainerToolkit(terms), renderContainerToolkit).rendered, args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
 import { SERVICE_VM_DEFAULTS, serviceVmSpec } from "../../lib/plan/board-plan";
-import { FabricServiceVmSettings, renderFabricServiceVm } from "../../lib/render/fabric-service-vm";
+import { FabricServiceVmSettings, renderFabricServiceVm } from "../../lib/fabric/service-vm";
 
 /**
  * Its host (a shared board, reached over SSH) and the service VM in a user's terms: the image,

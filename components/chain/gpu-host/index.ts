@@ -7,7 +7,7 @@ import { onTransport, Transport } from "../../lib/host/transport";
 import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdDevices } from "../../lib/lxd/types";
 import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
-import type { SshHostShape } from "../../lib/plan/worker-spec";
+import type { SshHostShape } from "../../lib/settings/worker-spec";
 import { InventoryCheck } from "../../providers/checks/inventory-check";
 import { machineOf } from "../../providers/host/command-connection";
 import { HostConnection } from "../../providers/host/resources";

@@ -3,11 +3,12 @@ import { GpuInventory } from "../../lib/gpu/inventory";
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
-import { chainDriftCheck, ChainSettings, containerdTerms, toolkitTerms, validatorTerms, wrapperTerms } from "../../lib/plan/chain";
+import { chainDriftCheck } from "../../lib/plan/chain";
+import type { LinkComponent } from "../../lib/links/table";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
-import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/plan/settings";
-import { workDirAndDatasetsProblem } from "../../lib/plan/value-patterns";
-import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/plan/worker-spec";
+import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/settings/settings";
+import { workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
+import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
 import { HostDriftGuard } from "../../providers/drift";
 import { createHostFiles } from "../../providers/host/resources";
 import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
@@ -42,7 +43,7 @@ export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices">
 
 /**
  * GpuWorker's arguments: the host (transport, inventory) and the worker's settings, which are
- * the settings schema's (components/lib/plan/settings.ts: each field's doc and default are
+ * the settings schema's (components/lib/settings/settings.ts: each field's doc and default are
  * written there, once), plus what only a program can pass (outputs, secrets, the web).
  */
 export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
@@ -219,7 +220,7 @@ export class GpuWorker extends pulumi.ComponentResource {
         let concourse: ConcourseWorker | undefined;
         for (const link of plan.links) {
             const dependsOn = [gpuHost, guard, ...ownFiles, ...link.dependsOn.map((d) => created.get(d)!)];
-            const resource = createLink(link, spec, plan.settings, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
+            const resource = createLink(link, { ...access, placedEarlier: link.placedEarlier }, worker, { parent: this, dependsOn });
             if (resource instanceof ConcourseWorker) concourse = resource;
             created.set(link.name, resource);
         }
@@ -242,47 +243,44 @@ interface ConcourseExtras {
     admission?: WebAdmission;
 }
 
-/** Each link's component; the leaf components take the worker's terms and plan as planHost did (the same functions). */
-function createLink(
-    link: PlannedLink,
-    spec: WorkerSpec,
-    s: ChainSettings,
+/** Makes one link's component from its part of the host's plan. */
+type LinkMaker<K extends LinkComponent> = (
+    link: Extract<PlannedLink, { component: K }>,
+    access: HostAccessArgs,
+    worker: ConcourseExtras,
+    o: pulumi.ComponentResourceOptions,
+) => pulumi.Resource;
+
+/** Every link of the table (lib/links/table.ts) to its component, which takes its part of the plan: the compiler holds this to every link. */
+const LINK_COMPONENTS: { [K in LinkComponent]: LinkMaker<K> } = {
+    GpuDriver: (link, access, _worker, o) => new GpuDriver(link.name, { ...access, planned: link }, o),
+    FabricManager: (link, access, _worker, o) => new FabricManager(link.name, { ...access, planned: link }, o),
+    ContainerToolkit: (link, access, _worker, o) => new ContainerToolkit(link.name, { ...access, planned: link }, o),
+    ContainerdRuntime: (link, access, _worker, o) => new ContainerdRuntime(link.name, { ...access, planned: link }, o),
+    RuncWrapper: (link, access, _worker, o) => new RuncWrapper(link.name, { ...access, planned: link }, o),
+    WorkerValidator: (link, access, _worker, o) => new WorkerValidator(link.name, { ...access, planned: link }, o),
+    ConcourseWorker: (link, access, worker, o) =>
+        new ConcourseWorker(
+            link.name,
+            {
+                ...access,
+                planned: link,
+                tsaPublicKey: link.settings.tsaPublicKey ?? worker.tsaPublicKey!,
+                workerPrivateKey: worker.workerPrivateKey,
+                webPassword: worker.webPassword,
+                webCa: worker.webCa,
+                after: worker.after,
+                admission: worker.admission,
+            },
+            o,
+        ),
+};
+
+function createLink<K extends LinkComponent>(
+    link: Extract<PlannedLink, { component: K }>,
     access: HostAccessArgs,
     worker: ConcourseExtras,
     o: pulumi.ComponentResourceOptions,
 ): pulumi.Resource {
-    switch (link.component) {
-        case "GpuDriver":
-            return new GpuDriver(link.name, { ...access, vendor: s.driver!.vendor, version: s.driver!.version }, o);
-        case "FabricManager":
-            return new FabricManager(link.name, { ...access, ...s.fabricManager! }, o);
-        case "ContainerToolkit":
-            return new ContainerToolkit(link.name, { ...access, ...toolkitTerms(spec) }, o);
-        case "ContainerdRuntime":
-            return new ContainerdRuntime(link.name, { ...access, ...containerdTerms(spec) }, o);
-        case "RuncWrapper":
-            return new RuncWrapper(link.name, { ...access, ...wrapperTerms(spec) }, o);
-        case "WorkerValidator":
-            return new WorkerValidator(link.name, { ...access, ...validatorTerms(spec) }, o);
-        case "ConcourseWorker": {
-            // The worker's settings as a user's terms: the containerd config is ConcourseWorker's own.
-            const { tsaPublicKey: planned, containerdConfig: _ownConfig, wrapRunc, ...settings } = s.concourse!;
-            return new ConcourseWorker(
-                link.name,
-                {
-                    ...access,
-                    ...settings,
-                    wrapRunc: wrapRunc !== undefined,
-                    wrapperBinary: spec.artifacts.wrapper,
-                    tsaPublicKey: planned ?? worker.tsaPublicKey!,
-                    workerPrivateKey: worker.workerPrivateKey,
-                    webPassword: worker.webPassword,
-                    webCa: worker.webCa,
-                    after: worker.after,
-                    admission: worker.admission,
-                },
-                o,
-            );
-        }
-    }
+    return (LINK_COMPONENTS[link.component] as LinkMaker<K>)(link, access, worker, o);
 }

@@ -9,12 +9,12 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import { GpuNodeTerms, KubeObject, planCluster, PlannedObject } from "../../lib/kubernetes/objects";
-import { kubernetesSettingsSchema } from "../../lib/plan/kubernetes-settings";
-import { WORKER_DEFAULTS } from "../../lib/plan/settings";
+import { kubernetesSettingsSchema } from "../../lib/kubernetes/settings";
+import { WORKER_DEFAULTS } from "../../lib/settings/settings";
 
 /**
  * KubernetesGpuNodes' arguments: the cluster, its GPU nodes, and the settings of
- * kubernetesSettingsSchema (components/lib/plan/kubernetes-settings.ts: each field's doc and
+ * kubernetesSettingsSchema (components/lib/kubernetes/settings.ts: each field's doc and
  * default are written there, once).
  */
 export interface KubernetesGpuNodesArgs extends z.input<typeof kubernetesSettingsSchema> {

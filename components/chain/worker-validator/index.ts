@@ -1,10 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
-import { HostAccessArgs, HostStepsComponent } from "../host-steps-component";
-import { planWorkerValidator, WorkerValidatorTerms } from "../../lib/plan/leaf-terms";
-import { renderWorkerValidator } from "../../lib/render/worker-validator";
+import { partOf } from "../../lib/links/link";
+import { planWorkerValidator, WorkerValidatorTerms } from "../../lib/links/worker-validator/plan";
+import { renderWorkerValidator, WorkerValidatorSettings } from "../../lib/links/worker-validator/render";
+import { HostStepsComponent, LeafArgs } from "../host-steps-component";
 
-/** The host, and what the chain before it was given (inventory, selection, datasets, versions): it works out what a container must get. */
-export interface WorkerValidatorArgs extends HostAccessArgs, WorkerValidatorTerms {}
+/** The host, and what the chain before it was given (inventory, selection, datasets, versions: it works out what a container must get), or GpuWorker's planned part. */
+export type WorkerValidatorArgs = LeafArgs<WorkerValidatorTerms, WorkerValidatorSettings>;
 
 /**
  * After the chain: the driver agrees with the inventory, and a container started through
@@ -15,7 +16,7 @@ export interface WorkerValidatorArgs extends HostAccessArgs, WorkerValidatorTerm
 export class WorkerValidator extends HostStepsComponent {
     constructor(name: string, args: WorkerValidatorArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:validate:WorkerValidator", name, opts);
-        this.placeOnHost(renderWorkerValidator(planWorkerValidator(args)), args);
+        this.placeOnHost(partOf(args, (terms) => planWorkerValidator(terms), renderWorkerValidator).rendered, args);
         this.registerOutputs({ files: this.files, steps: this.steps });
     }
 }

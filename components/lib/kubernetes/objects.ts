@@ -7,7 +7,7 @@
  */
 import type { GpuInventory } from "../gpu/inventory";
 import { GpuSelection, migStrategy, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
-import { KATA_GPU_RUNTIME } from "../render/containerd";
+import { KATA_GPU_RUNTIME } from "../links/containerd/render";
 import { CRD_API_VERSION, gpuLeaseCrd, tenancyCrd } from "./crds";
 import type { KubeObject } from "./kube-object";
 import { GPU_NODE_LABEL, gpuNodeLabels } from "./node-labels";

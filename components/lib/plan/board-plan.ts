@@ -11,12 +11,12 @@ import type { PartitionTable } from "../fabric/partition-table";
 import type { GpuInventory } from "../gpu/inventory";
 import { PlanError } from "../gpu/plan";
 import { fileResourceName, stepResourceName } from "../host/steps";
-import { FabricServiceVmSettings, renderFabricServiceVm } from "../render/fabric-service-vm";
+import { FabricServiceVmSettings, renderFabricServiceVm } from "../fabric/service-vm";
 import { GpuHostPlan, planGpuHost, PlannedStep } from "./gpu-host";
 import { chainSteps, HostPlan, PlannedFile, planHost, StepsLink } from "./host-plan";
 import { placeOnce } from "./place-files";
-import { libvirtUri } from "./value-patterns";
-import type { WorkerSpec } from "./worker-spec";
+import { libvirtUri } from "../settings/value-patterns";
+import type { WorkerSpec } from "../settings/worker-spec";
 
 /** The service VM as a board declares it (the functions and partitions come from the board). */
 export type ServiceVmSpec = Omit<FabricServiceVmSettings, "nvswitchPci" | "memoryControllerPci" | "partitions">;

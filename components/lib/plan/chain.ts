@@ -1,59 +1,32 @@
 /**
- * From one worker host to the settings of every component in its chain, and the chain itself
- * in order. Pure: planHost (the one plan of a host) builds on it. GpuWorker gives each leaf
- * component the worker's terms (wrapperTerms and the like), which the component plans with
- * the functions used here (leaf-terms.ts), and the other links their settings.
+ * From one worker host to its chain: the one GPU plan, then each link of the table (links/table.ts)
+ * planned and rendered once, in order, with what it waits for. Pure: planHost (the one plan of a
+ * host) builds on it, and GpuWorker gives each leaf component its link's part.
  */
-import type { LxdHostShape, WorkerSpec } from "./worker-spec";
+import type { LxdHostShape, WorkerSpec } from "../settings/worker-spec";
 import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
-import { ConcourseWorkerSettings, renderConcourseWorker } from "../render/concourse-worker";
-import { ContainerdRuntimeSettings, renderContainerdRuntimeComponent } from "../render/containerd";
-import { ContainerToolkitSettings, renderContainerToolkit } from "../render/container-toolkit";
-import { FabricManagerSettings, renderFabricManager } from "../render/fabric-manager";
-import { GpuDriverSettings, renderGpuDriver } from "../render/gpu-driver";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { ExpectedFile, renderDriftCheck } from "../render/drift-check";
 import { sha256Text } from "../file-hash";
-import { Artifact, RenderedComponent } from "../host/steps";
-import { renderWorkerValidator, WorkerValidatorSettings } from "../render/worker-validator";
-import { renderRuncWrapperComponent, RuncWrapperSettings } from "../render/runc-wrapper";
-import {
-    ContainerdRuntimeTerms,
-    ContainerToolkitTerms,
-    planContainerdRuntime,
-    planConcourseWorker,
-    planContainerToolkit,
-    planGpuDriver,
-    planRuncWrapper,
-    planWorkerValidator,
-    RuncWrapperTerms,
-    WorkerValidatorTerms,
-} from "./leaf-terms";
+import { RenderedComponent } from "../host/steps";
+import type { LinkDef } from "../links/link";
+import { stoppedBeforeWorker } from "../links/concourse-worker/plan";
+import { LINK_ORDER, LINKS, LinkComponent, LinkSettings } from "../links/table";
 
-export interface ChainSettings {
-    /** The worker's GPU plan, from the inventory and the selection. */
-    plan: WorkerGpuPlan;
-    /** Absent on hosts without GPUs. */
-    driver?: GpuDriverSettings;
-    /** Absent on hosts without GPUs. */
-    toolkit?: ContainerToolkitSettings;
-    /** containerd's runtime entry for the wrapper. */
-    containerd: ContainerdRuntimeSettings;
-    /** The runc wrapper and its config. */
-    wrapper: RuncWrapperSettings;
-    /** The check, after the wrapper, that containers get what the plan says. */
-    validator: WorkerValidatorSettings;
-    /** Present only where the inventory declares NVSwitches (and fabricmanager is not off). */
-    fabricManager?: FabricManagerSettings;
-    /** Absent when the stack gives no Concourse binary: the chain stops before the worker. */
-    concourse?: ConcourseWorkerSettings;
-    /** Why the chain stops before the worker, in one line. */
-    stoppedBeforeWorker?: string;
+/** One link of a host's chain: its component type, child name, settings, what it places, and the links it waits for. */
+export type ChainLink = {
+    [K in LinkComponent]: { component: K; name: string; settings: LinkSettings<K>; rendered: RenderedComponent; dependsOn: string[] };
+}[LinkComponent];
+
+/** The link of one component type in a chain, typed by it; undefined where the chain has none. */
+export function linkOf<K extends LinkComponent>(links: readonly ChainLink[], component: K): Extract<ChainLink, { component: K }> | undefined {
+    return links.find((l): l is Extract<ChainLink, { component: K }> => l.component === component);
 }
 
-export function chainSettings(host: WorkerSpec): ChainSettings {
-    const plan = planWorkerGpus(host.inventory, {
+/** The worker's GPU plan, from the inventory, the selection and what the worker adds (tags, fabric). */
+export function workerGpus(host: WorkerSpec): WorkerGpuPlan {
+    return planWorkerGpus(host.inventory, {
         selection: host.selection,
         cdi: host.toolkit.cdi,
         fabricManager: host.fabricManager,
@@ -62,127 +35,41 @@ export function chainSettings(host: WorkerSpec): ChainSettings {
         privilegedMode: host.concourse.privilegedMode,
         ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
-    const gpuVendor = plan.vendor === "none" ? undefined : plan.vendor;
-    const settings: ChainSettings = {
-        plan,
-        containerd: planContainerdRuntime(containerdTerms(host)),
-        wrapper: planRuncWrapper(wrapperTerms(host), plan),
-        validator: planWorkerValidator(validatorTerms(host), plan),
-    };
-    if (gpuVendor) {
-        settings.driver = planGpuDriver({ vendor: gpuVendor, version: host.driver.version });
-        settings.toolkit = planContainerToolkit(toolkitTerms(host), plan);
-    }
-    if (plan.fabricManager.enabled) settings.fabricManager = { partitions: plan.fabricManager.partitions };
-    if (host.concourse.binary) {
-        if (host.concourse.tsaHost === undefined)
-            throw new Error(`host ${host.name}: concourse.tsaHost is required to run the worker (the TSA's address as the worker reaches it)`);
-        settings.concourse = planConcourseWorker({
-            name: host.name,
-            version: host.concourse.version,
-            tsaHost: host.concourse.tsaHost,
-            tsaPort: host.concourse.tsaPort,
-            tsaPublicKey: host.concourse.tsaPublicKey,
-            team: host.concourse.team,
-            tags: plan.tags,
-            workDir: host.concourse.workDir,
-            binary: host.concourse.binary,
-            networkMtu: host.concourse.networkMtu,
-            privilegedMode: host.concourse.privilegedMode,
-            ...(host.registration ? { registration: { ...host.registration, task: host.concourse.taskCheck } } : {}),
-            inUserNamespace:
-                host.concourse.userNamespace ??
-                (host.transport.lxd !== undefined && host.transport.lxd.type === "container" && host.transport.lxd.config["security.privileged"] !== "true"),
-            wrapRunc: true,
-            runcCves: host.wrapper.runcCves,
-            wrapperBinary: host.artifacts.wrapper,
-        });
-    } else {
-        settings.stoppedBeforeWorker = `host ${host.name}: concourse.binary is not set (give {url, sha256} or {path}), so the chain stops before the Concourse worker`;
-    }
-    return settings;
 }
 
-/** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
-export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBinary: Artifact } {
-    return {
-        inventory: host.inventory,
-        selection: host.selection,
-        cdi: host.toolkit.cdi,
-        datasets: host.datasets,
-        privilegedMode: host.concourse.privilegedMode,
-        allowSpec: host.wrapper.allow,
-        runcCves: host.wrapper.runcCves,
-        wrapperBinary: host.artifacts.wrapper,
-    };
-}
-
-/** The worker's containerd runtime handler in a user's terms. */
-export function containerdTerms(host: WorkerSpec): ContainerdRuntimeTerms & { helperBinary: Artifact } {
-    return {
-        inventory: host.inventory,
-        runtimeName: host.containerd.runtimeName,
-        default: host.containerd.default,
-        kata: host.containerd.kata,
-        cdi: host.toolkit.cdi,
-        helperBinary: host.artifacts.containerdToml,
-    };
-}
-
-/** The worker's validator in a user's terms. */
-export function validatorTerms(host: WorkerSpec): WorkerValidatorTerms {
-    return {
-        inventory: host.inventory,
-        selection: host.selection,
-        cdi: host.toolkit.cdi,
-        datasets: host.datasets,
-        driverVersion: host.driver.version,
-        ...(host.toolkit.version !== undefined ? { toolkitVersion: host.toolkit.version } : {}),
-    };
-}
-
-/** The worker's container toolkit in a user's terms. */
-export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
-    return {
-        inventory: host.inventory,
-        selection: host.selection,
-        cdi: host.toolkit.cdi,
-        ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}),
-        driverVersion: host.driver.version,
-    };
-}
-
-/** One link of the chain, in order: the component type, its child name and what it places. */
-export interface ChainLink {
-    component: "GpuDriver" | "ContainerToolkit" | "ContainerdRuntime" | "RuncWrapper" | "WorkerValidator" | "FabricManager" | "ConcourseWorker";
-    name: string;
-    rendered: RenderedComponent;
-    /** Names of the links this one waits for. */
-    dependsOn: string[];
+export interface ChainPlan {
+    /** The worker's GPU plan, which every link plans with. */
+    gpus: WorkerGpuPlan;
+    /** The links the worker has, in order. */
+    links: ChainLink[];
+    /** Why the chain stops before the worker, in one line. */
+    stoppedBeforeWorker?: string;
 }
 
 /** The chain of one host in order, the way GpuWorker builds it. */
-export function renderChain(hostName: string, s: ChainSettings): ChainLink[] {
+export function planChain(host: WorkerSpec): ChainPlan {
+    const gpus = workerGpus(host);
     const links: ChainLink[] = [];
-    const add = (component: ChainLink["component"], suffix: string, rendered: RenderedComponent, dependsOn: string[]) => {
-        const name = `${hostName}-${suffix}`;
-        links.push({ component, name, rendered, dependsOn });
-        return name;
-    };
     let previous: string[] = [];
-    if (s.driver) previous = [add("GpuDriver", "driver", renderGpuDriver(s.driver), previous)];
-    if (s.fabricManager) add("FabricManager", "fabric-manager", renderFabricManager(s.fabricManager), previous);
-    if (s.toolkit) previous = [add("ContainerToolkit", "toolkit", renderContainerToolkit(s.toolkit), previous)];
-    previous = [add("ContainerdRuntime", "containerd", renderContainerdRuntimeComponent(s.containerd), previous)];
-    previous = [add("RuncWrapper", "runc-wrapper", renderRuncWrapperComponent(s.wrapper), previous)];
-    // fabricmanager must run before a container can use an NVSwitch board's GPUs.
-    const fabricLinks = links.filter((l) => l.component === "FabricManager").map((l) => l.name);
-    previous = [add("WorkerValidator", "validate", renderWorkerValidator(s.validator), [...previous, ...fabricLinks])];
-    if (s.concourse) {
-        const fabric = links.filter((l) => l.component === "FabricManager").map((l) => l.name);
-        add("ConcourseWorker", "concourse", renderConcourseWorker(s.concourse), [...previous, ...fabric]);
+    const beside: string[] = [];
+    for (const component of LINK_ORDER) {
+        const link = planLink(component, host, gpus);
+        if (!link) continue;
+        const def: LinkDef<unknown> = LINKS[component];
+        link.dependsOn = def.afterBeside ? [...previous, ...beside] : previous;
+        links.push(link);
+        if (def.beside) beside.push(link.name);
+        else previous = [link.name];
     }
-    return links;
+    const stopped = stoppedBeforeWorker(host);
+    return { gpus, links, ...(stopped ? { stoppedBeforeWorker: stopped } : {}) };
+}
+
+function planLink<K extends LinkComponent>(component: K, host: WorkerSpec, gpus: WorkerGpuPlan): ChainLink | undefined {
+    const def = LINKS[component] as LinkDef<LinkSettings<K>>;
+    const settings = def.plan(host, gpus);
+    if (settings === undefined) return undefined;
+    return { component, name: `${host.name}-${def.suffix}`, settings, rendered: def.render(settings), dependsOn: [] } as ChainLink;
 }
 
 /** The GPU, dataset and config of a worker's LXD instance (GpuHost adds the sshd proxy). */

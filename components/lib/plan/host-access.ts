@@ -8,7 +8,7 @@ import { onTransport, Transport } from "../host/transport";
 import { lxdSshProxyDevice, lxdVmSshDevices } from "../lxd/devices";
 import type { LxdDevices, LxdInstanceType, LxdWaitFor } from "../lxd/types";
 import { authorizedKeysPath, LXD_SSHD_DROP_IN, renderSshdDropIn } from "../render/lxd-access";
-import type { SshHostShape } from "./worker-spec";
+import type { SshHostShape } from "../settings/worker-spec";
 
 /** The instance a host's LXD transport creates, as planning knows it (no server secrets). */
 export interface LxdInstancePlanInput {

@@ -8,19 +8,17 @@ import type { VerifyField } from "../discovery/verify";
 import { WorkerGpuPlan } from "../gpu/plan";
 import { describeCheck, fileResourceName, HostFile, inFileSet, inOwnFolder, RenderedComponent, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
-import { ChainLink, ChainSettings, chainSettings, lxdInstanceSettings, renderChain } from "./chain";
+import { ChainLink, lxdInstanceSettings, planChain } from "./chain";
 import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
 import { placeOnce } from "./place-files";
-import type { LxdHostShape, SshHostShape, WorkerSpec } from "./worker-spec";
+import type { LxdHostShape, SshHostShape, WorkerSpec } from "../settings/worker-spec";
 
-/** A link of the chain as the plan places it. */
-export interface PlannedLink extends ChainLink {
-    /**
-     * Paths this link renders and does not place itself: an earlier component of the host places
-     * them, identically, or the worker's set of the program's own files does (ownFiles).
-     */
-    placedEarlier: string[];
-}
+/**
+ * A link of the chain as the plan places it, with the paths it renders and does not place itself:
+ * an earlier component of the host places them, identically, or the worker's set of the program's
+ * own files does (ownFiles).
+ */
+export type PlannedLink = ChainLink & { placedEarlier: string[] };
 
 /** A file as the plan places it: once, by its owner (a component), through the resource named here. */
 export interface PlannedFile extends HostFile {
@@ -37,7 +35,6 @@ export interface HostPlan {
     host: GpuHostPlan;
     /** What GpuHost's inventory check compares: a pinned driver that differs is the driver step's to fix, so it only warns. */
     verify: { driverPin: string; warnOnly: VerifyField[] };
-    settings: ChainSettings;
     gpu: WorkerGpuPlan;
     links: PlannedLink[];
     /**
@@ -94,7 +91,7 @@ export function chainSteps(links: StepsLink[], inventoryStep: string): PlannedSt
 }
 
 export function planHost(spec: WorkerSpec): HostPlan {
-    const settings = chainSettings(spec);
+    const { gpus, links: chain, stoppedBeforeWorker } = planChain(spec);
     const hostComponent = `${spec.name}-host`;
     const hostTransport = onTransport<SshHostShape, LxdHostShape, Transport<SshHostShape, LxdInstancePlanInput>>(spec.transport, {
         ssh: (ssh) => ({ ssh: { user: ssh.user } }),
@@ -109,12 +106,11 @@ export function planHost(spec: WorkerSpec): HostPlan {
                 user: lxd.user,
                 ...(lxd.network !== undefined ? { network: lxd.network } : {}),
                 ...(lxd.address !== undefined ? { address: lxd.address } : {}),
-                ...lxdInstanceSettings(spec, lxd, settings.plan),
+                ...lxdInstanceSettings(spec, lxd, gpus),
             },
         }),
     });
     const host = planGpuHost(hostComponent, hostTransport);
-    const chain = renderChain(spec.name, settings);
     const placement = placeOnce(spec.name, [
         { owner: "GpuHost", files: host.files },
         ...chain.map((link) => ({ owner: link.component, files: link.rendered.files })),
@@ -150,8 +146,7 @@ export function planHost(spec: WorkerSpec): HostPlan {
             warnOnly:
                 spec.driver.version === "preinstalled" ? spec.verify.warnOnly : [...new Set([...spec.verify.warnOnly, "driver" as const, "cuda" as const])],
         },
-        settings,
-        gpu: settings.plan,
+        gpu: gpus,
         links,
         ownFiles,
         steps: [...host.steps, ...chainSteps(chain, inventoryStep)],
@@ -159,6 +154,6 @@ export function planHost(spec: WorkerSpec): HostPlan {
             const { owner, ...file } = f;
             return { ...file, component: owner, resource: resourceOf(owner, file) };
         }),
-        ...(settings.stoppedBeforeWorker ? { stoppedBeforeWorker: settings.stoppedBeforeWorker } : {}),
+        ...(stoppedBeforeWorker ? { stoppedBeforeWorker } : {}),
     };
 }

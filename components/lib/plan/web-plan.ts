@@ -4,7 +4,7 @@
  * resources from it and the offline render writes it out. Pure.
  */
 import { z } from "zod";
-import { webSettingsSchema } from "./web-settings";
+import { webSettingsSchema } from "../settings/web-settings";
 import { fileResourceName, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { lxdProxyDevice } from "../lxd/devices";
@@ -14,7 +14,7 @@ import { admissionPrefix, ConcourseWebSettings, renderConcourseWeb, renderWorker
 import { AccessShape, HostAccessPlan, LxdInstancePlanInput, planHostAccess, PlannedStep } from "./host-access";
 import { componentSteps, PlannedFile } from "./host-plan";
 import { placeOnce } from "./place-files";
-import type { SshHostShape } from "./worker-spec";
+import type { SshHostShape } from "../settings/worker-spec";
 
 /** An LXD web instance: the ports it publishes on the LXD server's `sshAddress`. */
 export interface LxdWebShape extends Omit<LxdInstancePlanInput, "devices"> {

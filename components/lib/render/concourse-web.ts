@@ -6,7 +6,7 @@
  */
 import { combine, scriptStep } from "../host/scripts";
 import { HOST_LIB_DIR, HostFile, pathSlug, RenderedComponent } from "../host/steps";
-import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "./concourse-release";
+import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "../concourse/release";
 import { renderEnvFile } from "./env-file";
 
 /** The web's own PostgreSQL on its host, or an external one. */

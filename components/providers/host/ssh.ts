@@ -13,7 +13,7 @@
 import * as net from "net";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
 import type { Duplex, Readable } from "stream";
-import { isHostAddress, POSIX_USER, PUBLIC_KEY_LINE } from "../../lib/plan/value-patterns";
+import { isHostAddress, POSIX_USER, PUBLIC_KEY_LINE } from "../../lib/settings/value-patterns";
 
 /** A jump host (bastion) the connection to the target goes through, with its own login and pinned key. */
 export interface SshProxy {

@@ -6,8 +6,8 @@
  * for all of them; device nodes a non-root user opens through its group; the datasets and
  * their modes; the environment. Pure.
  */
-import { hostScriptFile } from "../host/scripts";
-import { RenderedComponent, shellCommand } from "../host/steps";
+import { hostScriptFile } from "../../host/scripts";
+import { RenderedComponent, shellCommand } from "../../host/steps";
 
 export interface WorkerValidatorSettings {
     /** The GPUs' vendor, or none for a worker without GPUs (only the datasets and env are checked). */

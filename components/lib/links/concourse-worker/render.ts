@@ -2,14 +2,14 @@
  * The Concourse worker's files and step, as pure functions: its env file, TSA keys, the config
  * of the containerd Concourse starts itself, and the systemd unit with the tags.
  */
-import type { RuncCvePolicy } from "../gpu/spec-features";
-import { combine, hostScriptFile, scriptStep } from "../host/scripts";
-import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../host/steps";
-import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "./concourse-release";
-import { renderEnvFile } from "./env-file";
-import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../plan/value-patterns";
-import { WRAPPER_INSTALLER } from "./runc-wrapper";
-import type { PrivilegedMode } from "../gpu/plan";
+import type { RuncCvePolicy } from "../../gpu/spec-features";
+import { combine, hostScriptFile, scriptStep } from "../../host/scripts";
+import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../../host/steps";
+import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "../../concourse/release";
+import { renderEnvFile } from "../../render/env-file";
+import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../../settings/value-patterns";
+import { WRAPPER_INSTALLER } from "../runc-wrapper/render";
+import type { PrivilegedMode } from "../../gpu/plan";
 
 export interface ConcourseWorkerSettings {
     /** Worker name as `fly workers` shows it. */

@@ -7,10 +7,10 @@
  */
 import * as path from "path";
 import { parse, stringify, TomlPrimitive } from "smol-toml";
-import { sha256Text } from "../file-hash";
-import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
-import { renderRuntimePackages, RUNTIME_PACKAGES_STEP } from "./runtime-packages";
-import { Artifact, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
+import { sha256Text } from "../../file-hash";
+import { combine, hostScriptFile, PACKAGE_ROOT } from "../../host/scripts";
+import { renderRuntimePackages, RUNTIME_PACKAGES_STEP } from "../../render/runtime-packages";
+import { Artifact, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../../host/steps";
 
 export interface ContainerdRuntimeSettings {
     /** CRI runtime handler name, e.g. "gpu" (Kubernetes RuntimeClass handler). */

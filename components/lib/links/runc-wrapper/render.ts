@@ -5,11 +5,11 @@
  */
 import * as path from "path";
 import { z } from "zod";
-import { WorkerGpuPlan } from "../gpu/plan";
-import { RuncCvePolicy, SPEC_FEATURE_NAMES, SpecFeature } from "../gpu/spec-features";
-import { combine, hostScriptFile, PACKAGE_ROOT } from "../host/scripts";
-import { renderRuntimePackages } from "./runtime-packages";
-import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../host/steps";
+import { WorkerGpuPlan } from "../../gpu/plan";
+import { RuncCvePolicy, SPEC_FEATURE_NAMES, SpecFeature } from "../../gpu/spec-features";
+import { combine, hostScriptFile, PACKAGE_ROOT } from "../../host/scripts";
+import { renderRuntimePackages } from "../../render/runtime-packages";
+import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../../host/steps";
 
 /** Where the wrapper binary is uploaded (and what containerd's BinaryName names). */
 export const WRAPPER_PATH = `${HOST_LIB_DIR}/runc-wrapper`;

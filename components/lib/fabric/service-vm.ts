@@ -10,7 +10,7 @@ import { stringify } from "yaml";
 import { sha256Text } from "../file-hash";
 import { hostScriptFile, OWNERSHIP_SCRIPT, readHostScript } from "../host/scripts";
 import { HOST_ETC_DIR, HostFile, HostStep, RenderedComponent, shellCommand } from "../host/steps";
-import { FABRIC_MANAGER_CONFIG, renderFabricManagerConfig } from "./fabric-manager";
+import { FABRIC_MANAGER_CONFIG, renderFabricManagerConfig } from "../links/fabric-manager/render";
 
 export interface FabricServiceVmSettings {
     /** libvirt domain name. Example: "hgx-a-fabric". */

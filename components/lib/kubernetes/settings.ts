@@ -5,8 +5,8 @@
  * default are written here only. Pure.
  */
 import { z } from "zod";
-import { RUNTIME_OFFERS } from "../kubernetes/objects";
-import { nonNegativeInt } from "./settings";
+import { RUNTIME_OFFERS } from "./objects";
+import { nonNegativeInt } from "../settings/settings";
 
 /** A DNS label (RFC 1123), as Kubernetes names namespaces and nodes' parts. */
 export const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -1,8 +1,8 @@
-import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
-import { RenderedComponent } from "../host/steps";
-import type { VendorRepository } from "../repos/vendor-repos";
-import { driverPin } from "../toolkit/pins";
-import { keyringPath, renderAptPinFile, renderVendorRepository, sourcePath } from "./apt-sources";
+import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../../host/scripts";
+import { RenderedComponent } from "../../host/steps";
+import type { VendorRepository } from "../../repos/vendor-repos";
+import { driverPin } from "../../toolkit/pins";
+import { keyringPath, renderAptPinFile, renderVendorRepository, sourcePath } from "../../render/apt-sources";
 
 export interface GpuDriverSettings {
     /** Whose driver: NVIDIA's, or AMD's ROCm. */

@@ -7,7 +7,7 @@ import type { GpuInventory } from "../gpu/inventory";
 import type { LxdInstanceType } from "../lxd/types";
 import type { Transport } from "../host/transport";
 import type { Artifact } from "../host/steps";
-import type { PlannedRelease } from "../render/concourse-release";
+import type { PlannedRelease } from "../concourse/release";
 import type { WorkerSettings } from "./settings";
 
 /** A machine reached over SSH. */

@@ -1,10 +1,10 @@
 import { stringify } from "smol-toml";
-import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
-import { HostFile, RenderedComponent, shellCommand } from "../host/steps";
-import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "./apt-sources";
-import type { VendorRepository } from "../repos/vendor-repos";
-import { toolkitPin } from "../toolkit/pins";
-import { cveFloorArgs } from "../toolkit/versions";
+import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../../host/scripts";
+import { HostFile, RenderedComponent, shellCommand } from "../../host/steps";
+import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "../../render/apt-sources";
+import type { VendorRepository } from "../../repos/vendor-repos";
+import { toolkitPin } from "../../toolkit/pins";
+import { cveFloorArgs } from "../../toolkit/versions";
 
 export interface ContainerToolkitSettings {
     /** Whose toolkit: nvidia-container-toolkit or amd-container-toolkit. */

@@ -1,5 +1,5 @@
-import { combine, OWNERSHIP_SCRIPT, scriptStep } from "../host/scripts";
-import { RenderedComponent } from "../host/steps";
+import { combine, OWNERSHIP_SCRIPT, scriptStep } from "../../host/scripts";
+import { RenderedComponent } from "../../host/steps";
 
 export interface FabricManagerSettings {
     /** Fabric partitions to activate (shared NVSwitch multi-tenancy); empty: the whole fabric for this host. */

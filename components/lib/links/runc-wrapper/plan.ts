@@ -1,0 +1,92 @@
+/** The runc wrapper link: its terms, its plan, and its row of the chain. Pure. */
+import type { RuncCvePolicy, SpecFeature } from "../../gpu/spec-features";
+import { GpuInventory } from "../../gpu/inventory";
+import type { Artifact } from "../../host/steps";
+import { GpuSelection, PrivilegedMode } from "../../gpu/plan";
+import { WORKER_DEFAULTS } from "../../settings/settings";
+import type { WorkerSpec } from "../../settings/worker-spec";
+import { NVIDIA_RUNTIME_BINARY } from "../container-toolkit/render";
+import type { LinkDef } from "../link";
+import { builtin, containerGpus, DatasetTerms, datasetsOf } from "../terms";
+import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings } from "./render";
+
+/** What the wrapper hands containers to. */
+export type WrapperRuntime = "nvidia-container-runtime" | "runc";
+
+/** The runc wrapper in a user's terms. */
+export interface RuncWrapperTerms {
+    /** The declared GPU inventory (inventorySchema.parse(...)). */
+    inventory: GpuInventory;
+    /** The GPUs every container gets (and no others): "all" or indices. Example: [0, 1]. Default: "all". */
+    selection?: GpuSelection;
+    /** Name NVIDIA GPUs by CDI id (ContainerToolkit's CDI spec must be on the host). Default: true. */
+    cdi?: boolean;
+    /** The dataset root mounted into every container, read-only but for the folders with a writable suffix. Default: /srv, suffixes _writable and _rw. */
+    datasets?: DatasetTerms;
+    /**
+     * What Concourse gives a `privileged: true` step on this host: "ignore", "fuse-only" or
+     * "full". Any mode but ignore lets the wrapper create containers that can undo the
+     * read-only datasets. Default: "ignore".
+     */
+    privilegedMode?: PrivilegedMode;
+    /** Spec features the wrapper lets through (it refuses each otherwise, naming it): SPEC_FEATURES. Example: ["cdi-annotations"]. Default: none. */
+    allowSpec?: SpecFeature[];
+    /** A runc open to a known container breakout: "warn" (name the CVEs) or "refuse" (fail the step). Default: "warn". */
+    runcCves?: RuncCvePolicy;
+    /**
+     * What the wrapper hands `create` and `run` to: "nvidia-container-runtime" (ContainerToolkit
+     * installs it; it gives a container its NVIDIA GPUs) or "runc" (the host's runc, which the
+     * wrapper sets aside). Default: nvidia-container-runtime on an NVIDIA inventory, else runc.
+     */
+    runtime?: WrapperRuntime;
+    /** The runc that callers find (the one moved aside). Default: `command -v runc` on the host. */
+    runcPath?: string;
+    /** The built wrapper to upload, with its sha256. Default: dist/wrapper/runc-wrapper of this package, hashed by the component. */
+    wrapperBinary?: Artifact;
+    /** The wrapper's log. Default: /var/log/gpu-workers/runc-wrapper.log. */
+    logPath?: string;
+}
+
+const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtime": NVIDIA_RUNTIME_BINARY, runc: RUNC_REAL_PATH };
+
+/** The wrapper's settings; `plan` is the worker's GPU plan where the chain has one already. */
+export function planRuncWrapper(
+    terms: RuncWrapperTerms & { wrapperBinary: Artifact },
+    plan = containerGpus(terms.inventory, terms.selection, terms.cdi),
+): RuncWrapperSettings {
+    const runtime = terms.runtime ?? (terms.inventory.vendor === "nvidia" ? "nvidia-container-runtime" : "runc");
+    const privilegedMode = terms.privilegedMode ?? builtin(WORKER_DEFAULTS.concourse?.privilegedMode, "concourse.privilegedMode");
+    return {
+        plan,
+        datasets: datasetsOf(terms.datasets),
+        realRuntime: RUNTIME_PATHS[runtime],
+        // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
+        allowPrivileged: privilegedMode !== "ignore",
+        allowSpec: terms.allowSpec ?? builtin(WORKER_DEFAULTS.wrapper?.allow, "wrapper.allow"),
+        runcCves: terms.runcCves ?? builtin(WORKER_DEFAULTS.wrapper?.runcCves, "wrapper.runcCves"),
+        ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
+        wrapperBinary: terms.wrapperBinary,
+        ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
+    };
+}
+
+/** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
+export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBinary: Artifact } {
+    return {
+        inventory: host.inventory,
+        selection: host.selection,
+        cdi: host.toolkit.cdi,
+        datasets: host.datasets,
+        privilegedMode: host.concourse.privilegedMode,
+        allowSpec: host.wrapper.allow,
+        runcCves: host.wrapper.runcCves,
+        wrapperBinary: host.artifacts.wrapper,
+    };
+}
+
+/** Every worker gets the wrapper. */
+export const runcWrapperLink: LinkDef<RuncWrapperSettings> = {
+    suffix: "runc-wrapper",
+    plan: (host, gpus) => planRuncWrapper(wrapperTerms(host), gpus),
+    render: renderRuncWrapperComponent,
+};
