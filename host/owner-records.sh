@@ -30,8 +30,9 @@ claim() {
   mv -f "$dir/$owner.tmp" "$dir/$owner"
 }
 
-# Runs the delete command; what it reads from stdin ends at once, as a drained command's did.
-undo() { sh -c "$1" </dev/null; }
+# Runs the delete command in a shell of its own (an `exit` in it ends only it); its stdin ends at
+# once, as a drained command's did.
+undo() { bash -c "$1" </dev/null; }
 
 release() {
   local dir=$1 owner=$2 resource=$3 slot=$4 delete=$5 others f
