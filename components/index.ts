@@ -54,13 +54,7 @@ export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, REGISTR
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/plan/web-settings";
 export { kubernetesSettingsSchema, tenantSchema } from "./lib/plan/kubernetes-settings";
 export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
-export {
-    BUILTIN_PARTITION_TABLES,
-    DEFAULT_PARTITION_TABLE,
-    partitionListSchema,
-    FabricPartition,
-    PartitionTable,
-} from "./lib/fabric/partition-table";
+export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
 
 // A worker host's whole plan without Pulumi (every step, file and tag): planHost(workerSpec(name, args)).
 export { workerSpec } from "./chain/gpu-worker";
