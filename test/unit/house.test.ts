@@ -1,7 +1,8 @@
 /**
  * The layout's rules, checked on the sources: components/ never reads the stack config, the
  * pure libraries import no Pulumi and no provider or component, providers import no
- * component, stacks/ imports components through the public API only, and the host-script
+ * component, stacks/, cli/ and bench/ reach components only through its two entries (the
+ * public face, components/index.ts, and the program's, components/program.ts), and the host-script
  * loader reads host/ (what hosts receive) and nothing else.
  */
 import * as assert from "assert";
@@ -55,16 +56,18 @@ describe("the house (layout rules)", () => {
         );
     });
 
-    it("stacks/ reaches components only through the public API (components/index.ts)", () => {
-        assert.deepStrictEqual(
-            offenders("stacks", (i) => i.startsWith("components/") && i !== "components/index"),
-            [],
-        );
-    });
+    for (const dir of ["stacks", "cli", "bench"]) {
+        it(`${dir}/ reaches components only through its two entries (components/index.ts, components/program.ts)`, () => {
+            assert.deepStrictEqual(
+                offenders(dir, (i) => i.startsWith("components/") && i !== "components/index" && i !== "components/program"),
+                [],
+            );
+        });
+    }
 
-    it("components/ holds its three kinds and the public API, nothing loose", () => {
+    it("components/ holds its three kinds and the two entries, nothing loose", () => {
         const entries = fs.readdirSync(path.join(PACKAGE_ROOT, "components")).sort();
-        assert.deepStrictEqual(entries, ["chain", "index.ts", "lib", "providers"]);
+        assert.deepStrictEqual(entries, ["chain", "index.ts", "lib", "program.ts", "providers"]);
     });
 
     it("the host-script loader reads host/ and nothing else", () => {
