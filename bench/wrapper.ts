@@ -28,7 +28,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { renderWrapperConfig } from "../components/lib/links/runc-wrapper/render";
+import { renderWrapperConfig } from "../components/program";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, writeSettings } from "../test/realtool/wrapper-support";
 
 const FOLDER_COUNTS = [0, 50, 200, 2000, 5000];

@@ -9,10 +9,7 @@
  */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import { readHostScript } from "../components/lib/host/scripts";
-import { DiscoveryDocumentError, readDiscoveryDocument } from "../components/lib/discovery/document";
-import { interpretDiscovery } from "../components/lib/discovery/parse";
-import { renderInventoryYaml } from "../components/lib/discovery/yaml-block";
+import { DiscoveryDocumentError, interpretDiscovery, readDiscoveryDocument, readHostScript, renderInventoryYaml } from "../components/program";
 
 export const USAGE = `usage: npm run discover -- (--ssh user@host [--port N] [--identity FILE] | --local | --from FILE|-) [--raw | --json]
   --ssh user@host  run the discovery script on that host over ssh (bash -s; no files are copied)

@@ -3,7 +3,7 @@
  * workers, and the planner can meet every board's workers; then the boards as the validated
  * stack holds them.
  */
-import { GpuWorkerArgsError, PartitionPlanError, planBoard, UNREAD_ARTIFACTS } from "../components";
+import { GpuWorkerArgsError, PartitionPlanError, planBoard, UNREAD_ARTIFACTS } from "../components/program";
 import { boardSpecOf } from "./board-config";
 import { isBoard, ParsedHost } from "./host-config";
 import { BoardConfig, BoardWorkerConfig } from "./schema";

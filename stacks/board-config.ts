@@ -4,7 +4,7 @@
  * with placeholders for what only `up` knows. The offline render and the check of the stack
  * plan from this.
  */
-import { ArtifactSource, boardSpec, BoardSpec } from "../components";
+import { ArtifactSource, boardSpec, BoardSpec } from "../components/program";
 import { boardArgs } from "./boards";
 import type { StackWeb } from "./component-args";
 import { BoardConfig } from "./schema";

@@ -3,7 +3,7 @@
  * its workers' arguments made the way stacks/component-args.ts makes any worker's (secrets
  * read from the config keys they name).
  */
-import { HostStepTransport, SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components";
+import { HostStepTransport, SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components/program";
 import { SecretLookup, sshTransportArgs, StackWeb, workerArgs } from "./component-args";
 import { BoardConfig } from "./schema";
 

@@ -15,8 +15,8 @@ import {
     onTransport,
     SshHostTransport,
     WebForWorkers,
-} from "../components";
-import type { ConcourseRelease } from "../components";
+} from "../components/program";
+import type { ConcourseRelease } from "../components/program";
 import type { ClusterConfig } from "./kubernetes-schema";
 import { HostConfig, LxdTransport, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig } from "./web-schema";

@@ -2,7 +2,7 @@
  * Validates the raw stack config and applies defaults. Every problem is collected and
  * reported together, each with its path (`hosts[2].gpus[0].index: ...`).
  */
-import { HostStepTransport, isPlainObject, mergeSettings } from "../components";
+import { HostStepTransport, isPlainObject, mergeSettings } from "../components/program";
 import { boardProblems, collectBoards } from "./board-checks";
 import { crossHostProblems } from "./cross-host-checks";
 import { checkLayer, covered, isBoard, Layer, parseHost, SETTINGS_KEYS, toolkitProblems } from "./host-config";

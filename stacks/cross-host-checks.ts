@@ -2,7 +2,7 @@
  * The checks across the hosts of the stack: names, machines, renames and LXD ports used once,
  * and each host's GPU plan (boards and their workers: board-checks.ts).
  */
-import { PlanError, planWorkerGpus } from "../components";
+import { PlanError, planWorkerGpus } from "../components/program";
 import { isBoard, ParsedHost } from "./host-config";
 
 /** Checks across hosts, and each host's GPU plan, on whatever parsed (a host with other problems included). */

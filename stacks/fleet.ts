@@ -4,8 +4,8 @@
  * goes through the same mapping).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb, GpuWorker, KubernetesGpuNodes } from "../components";
-import type { SharedGpuBoard } from "../components";
+import { ConcourseWeb, GpuWorker, KubernetesGpuNodes } from "../components/program";
+import type { SharedGpuBoard } from "../components/program";
 import { buildBoards } from "./boards";
 import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "./component-args";
 import type { StackConfig } from "./config";

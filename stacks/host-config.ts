@@ -15,7 +15,7 @@ import {
     toolkitVersionProblems,
     WHOLE_VALUES,
     workDirAndDatasetsProblem,
-} from "../components";
+} from "../components/program";
 import { describe, formatPath, issuesOf } from "./issues";
 import {
     BoardFabric,

@@ -4,7 +4,7 @@
  * the cluster has; the nodes of a cluster agree on the wrapper's handler, and have Kata's
  * runtime where the cluster offers it. Every problem is reported with its path.
  */
-import { isPlainObject, RUNTIME_CLASS_NAMES } from "../components";
+import { isPlainObject, RUNTIME_CLASS_NAMES } from "../components/program";
 import { issuesOf } from "./issues";
 import { KubernetesConfig, kubernetesSchema } from "./kubernetes-schema";
 import type { Settings } from "./schema";

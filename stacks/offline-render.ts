@@ -22,8 +22,8 @@ import {
     WebPlan,
     webSpec,
     workerSpec,
-} from "../components";
-import type { Artifact, PlannedStep } from "../components";
+} from "../components/program";
+import type { Artifact, PlannedStep } from "../components/program";
 import * as pulumi from "@pulumi/pulumi";
 import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
 import { parseStack, RawStackConfig, StackConfig } from "./config";

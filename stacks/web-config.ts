@@ -3,7 +3,7 @@
  * names and ports no host may share, and how each worker reaches the TSA. Every problem is
  * reported with its path.
  */
-import { isPlainObject, onTransport } from "../components";
+import { isPlainObject, onTransport } from "../components/program";
 import { HostConfig, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig, webSchema } from "./web-schema";
 import { issuesOf } from "./issues";

@@ -1,9 +1,10 @@
 /**
  * The layout's rules, checked on the sources: components/ never reads the stack config, the
  * pure libraries import no Pulumi and no provider or component, providers import no
- * component, stacks/ imports components through the public API only, the host-script
- * loader reads host/ (what hosts receive) and nothing else, and the shell programs live there,
- * not in strings of the TypeScript.
+ * component, stacks/, cli/ and bench/ reach components only through its two entries (the
+ * public face, components/index.ts, and the program's, components/program.ts), the rooms of
+ * components/lib import one way, the host-script loader reads host/ (what hosts receive) and
+ * nothing else, and the shell programs live there, not in strings of the TypeScript.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
@@ -125,16 +126,18 @@ describe("the house (layout rules)", () => {
         );
     });
 
-    it("stacks/ reaches components only through the public API (components/index.ts)", () => {
-        assert.deepStrictEqual(
-            offenders("stacks", (i) => i.startsWith("components/") && i !== "components/index"),
-            [],
-        );
-    });
+    for (const dir of ["stacks", "cli", "bench"]) {
+        it(`${dir}/ reaches components only through its two entries (components/index.ts, components/program.ts)`, () => {
+            assert.deepStrictEqual(
+                offenders(dir, (i) => i.startsWith("components/") && i !== "components/index" && i !== "components/program"),
+                [],
+            );
+        });
+    }
 
-    it("components/ holds its three kinds and the public API, nothing loose", () => {
+    it("components/ holds its three kinds and the two entries, nothing loose", () => {
         const entries = fs.readdirSync(path.join(PACKAGE_ROOT, "components")).sort();
-        assert.deepStrictEqual(entries, ["chain", "index.ts", "lib", "providers"]);
+        assert.deepStrictEqual(entries, ["chain", "index.ts", "lib", "program.ts", "providers"]);
     });
 
     it("the host-script loader reads host/ and nothing else", () => {

@@ -1,10 +1,14 @@
 /**
- * The package's public API (components/index.ts, what `gpu-workers` resolves to): every
- * component with the argument type its constructor takes, the inventory schema, the plans
- * and discovery; none of the planner's internals (the chain's settings, the renderers, the
- * rule for a path placed twice, the host step model).
+ * The package's public face (components/index.ts, what `gpu-workers` resolves to, and the
+ * only module its `exports` map lets a consumer import): every component with the argument
+ * type its constructor takes, the schemas, planHost and discovery; none of the planner's
+ * internals (the chain's settings, the renderers, the rule for a path placed twice, the host
+ * step model) and nothing the program alone uses (components/program.ts).
  */
 import * as assert from "assert";
+import * as fs from "fs";
+import { createRequire } from "module";
+import * as os from "os";
 import * as path from "path";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
@@ -22,22 +26,115 @@ const COMPONENTS = [
     "SharedGpuBoard",
     "ConcourseWorker",
     "ConcourseWeb",
+    "KubernetesGpuNodes",
 ];
-const REQUIRED = [
-    "WebForWorkers",
-    "inventorySchema",
+/** Every name the package exports, sorted: a name given to or taken from consumers shows here. */
+const PUBLIC_FACE = [
+    "BUILTIN_PARTITION_TABLES",
+    "ConcourseRelease",
+    "ConcourseWeb",
+    "ConcourseWebArgs",
+    "ConcourseWebArgsError",
+    "ConcourseWebDatabase",
+    "ConcourseWorker",
+    "ConcourseWorkerArgs",
+    "ContainerToolkit",
+    "ContainerToolkitArgs",
+    "ContainerdRuntime",
+    "ContainerdRuntimeArgs",
+    "DEFAULT_HOST_STEPS",
+    "DEFAULT_PARTITION_TABLE",
+    "DiscoveryDocumentError",
+    "DiscoveryResult",
+    "FabricManager",
+    "FabricManagerArgs",
+    "FabricManagerMode",
+    "FabricPartition",
+    "FabricServiceVm",
+    "FabricServiceVmArgs",
+    "GPU_NODE_LABEL",
+    "Gpu",
+    "GpuDriver",
+    "GpuDriverArgs",
+    "GpuHost",
+    "GpuHostArgs",
     "GpuInventory",
-    "settingsSchema",
-    "WORKER_DEFAULTS",
-    "planHost",
-    "workerSpec",
-    "planBoard",
-    "planWebHost",
-    "parseDiscoveryDocument",
-    "readDiscoveryDocument",
-    "compareInventory",
+    "GpuInventoryInput",
+    "GpuNodeTerms",
+    "GpuSelection",
+    "GpuWorker",
+    "GpuWorkerArgs",
+    "GpuWorkerArgsError",
+    "GpuWorkerLxdTransport",
+    "HOST_STEP_TRANSPORTS",
     "HostAccessArgs",
+    "HostConnection",
+    "HostPlan",
+    "HostStepTransport",
+    "KubernetesGpuNodes",
+    "KubernetesGpuNodesArgs",
+    "KubernetesGpuNodesArgsError",
+    "LXD_TRANSPORT_DEFAULTS",
+    "LxdHostTransport",
+    "LxdWebTransport",
+    "MigInstance",
+    "PRIVILEGED_MODES",
+    "PartitionPlanError",
+    "PartitionTable",
+    "PlanError",
+    "PlannedFile",
+    "PlannedLink",
+    "PlannedRelease",
+    "PlannedStep",
+    "PrivilegedMode",
+    "REGISTRATION_TIMEOUT_SECONDS",
+    "RUNTIME_CLASS_NAMES",
+    "RUNTIME_OFFERS",
+    "RuncWrapper",
+    "RuncWrapperArgs",
+    "RuntimeOffer",
+    "SERVICE_VM_DEFAULTS",
+    "SSH_PORT_DEFAULT",
+    "SSH_USER_DEFAULT",
+    "SettingsLayer",
+    "SharedGpuBoard",
+    "SharedGpuBoardArgs",
+    "SharedGpuBoardWorker",
+    "SshHostTransport",
+    "SshJumpHost",
+    "TenantTerms",
+    "Transport",
+    "VERIFY_FIELDS",
+    "VerifyField",
+    "WORKER_DEFAULTS",
+    "WebAdmission",
+    "WebForWorkers",
+    "WorkerFabricPartition",
+    "WorkerSettings",
+    "WorkerSpec",
+    "WorkerValidator",
+    "WorkerValidatorArgs",
+    "WrapperRuntime",
+    "compareInventory",
+    "externalDatabaseFields",
+    "formatVerification",
+    "gpuSchema",
+    "hostStepsSchema",
+    "inventorySchema",
+    "kubernetesSettingsSchema",
+    "localDatabaseSchema",
     "lxd",
+    "migInstanceSchema",
+    "parseDiscoveryDocument",
+    "partitionListSchema",
+    "planHost",
+    "readDiscoveryDocument",
+    "renderInventoryYaml",
+    "settingsSchema",
+    "tenantSchema",
+    "verifyOptionsSchema",
+    "webSettingsSchema",
+    "workerSpec",
 ];
 const INTERNAL = [
     "placeOnce",
@@ -64,9 +161,29 @@ const INTERNAL = [
     "toolkitTerms",
     "planRuncWrapper",
     "planContainerToolkit",
+    // The program's own (components/program.ts): its config's merge rule, value forms and checks, the docs, the render's other plans.
+    "mergeSettings",
+    "isPlainObject",
+    "WHOLE_VALUES",
+    "port",
+    "posixUser",
+    "onTransport",
+    "fieldDocs",
+    "settingsTable",
+    "planWorkerGpus",
+    "planWorkerAdmission",
+    "planWebHost",
+    "planBoard",
+    "boardSpec",
+    "webSpec",
+    "kubernetesGpuNodesObjects",
+    "LOCAL_ARTIFACTS",
+    "UNREAD_ARTIFACTS",
+    "readHostScript",
+    "interpretDiscovery",
 ];
 
-describe("the public API (components/index.ts)", function () {
+describe("the public face (components/index.ts)", function () {
     this.timeout(60000);
     let checker: ts.TypeChecker;
     let exported: Map<string, ts.Symbol>;
@@ -86,8 +203,12 @@ describe("the public API (components/index.ts)", function () {
         exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!).map((s) => [s.name, s]));
     });
 
-    it("exports every component, the argument type its constructor takes, and what a program needs besides", () => {
-        const missing = [...COMPONENTS, ...COMPONENTS.map((c) => `${c}Args`), ...REQUIRED].filter((name) => !exported.has(name));
+    it("exports exactly the names of its list", () => {
+        assert.deepStrictEqual([...exported.keys()].sort(), PUBLIC_FACE);
+    });
+
+    it("exports every component and the argument type its constructor takes", () => {
+        const missing = [...COMPONENTS, ...COMPONENTS.map((c) => `${c}Args`)].filter((name) => !exported.has(name));
         assert.deepStrictEqual(missing, []);
         for (const component of COMPONENTS) {
             const symbol = exported.get(component)!;
@@ -98,13 +219,40 @@ describe("the public API (components/index.ts)", function () {
         }
     });
 
-    it("exports none of the planner's internals: no renderer, no component's inner settings", () => {
+    it("exports none of the planner's internals and none of the program's own: no renderer, no component's inner settings, no validator", () => {
         const leaked = [...exported.keys()].filter(
             (name) =>
                 INTERNAL.includes(name) ||
                 (/^render/.test(name) && name !== "renderInventoryYaml") ||
+                /Problems?$/.test(name) ||
                 (/^[A-Z]\w*Settings$/.test(name) && name !== "WorkerSettings"),
         );
         assert.deepStrictEqual(leaked, []);
     });
+});
+
+describe("the package's exports map, as a consumer's require sees it", () => {
+    let consumer: string;
+    let requireFromConsumer: NodeJS.Require;
+
+    before(() => {
+        // A consumer's project with the package installed: its package.json and built dist/, linked.
+        consumer = fs.mkdtempSync(path.join(os.tmpdir(), "gw-exports-"));
+        const installed = path.join(consumer, "node_modules", "gpu-workers");
+        fs.mkdirSync(installed, { recursive: true });
+        for (const entry of ["package.json", "dist"]) fs.symlinkSync(path.join(PACKAGE_ROOT, entry), path.join(installed, entry));
+        requireFromConsumer = createRequire(path.join(consumer, "index.js"));
+    });
+
+    after(() => fs.rmSync(consumer, { recursive: true, force: true }));
+
+    it("resolves the package to the public face", () => {
+        assert.strictEqual(requireFromConsumer.resolve("gpu-workers"), path.join(PACKAGE_ROOT, "dist", "components", "index.js"));
+    });
+
+    for (const internal of ["gpu-workers/dist/components/lib/plan/host-plan", "gpu-workers/dist/components/program", "gpu-workers/dist/components/index.js"]) {
+        it(`refuses ${internal}`, () => {
+            assert.throws(() => requireFromConsumer.resolve(internal), { code: "ERR_PACKAGE_PATH_NOT_EXPORTED" });
+        });
+    }
 });

@@ -1,0 +1,50 @@
+/**
+ * The program's own entry (stacks/, cli/, bench/): the public face (components/index.ts) and
+ * what only the program uses besides: the rule by which its config's layers merge, the value
+ * forms and checks its config runs before building anything, the reference docs read from the
+ * schemas, and the plans the render writes for boards, webs and Kubernetes nodes. Not importable
+ * from the package (its `exports` map names components/index.ts alone).
+ */
+export * from "./index";
+
+// How layers of settings merge (the stack config layers its defaults and hosts over
+// WORKER_DEFAULTS by this rule: plain objects merge key by key, the values in WHOLE_VALUES and
+// everything else are replaced).
+export { mergeSettings, isPlainObject, WHOLE_VALUES } from "./lib/settings/settings";
+// The value forms the schemas are built from, so that the program's own config (stacks/schema.ts)
+// accepts and refuses values exactly as the components do, with the same messages.
+export { port, version, absolutePath } from "./lib/settings/settings";
+export { pgName } from "./lib/settings/web-settings";
+export { nodeName, imageReference } from "./lib/kubernetes/settings";
+export { datasetRoot, hostAddress, httpUrl, ipAddress, libvirtUri, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/settings/value-patterns";
+export { lxdConfigKeyProblem } from "./lib/lxd/config-keys";
+export { partitionTable, partitionIdProblem } from "./lib/fabric/partition-table";
+export { onTransport } from "./lib/host/transport";
+// Reference docs read from those schemas (each field's description and default), as the README's tables are written.
+export { fieldDocs, settingsTable, FieldDoc } from "./lib/settings/schema-docs";
+
+// What is uploaded from this machine as it is (the built binaries, a release by path): hashed once per run, handed to the plans.
+export type { Artifact } from "./lib/host/steps";
+export type { BuildArtifacts } from "./lib/settings/worker-spec";
+export { ArtifactSource, LOCAL_ARTIFACTS, UNREAD_ARTIFACTS, DIGEST_NOT_TAKEN, localArtifact, builtArtifact } from "./chain/artifacts";
+
+// Plans without Pulumi for a shared board, a web and a cluster's GPU nodes, as `npm run render` writes them out.
+export { boardSpec } from "./chain/shared-gpu-board";
+export { webSpec } from "./chain/concourse-web";
+export { kubernetesGpuNodesObjects } from "./chain/kubernetes-gpu-nodes";
+export type { KubeObject, PlannedObject } from "./lib/kubernetes/objects";
+// A host plan's link of one component type, typed by it (the offline render reads the worker's).
+export { linkOf } from "./lib/plan/chain";
+export { planBoard, BoardPlan, BoardSpec } from "./lib/plan/board-plan";
+export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
+// The GPU plan (tags, env, devices) and the checks the program runs on its whole config before
+// building anything, to report every problem at once with its path (stacks/config.ts).
+export { planWorkerGpus, normalizeFabricMode, WorkerGpuPlan, PlanOptions } from "./lib/gpu/plan";
+export { toolkitVersion, toolkitVersionProblems } from "./lib/toolkit/versions";
+
+// What `npm run discover` reads besides the public discovery: the script it runs and its document's interpretation.
+export { readHostScript } from "./lib/host/scripts";
+export { interpretDiscovery } from "./lib/discovery/parse";
+
+// What `npm run bench:wrapper` writes for the wrapper it measures.
+export { renderWrapperConfig } from "./lib/links/runc-wrapper/render";
