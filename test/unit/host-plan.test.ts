@@ -13,18 +13,18 @@ import { renderFabricServiceVm } from "../../components/lib/render/fabric-servic
 import { GpuWorker } from "../../components/chain/gpu-worker";
 import { renderConcourseWorker } from "../../components/lib/render/concourse-worker";
 import { HostPlan } from "../../components/lib/plan/host-plan";
-import { parseStackConfig } from "../../stacks/config";
-import { workerArgs } from "../../stacks/component-args";
-import { planStack, renderPlan } from "../../stacks/offline-render";
+import { parseStackConfig } from "../../stacks/checks/stack";
+import { workerArgs } from "../../stacks/args/component-args";
+import { planStack, renderPlan } from "../../stacks/render/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { fileSetContents, isFileResourceName, recordGraph, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
-import { parseStack } from "../../stacks/config";
-import { boardArgs } from "../../stacks/boards";
-import { renderBoardPlan, renderWebPlan } from "../../stacks/offline-render";
+import { parseStack } from "../../stacks/checks/stack";
+import { boardArgs } from "../../stacks/args/board-args";
+import { renderBoardPlan, renderWebPlan } from "../../stacks/render/offline-render";
 import { ConcourseWeb } from "../../components/chain/concourse-web";
-import { webArgs } from "../../stacks/component-args";
+import { webArgs } from "../../stacks/args/component-args";
 import { exampleStack } from "../fixtures/stacks/boards";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
