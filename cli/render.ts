@@ -8,9 +8,10 @@
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { parseStack, RawStackConfig, StackConfigError } from "../stacks/config";
-import { namespaceKeysOf } from "../stacks/namespace-keys";
-import { MISSING_PLACEHOLDER, RenderedCluster, renderClusters, RenderedContent, RenderedHost, renderStack } from "../stacks/offline-render";
+import { parseStack } from "../stacks/checks/stack";
+import { namespaceKeysOf } from "../stacks/config/namespace-keys";
+import { RawStackConfig, StackConfigError } from "../stacks/config/stack";
+import { MISSING_PLACEHOLDER, RenderedCluster, renderClusters, RenderedContent, RenderedHost, renderStack } from "../stacks/render/offline-render";
 
 /** Where a cluster's objects go: a folder no host can have (a host's name is a DNS label, which has no `_`). */
 export const KUBERNETES_DIR = "_kubernetes";

@@ -4,7 +4,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { readmeWithSettingsTables } from "../stacks/settings-readme";
+import { readmeWithSettingsTables } from "../stacks/config/settings-readme";
 
 const readmePath = path.resolve(__dirname, "../../README.md");
 const before = fs.readFileSync(readmePath, "utf8");

@@ -11,7 +11,7 @@ export * from "./index";
 // WORKER_DEFAULTS by this rule: plain objects merge key by key, the values in WHOLE_VALUES and
 // everything else are replaced).
 export { mergeSettings, isPlainObject, WHOLE_VALUES } from "./lib/settings/settings";
-// The value forms the schemas are built from, so that the program's own config (stacks/schema.ts)
+// The value forms the schemas are built from, so that the program's own config (stacks/config/schema.ts)
 // accepts and refuses values exactly as the components do, with the same messages.
 export { port, version, absolutePath } from "./lib/settings/settings";
 export { pgName } from "./lib/settings/web-settings";
@@ -38,7 +38,7 @@ export { linkOf } from "./lib/plan/chain";
 export { planBoard, BoardPlan, BoardSpec } from "./lib/plan/board-plan";
 export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
 // The GPU plan (tags, env, devices) and the checks the program runs on its whole config before
-// building anything, to report every problem at once with its path (stacks/config.ts).
+// building anything, to report every problem at once with its path (stacks/config/, stacks/checks/).
 export { planWorkerGpus, normalizeFabricMode, WorkerGpuPlan, PlanOptions } from "./lib/gpu/plan";
 export { toolkitVersion, toolkitVersionProblems } from "./lib/toolkit/versions";
 

@@ -6,9 +6,10 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { parseStack, StackConfigError } from "./config";
-import { namespaceKeysOf } from "./namespace-keys";
-import { buildFleet } from "./fleet";
+import { parseStack } from "./checks/stack";
+import { namespaceKeysOf } from "./config/namespace-keys";
+import { StackConfigError } from "./config/stack";
+import { buildFleet } from "./resources/fleet";
 
 function readStack(config: pulumi.Config) {
     try {

@@ -14,8 +14,8 @@ import { planHostAccess } from "../../components/lib/plan/host-access";
 import { renderAccessUserData } from "../../components/lib/render/lxd-access";
 import { renderServiceVmUserData } from "../../components/lib/fabric/service-vm";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { boardSpecOf } from "../../stacks/board-config";
-import { parseStack } from "../../stacks/config";
+import { boardSpecOf } from "../../stacks/args/board-spec";
+import { parseStack } from "../../stacks/checks/stack";
 import { exampleStack } from "../fixtures/stacks/boards";
 import { ensureCommands } from "../support/tools";
 

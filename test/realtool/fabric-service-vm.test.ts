@@ -16,8 +16,8 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { promisify } from "util";
-import { parseStack } from "../../stacks/config";
-import { boardSpecOf } from "../../stacks/board-config";
+import { parseStack } from "../../stacks/checks/stack";
+import { boardSpecOf } from "../../stacks/args/board-spec";
 import { planBoard } from "../../components/lib/plan/board-plan";
 import {
     FabricServiceVmSettings,

@@ -12,7 +12,8 @@ import * as os from "os";
 import * as path from "path";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { runOverSsh, SshTarget } from "../../components/providers/host/ssh";
-import { parseStack, StackConfigError } from "../../stacks/config";
+import { parseStack } from "../../stacks/checks/stack";
+import { StackConfigError } from "../../stacks/config/stack";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
 /** A loopback port nothing listens on: bound, then closed. */

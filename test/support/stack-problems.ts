@@ -1,5 +1,6 @@
 /** The problems a stack config is refused for, none when it is accepted. */
-import { parseStack, RawStackConfig, StackConfigError } from "../../stacks/config";
+import { parseStack } from "../../stacks/checks/stack";
+import { RawStackConfig, StackConfigError } from "../../stacks/config/stack";
 
 export function problemsOf(raw: RawStackConfig): string[] {
     try {

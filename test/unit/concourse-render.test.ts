@@ -12,8 +12,8 @@ import {
 } from "../../components/lib/render/concourse-web";
 import { renderConcourseWorker, renderWorkerEnv, renderWorkerUnit } from "../../components/lib/links/concourse-worker/render";
 import { webSpec } from "../../components/chain/concourse-web";
-import { parseStack } from "../../stacks/config";
-import { planStack } from "../../stacks/offline-render";
+import { parseStack } from "../../stacks/checks/stack";
+import { planStack } from "../../stacks/render/offline-render";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
 

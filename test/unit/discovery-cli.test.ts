@@ -10,7 +10,7 @@ import * as path from "path";
 import { parse as parseYaml } from "yaml";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { parseDiscoveryDocument } from "../../components/lib/discovery/parse";
-import { parseStackConfig } from "../../stacks/config";
+import { parseStackConfig } from "../../stacks/checks/stack";
 import { FIXTURES, makeBin, runFixture } from "../fixtures/discovery/run-fixture";
 import { stackWith } from "../fixtures/stacks/inventories";
 

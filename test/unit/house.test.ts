@@ -3,8 +3,10 @@
  * pure libraries import no Pulumi and no provider or component, providers import no
  * component, stacks/, cli/ and bench/ reach components only through its two entries (the
  * public face, components/index.ts, and the program's, components/program.ts), the rooms of
- * components/lib import one way, and the host-script loader reads host/ (what hosts receive)
- * and nothing else.
+ * components/lib import one way, stacks/ runs its stages in order (the config read, the
+ * components' arguments, the checks that need a plan, then the resources or the offline render)
+ * with no stage importing a later one, and the host-script loader reads host/ (what hosts
+ * receive) and nothing else.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
@@ -95,6 +97,31 @@ describe("the house (layout rules)", () => {
             );
         });
     }
+
+    // The program's stages, in order: the config read, the components' arguments, the checks that
+    // need a plan; then either the resources (pulumi up) or the offline render. Each stage imports
+    // its own and earlier ones only, and neither of the program's entries.
+    const EARLIER = ["config", "args", "checks"];
+    const STAGES: Record<string, string[]> = {
+        config: ["config"],
+        args: ["config", "args"],
+        checks: ["config", "args", "checks"],
+        resources: [...EARLIER, "resources"],
+        render: [...EARLIER, "render"],
+    };
+    for (const [stage, allowed] of Object.entries(STAGES)) {
+        it(`stacks/${stage}/ imports from stacks/ only ${allowed.join(", ")}`, () => {
+            assert.deepStrictEqual(
+                offenders(path.join("stacks", stage), (i) => i.startsWith("stacks/") && !allowed.some((a) => i.startsWith(`stacks/${a}/`))),
+                [],
+            );
+        });
+    }
+
+    it("stacks/ holds its stages and the program's two entries, nothing loose", () => {
+        const entries = fs.readdirSync(path.join(PACKAGE_ROOT, "stacks")).sort();
+        assert.deepStrictEqual(entries, [...Object.keys(STAGES), "program.ts", "provider-start.ts"].sort());
+    });
 
     it("components/ holds its three kinds and the two entries, nothing loose", () => {
         const entries = fs.readdirSync(path.join(PACKAGE_ROOT, "components")).sort();

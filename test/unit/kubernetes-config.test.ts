@@ -6,7 +6,8 @@ import * as assert from "assert";
 import * as path from "path";
 import { readStackFile } from "../../cli/render";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { parseStack, RawStackConfig } from "../../stacks/config";
+import { parseStack } from "../../stacks/checks/stack";
+import { RawStackConfig } from "../../stacks/config/stack";
 import { HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
 

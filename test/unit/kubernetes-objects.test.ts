@@ -14,8 +14,8 @@ import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { labelValue } from "../../components/lib/kubernetes/node-labels";
 import { KubeObject } from "../../components/lib/kubernetes/objects";
-import { parseStack } from "../../stacks/config";
-import { renderClusters } from "../../stacks/offline-render";
+import { parseStack } from "../../stacks/checks/stack";
+import { renderClusters } from "../../stacks/render/offline-render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 import { recordGraph, settle } from "../support/pulumi-graph";
 

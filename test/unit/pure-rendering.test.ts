@@ -11,8 +11,8 @@ import * as path from "path";
 import nodeFs from "fs";
 import { HOST_FILES_DIR, PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { VENDOR_REPOS_DIR } from "../../components/lib/repos/vendor-repos";
-import { parseStack } from "../../stacks/config";
-import { planStack, renderBoardPlan, renderPlan, renderWebPlan } from "../../stacks/offline-render";
+import { parseStack } from "../../stacks/checks/stack";
+import { planStack, renderBoardPlan, renderPlan, renderWebPlan } from "../../stacks/render/offline-render";
 import { GOLDEN_ARTIFACTS, goldenStacks } from "../support/golden-stacks";
 
 function sources(dir: string): string[] {

@@ -6,7 +6,8 @@
  * literally, never read from the production schemas or lists.
  */
 import * as assert from "assert";
-import { parseStack, RawStackConfig, StackConfigError } from "../../stacks/config";
+import { parseStack } from "../../stacks/checks/stack";
+import { RawStackConfig, StackConfigError } from "../../stacks/config/stack";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 
 /** An SSH host, an LXD host and a web: valid as it is. */

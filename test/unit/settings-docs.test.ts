@@ -11,8 +11,8 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { defaultsOf, formatDefault } from "../../components/lib/settings/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/settings/settings";
 import { gpuSchema, inventorySchema } from "../../components/lib/gpu/inventory";
-import { lxdServerSchema, lxdTransportFields, sshTransportSchema } from "../../stacks/schema";
-import { README_TABLES, readmeWithSettingsTables, tableFields, tableMarkers } from "../../stacks/settings-readme";
+import { lxdServerSchema, lxdTransportFields, sshTransportSchema } from "../../stacks/config/schema";
+import { README_TABLES, readmeWithSettingsTables, tableFields, tableMarkers } from "../../stacks/config/settings-readme";
 
 const README = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
 

@@ -5,8 +5,8 @@
  * paths, all at once.
  */
 import * as assert from "assert";
-import { parseStack } from "../../stacks/config";
-import { boardSpecOf } from "../../stacks/board-config";
+import { parseStack } from "../../stacks/checks/stack";
+import { boardSpecOf } from "../../stacks/args/board-spec";
 import { planBoard } from "../../components/lib/plan/board-plan";
 import { boardHost, boardStack, boardWorker, exampleStack } from "../fixtures/stacks/boards";
 import { problemsOf } from "../support/stack-problems";

@@ -1,5 +1,5 @@
 import * as assert from "assert";
-import { parseStackConfig } from "../../stacks/config";
+import { parseStackConfig } from "../../stacks/checks/stack";
 import { A100_MIG, HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
 

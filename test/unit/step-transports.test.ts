@@ -12,8 +12,9 @@ import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import { ownerId } from "../../components/lib/host/owner-records";
 import type { HostStepTransport } from "../../components/lib/host/step-transport";
-import { parseStack, RawStackConfig } from "../../stacks/config";
-import { buildFleet } from "../../stacks/fleet";
+import { parseStack } from "../../stacks/checks/stack";
+import { RawStackConfig } from "../../stacks/config/stack";
+import { buildFleet } from "../../stacks/resources/fleet";
 import { goldenStacks } from "../support/golden-stacks";
 import { HOST_COMMAND_TYPES, HOST_UPLOAD_TYPES, RecordedResource, recordGraph, settle } from "../support/pulumi-graph";
 

@@ -1,7 +1,7 @@
 /** A transport's defaults are the same whether a component or the stack config fills them in. */
 import * as assert from "assert";
 import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../components/lib/host/transport-defaults";
-import { lxdTransportSchema, sshTransportSchema } from "../../stacks/schema";
+import { lxdTransportSchema, sshTransportSchema } from "../../stacks/config/schema";
 
 describe("transport defaults", () => {
     it("an LXD transport given only its instance, image and port gets the components' defaults from the stack schema too", () => {

@@ -7,7 +7,7 @@
 import * as assert from "assert";
 import { serviceVmSpec } from "../../components/lib/plan/board-plan";
 import { lxdInstanceProblems } from "../../components/lib/lxd/validate";
-import { RawStackConfig } from "../../stacks/config";
+import { RawStackConfig } from "../../stacks/config/stack";
 import { boardStack } from "../fixtures/stacks/boards";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";

@@ -9,8 +9,8 @@ import { planWorkerGpus } from "../../components/lib/gpu/plan";
 import { renderAptPin } from "../../components/lib/render/apt-sources";
 import { toolkitPin } from "../../components/lib/toolkit/pins";
 import { TOOLKITS, toolkitVersionProblems } from "../../components/lib/toolkit/versions";
-import { parseStackConfig } from "../../stacks/config";
-import { renderHost } from "../../stacks/offline-render";
+import { parseStackConfig } from "../../stacks/checks/stack";
+import { renderHost } from "../../stacks/render/offline-render";
 import { AMD_PHOENIX, A100_MIG, HGX_H100_8X, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
 

@@ -5,14 +5,14 @@
 import * as assert from "assert";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuWorker } from "../../components/chain/gpu-worker";
-import { parseStackConfig } from "../../stacks/config";
-import { workerArgs } from "../../stacks/component-args";
+import { parseStackConfig } from "../../stacks/checks/stack";
+import { workerArgs } from "../../stacks/args/component-args";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { SharedGpuBoard } from "../../components/chain/shared-gpu-board";
-import { parseStack } from "../../stacks/config";
-import { boardArgs } from "../../stacks/boards";
+import { parseStack } from "../../stacks/checks/stack";
+import { boardArgs } from "../../stacks/args/board-args";
 import { boardStack } from "../fixtures/stacks/boards";
 import { serviceVmPaths } from "../../components/lib/fabric/service-vm";
 

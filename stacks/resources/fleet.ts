@@ -1,14 +1,14 @@
 /**
- * Turns the validated stack config into components: the web node when the stack has one, and
- * one GpuWorker per host, their arguments made by stacks/component-args.ts (the offline render
- * goes through the same mapping).
+ * Turns the validated stack config into components: the web node when the stack has one, one
+ * GpuWorker per host and one SharedGpuBoard per shared board, their arguments made by
+ * stacks/args/ (the offline render goes through the same mapping).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb, GpuWorker, KubernetesGpuNodes } from "../components/program";
-import type { SharedGpuBoard } from "../components/program";
-import { buildBoards } from "./boards";
-import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "./component-args";
-import type { StackConfig } from "./config";
+import { ConcourseWeb, GpuWorker, HostStepTransport, KubernetesGpuNodes, SharedGpuBoard } from "../../components/program";
+import { boardArgs } from "../args/board-args";
+import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "../args/component-args";
+import type { BoardConfig } from "../config/schema";
+import type { StackConfig } from "../config/stack";
 
 export interface Fleet {
     web?: ConcourseWeb;
@@ -25,6 +25,10 @@ export interface Fleet {
  */
 function renamed(from: string | undefined): pulumi.ComponentResourceOptions | undefined {
     return from ? { aliases: [{ name: from }] } : undefined;
+}
+
+function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): SharedGpuBoard[] {
+    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web, hostSteps)));
 }
 
 /**

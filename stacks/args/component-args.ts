@@ -1,7 +1,7 @@
 /**
  * The validated stack config as the components' arguments: each host's GpuWorkerArgs and the
  * web's ConcourseWebArgs. Secrets are read here, from the config keys the stack names, and
- * never leave Pulumi's secret outputs. `pulumi up` (stacks/fleet.ts, stacks/boards.ts) and the
+ * never leave Pulumi's secret outputs. `pulumi up` (stacks/resources/fleet.ts, board-args.ts) and the
  * offline render go through this same mapping.
  */
 import * as path from "path";
@@ -15,11 +15,11 @@ import {
     onTransport,
     SshHostTransport,
     WebForWorkers,
-} from "../components/program";
-import type { ConcourseRelease } from "../components/program";
-import type { ClusterConfig } from "./kubernetes-schema";
-import { HostConfig, LxdTransport, SshTransport } from "./schema";
-import { LxdWebTransport, WebConfig } from "./web-schema";
+} from "../../components/program";
+import type { ConcourseRelease } from "../../components/program";
+import type { ClusterConfig } from "../config/kubernetes-schema";
+import { HostConfig, LxdTransport, SshTransport } from "../config/schema";
+import { LxdWebTransport, WebConfig } from "../config/web-schema";
 
 /** Looks up the value of a secret config key. */
 export type SecretLookup = (key: string) => pulumi.Input<string>;
@@ -145,7 +145,7 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string, h
 /**
  * A cluster of the stack as KubernetesGpuNodes' arguments: each node with its host's inventory,
  * GPU selection and driver pin (the one GPU plan its worker has too), and the wrapper's handler
- * the nodes' containerd names (they agree: stacks/kubernetes-config.ts).
+ * the nodes' containerd names (they agree: stacks/config/kubernetes-config.ts).
  */
 export function kubernetesArgs(cluster: ClusterConfig, hosts: HostConfig[], secret: SecretLookup): KubernetesGpuNodesArgs {
     const { name: _name, kubeconfigSecret, nodes, ...settings } = cluster;

@@ -4,7 +4,8 @@
  * the cluster has; the nodes of a cluster agree on the wrapper's handler, and have Kata's
  * runtime where the cluster offers it. Every problem is reported with its path.
  */
-import { isPlainObject, RUNTIME_CLASS_NAMES } from "../components/program";
+import { isPlainObject, RUNTIME_CLASS_NAMES } from "../../components/program";
+import { isBoard, ParsedHost } from "./host-config";
 import { issuesOf } from "./issues";
 import { KubernetesConfig, kubernetesSchema } from "./kubernetes-schema";
 import type { Settings } from "./schema";
@@ -15,6 +16,18 @@ export interface NodeCandidate {
     settings?: Settings;
     /** A shared board or a board's worker: not a node here (its GPUs are its partition's, planned with the board). */
     onBoard: boolean;
+}
+
+/** The hosts of the stack as candidates for nodes: their names as given (a host with other problems included). */
+export function nodeCandidates(raw: unknown[], hosts: ParsedHost[]): NodeCandidate[] {
+    return hosts.map((h, i) => {
+        const entry = raw[i];
+        return {
+            name: isPlainObject(entry) && typeof entry.name === "string" ? entry.name : undefined,
+            settings: h.settings,
+            onBoard: h.boardWorker || isBoard(h.settings),
+        };
+    });
 }
 
 export function parseKubernetes(raw: unknown, hosts: NodeCandidate[]): { kubernetes?: KubernetesConfig; problems: string[] } {

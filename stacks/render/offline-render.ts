@@ -22,13 +22,14 @@ import {
     WebPlan,
     webSpec,
     workerSpec,
-} from "../components/program";
-import type { Artifact, PlannedStep } from "../components/program";
+} from "../../components/program";
+import type { Artifact, PlannedStep } from "../../components/program";
 import * as pulumi from "@pulumi/pulumi";
-import { boardSpecOf, SECRET_PLACEHOLDER } from "./board-config";
-import { parseStack, RawStackConfig, StackConfig } from "./config";
-import { kubernetesArgs, StackWeb, webArgs, workerArgs } from "./component-args";
-import type { HostConfig } from "./schema";
+import { boardSpecOf, SECRET_PLACEHOLDER } from "../args/board-spec";
+import { kubernetesArgs, StackWeb, webArgs, workerArgs } from "../args/component-args";
+import { parseStack } from "../checks/stack";
+import type { HostConfig } from "../config/schema";
+import type { RawStackConfig, StackConfig } from "../config/stack";
 
 export { SECRET_PLACEHOLDER };
 export const GENERATED_PLACEHOLDER = "[generated during up]";
@@ -188,7 +189,7 @@ export interface StackPlans {
 }
 
 /**
- * The plans of a stack, through the same mapping `pulumi up` takes (stacks/component-args.ts);
+ * The plans of a stack, through the same mapping `pulumi up` takes (stacks/args/);
  * what only `up` knows (secrets, generated keys) stands in as placeholders.
  */
 export function planStack(

@@ -1,11 +1,10 @@
 /**
- * Turns the validated shared boards of the stack into components: one SharedGpuBoard each,
- * its workers' arguments made the way stacks/component-args.ts makes any worker's (secrets
- * read from the config keys they name).
+ * A validated shared board of the stack as SharedGpuBoard's arguments, its workers' made the way
+ * component-args.ts makes any worker's (secrets read from the config keys they name).
  */
-import { HostStepTransport, SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../components/program";
+import { HostStepTransport, SharedGpuBoardArgs, SharedGpuBoardWorker } from "../../components/program";
 import { SecretLookup, sshTransportArgs, StackWeb, workerArgs } from "./component-args";
-import { BoardConfig } from "./schema";
+import { BoardConfig } from "../config/schema";
 
 /** A board's worker as SharedGpuBoard's argument. */
 function boardWorker(
@@ -40,8 +39,4 @@ export function boardArgs(board: BoardConfig, secret: SecretLookup, baseDir: str
         serviceVm: board.fabric.serviceVm,
         workers: board.workers.map((w) => boardWorker(board, w, secret, baseDir, web)),
     };
-}
-
-export function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): SharedGpuBoard[] {
-    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web, hostSteps)));
 }

@@ -3,8 +3,10 @@
  * names and ports no host may share, and how each worker reaches the TSA. Every problem is
  * reported with its path.
  */
-import { isPlainObject, onTransport } from "../components/program";
-import { HostConfig, SshTransport } from "./schema";
+import { isPlainObject, mergeSettings, onTransport } from "../../components/program";
+import { covered, Layer } from "./layer";
+import { ParsedHost, wholeHost } from "./host-config";
+import { BUILTIN_DEFAULTS, HostConfig, SshTransport } from "./schema";
 import { LxdWebTransport, WebConfig, webSchema } from "./web-schema";
 import { issuesOf } from "./issues";
 
@@ -12,6 +14,11 @@ import { issuesOf } from "./issues";
 export interface ReleaseDefaults {
     version: string;
     binary?: unknown;
+}
+
+/** The release the stack's defaults give (the built-in one where they give none): the web's, unless it names its own. */
+export function releaseDefaults(defaults: Layer): ReleaseDefaults {
+    return mergeSettings(BUILTIN_DEFAULTS.concourse, defaults.settings.concourse) as ReleaseDefaults;
 }
 
 export function parseWeb(raw: unknown, release: ReleaseDefaults): { web?: WebConfig; problems: string[] } {
@@ -42,6 +49,11 @@ export interface CheckedHost {
     config?: HostConfig;
     /** Whether a path is at or under a setting already reported. */
     reported: (path: string) => boolean;
+}
+
+/** The hosts as the web's checks see them: whole when they parsed whole (shared boards are no workers; their workers take the web's TSA like any other). */
+export function checkedHosts(hosts: ParsedHost[]): CheckedHost[] {
+    return hosts.map((h) => ({ config: wholeHost(h), reported: (path: string) => covered(path, h.reported) }));
 }
 
 const SET_IT = "set it under defaults or on this host, or declare gpu-workers:web";

@@ -4,8 +4,15 @@
  * workers get), and its settings. Unknown keys are errors.
  */
 import { z } from "zod";
-import { externalDatabaseFields, localDatabaseSchema, port, settingsSchema as workerSettingsSchema, version, webSettingsSchema } from "../components/program";
-import type { Transport } from "../components/program";
+import {
+    externalDatabaseFields,
+    localDatabaseSchema,
+    port,
+    settingsSchema as workerSettingsSchema,
+    version,
+    webSettingsSchema,
+} from "../../components/program";
+import type { Transport } from "../../components/program";
 import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
 export const lxdWebTransportSchema = lxdTransportFields

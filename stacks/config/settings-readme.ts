@@ -4,7 +4,7 @@
  * each between its markers, and a unit test fails while the README differs. Pure.
  */
 import type { z } from "zod";
-import { FieldDoc, fieldDocs, settingsTable } from "../components/program";
+import { FieldDoc, fieldDocs, settingsTable } from "../../components/program";
 import { boardFabricSchema, settingsSchema, sshProxySchema, stackOptionsSchema } from "./schema";
 import { webSchema } from "./web-schema";
 import { clusterSchema } from "./kubernetes-schema";

@@ -5,7 +5,7 @@
  * otherwise be ignored, and none of its settings would apply. Other text is let be: a secret of
  * a host since removed from the stack, say.
  */
-import { isPlainObject } from "../components/program";
+import { isPlainObject } from "../../components/program";
 
 const NAMESPACE = "gpu-workers:";
 

@@ -4,7 +4,7 @@
  * tenants) and, here, its kubeconfig by secret name and its nodes by host name. Unknown keys are errors.
  */
 import { z } from "zod";
-import { kubernetesSettingsSchema, nodeName } from "../components/program";
+import { kubernetesSettingsSchema, nodeName } from "../../components/program";
 import { hostName, secretRef } from "./schema";
 
 export const clusterNodeSchema = z.strictObject({

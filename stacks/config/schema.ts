@@ -26,8 +26,8 @@ import {
     SSH_PORT_DEFAULT,
     SSH_USER_DEFAULT,
     WORKER_DEFAULTS,
-} from "../components/program";
-import type { Transport as TransportOf } from "../components/program";
+} from "../../components/program";
+import type { Transport as TransportOf } from "../../components/program";
 
 /**
  * The stack's own options, each a key of its own (`gpu-workers:hostSteps`): what they take, their

@@ -1,10 +1,8 @@
 /**
- * The shared boards of the stack: each worker's board exists and is one, each board has
- * workers, and the planner can meet every board's workers; then the boards as the validated
- * stack holds them.
+ * The shared boards of the stack: each worker's board exists and is one, and each board has
+ * workers; then the boards as the validated stack holds them (whether the planner can meet
+ * every board's workers: stacks/checks/board-plans.ts).
  */
-import { GpuWorkerArgsError, PartitionPlanError, planBoard, UNREAD_ARTIFACTS } from "../components/program";
-import { boardSpecOf } from "./board-config";
 import { isBoard, ParsedHost } from "./host-config";
 import { BoardConfig, BoardWorkerConfig } from "./schema";
 
@@ -35,8 +33,8 @@ export function collectBoards(hosts: ParsedHost[]): { board: BoardConfig; at: nu
     });
 }
 
-/** Each worker's board exists and is one; each board has workers; the planner can meet every board's workers. */
-export function boardProblems(hosts: ParsedHost[]): string[] {
+/** Each worker's board exists and is one; each board has workers. */
+export function boardRefProblems(hosts: ParsedHost[]): string[] {
     const problems: string[] = [];
     const byName = new Map(hosts.flatMap((h, i) => (h.entry ? [[h.entry.name, { h, i }] as const] : [])));
     hosts.forEach((w, i) => {
@@ -55,19 +53,5 @@ export function boardProblems(hosts: ParsedHost[]): string[] {
             problems.push(`hosts[${i}]: no worker uses board ${h.entry.name} (give a worker board: {name: ${h.entry.name}, gpus: N})`);
         }
     });
-    for (const { board, at, workersAt } of collectBoards(hosts)) {
-        try {
-            // Only checked: no binary is hashed for it.
-            planBoard(boardSpecOf(board, undefined, undefined, UNREAD_ARTIFACTS));
-        } catch (e) {
-            // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
-            // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.
-            // A worker's own settings (its TSA, say) are reported at their own paths.
-            if (e instanceof GpuWorkerArgsError) continue;
-            if (e instanceof PartitionPlanError && e.request !== undefined) problems.push(`hosts[${workersAt[e.request]}].board: ${e.message}`);
-            else if (e instanceof Error) problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
-            else throw e;
-        }
-    }
     return problems;
 }

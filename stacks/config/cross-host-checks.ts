@@ -1,11 +1,10 @@
 /**
- * The checks across the hosts of the stack: names, machines, renames and LXD ports used once,
- * and each host's GPU plan (boards and their workers: board-checks.ts).
+ * The checks across the hosts of the stack: names, machines, renames and LXD ports used once
+ * (each host's GPU plan: stacks/checks/).
  */
-import { PlanError, planWorkerGpus } from "../components/program";
-import { isBoard, ParsedHost } from "./host-config";
+import type { ParsedHost } from "./host-config";
 
-/** Checks across hosts, and each host's GPU plan, on whatever parsed (a host with other problems included). */
+/** Checks across hosts, on whatever parsed (a host with other problems included). */
 export function crossHostProblems(hosts: ParsedHost[]): string[] {
     const problems: string[] = [];
     const seen = new Map<string, number>();
@@ -24,25 +23,6 @@ export function crossHostProblems(hosts: ParsedHost[]): string[] {
         const first = ports.get(key);
         if (first !== undefined) problems.push(`hosts[${i}].transport.lxd.sshPort: ${lxd.sshPort} is already used by hosts[${first}] on the same LXD server`);
         else ports.set(key, i);
-    });
-    hosts.forEach(({ entry, settings: s, reported, boardWorker }, i) => {
-        // Boards and their workers are planned together (board-checks.ts).
-        if (!entry?.inventory || !s || boardWorker || isBoard(s)) return;
-        try {
-            planWorkerGpus(entry.inventory, {
-                selection: s.selection,
-                cdi: s.toolkit.cdi,
-                fabricManager: s.fabricManager,
-                extraTags: s.concourse.tags,
-                driverPin: s.driver.version,
-            });
-        } catch (e) {
-            if (!(e instanceof PlanError)) throw e;
-            // A dropped bad field stands in for the built-in default here (fabricManager.mode "of" became
-            // auto), so a plan error about that setting would be a follow-on, not the user's mistake.
-            const setting = e.path.split(".")[0];
-            if (!reported.some((r) => r === "" || r.split(/[.[]/)[0] === setting)) problems.push(`hosts[${i}].${e.message}`);
-        }
     });
     return problems;
 }
