@@ -134,13 +134,29 @@ selected_uuids() {
 # mounts later, writable, as systemd does while it boots, reaches it), removed on exit, and
 # read-only all the way down: ctr's --read-only covers only its top mount, and a separate /var,
 # /boot or /home would stay writable inside, where a task's files and links are.
-rootfs=""
+# The tree is made read-only on a private staging point first, and only then bound where runc
+# finds it: containerd may run in a mount namespace of its own (the worker's unit gives it one),
+# which receives a copy of each new mount as it is at that moment; a later remount never follows.
+rootfs=""; stage=""
 host_root() {
+  stage=$(mktemp -d "${TMPDIR:-/tmp}/gpu-workers-validate.XXXXXX") || die "cannot create a folder for the containers' root"
   rootfs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-workers-validate.XXXXXX") || die "cannot create a folder for the containers' root"
-  trap 'umount -R "$rootfs" 2>/dev/null; rmdir "$rootfs" 2>/dev/null' EXIT
-  mount --rbind / "$rootfs" || die "cannot bind the host's root at $rootfs"
+  trap 'drop_tree "$rootfs"; drop_tree "$stage"' EXIT
+  mount --bind "$stage" "$stage" || die "cannot bind $stage on itself"
+  mount --make-private "$stage" || die "cannot make $stage a private mount"
+  mount --rbind / "$stage" || die "cannot bind the host's root at $stage"
+  mount --make-rprivate "$stage" || die "cannot make $stage a private mount"
+  read_only_below "$stage"
+  mount --rbind "$stage" "$rootfs" || die "cannot bind the host's read-only root at $rootfs"
   mount --make-rprivate "$rootfs" || die "cannot make $rootfs a private mount"
-  read_only_below "$rootfs"
+  drop_tree "$stage"
+}
+
+# Unmounts every mount at DIR (the stack of them) and below, then removes DIR.
+drop_tree() {
+  [ -n "$1" ] && [ -d "$1" ] || return 0
+  while umount -R "$1" 2>/dev/null; do :; done
+  rmdir "$1" 2>/dev/null
 }
 
 # Remounts every mount at or below DIR read-only, keeping the flags a user namespace locks

@@ -10,7 +10,7 @@
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
-import { spawnSync } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { planWorkerGpus, WorkerGpuPlan } from "../../components/lib/gpu/plan";
 import { renderConcourseContainerdConfig } from "../../components/lib/links/containerd/render";
@@ -65,8 +65,10 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
         };
     }
 
-    function validate(action: "ensure" | "check", s = validator()) {
-        const r = spawnSync("bash", [SCRIPT, action, ...validatorArgs(s)], {
+    /** Runs the validator; `launcher` execs it (into another mount namespace). */
+    function validate(action: "ensure" | "check", s = validator(), launcher: string[] = []) {
+        const [command, ...args] = [...launcher, "bash", SCRIPT, action, ...validatorArgs(s)];
+        const r = spawnSync(command, args, {
             encoding: "utf8",
             env: { ...process.env, GPU_WORKERS_STATE_DIR: path.join(dir, "state") },
             timeout: 300_000,
@@ -218,6 +220,34 @@ describe("validator step (real containerd, runc wrapper, runc; vendor none)", fu
             assert.deepStrictEqual(fs.readdirSync(mount), [], "nothing was written there");
         } finally {
             spawnSync("umount", [mount]);
+        }
+    });
+
+    it("containerd in a mount namespace of its own (as the worker's unit gives it): the containers' root is read-only all the way down there too", async () => {
+        wrapperSettings();
+        // The host: a namespace whose mounts reach others (/ shared, as systemd makes it). The
+        // runtime: a namespace that receives them (a slave, as a unit's TemporaryFileSystem= makes).
+        const host = spawn("unshare", ["--mount", "--propagation", "shared", "sleep", "infinity"], { stdio: "ignore" });
+        const own = path.join(dir, "own-namespace");
+        fs.mkdirSync(own);
+        let runtime: TestContainerd | undefined;
+        try {
+            const ourNamespace = fs.readlinkSync("/proc/self/ns/mnt");
+            for (let i = 0; i < 100 && fs.readlinkSync(`/proc/${host.pid}/ns/mnt`) === ourNamespace; i++) await new Promise((r) => setTimeout(r, 50));
+            const inHost = ["nsenter", `--mount=/proc/${host.pid}/ns/mnt`];
+            const mount = path.join(own, "host-mount");
+            fs.mkdirSync(mount);
+            sh(inHost[0], [...inHost.slice(1), "mount", "-t", "tmpfs", "-o", "size=1m", "gw-validate-rw", mount]);
+            runtime = new TestContainerd(own, path.join(dir, "containerd.toml"), process.env, [...inHost, "unshare", "--mount", "--propagation", "slave"]);
+            await runtime.start();
+            const r = validate("ensure", { ...validator(), socket: runtime.socket }, inHost);
+            assert.strictEqual(r.status, 0, r.out);
+            assert.match(r.out, /ok root: the host's root is read-only inside, all the way down/);
+            const left = sh("sh", ["-c", `cat /proc/${host.pid}/mountinfo /proc/${runtime.pid}/mountinfo | grep -c gpu-workers-validate || true`]).trim();
+            assert.strictEqual(left, "0", "the validator left no mount behind, in either namespace");
+        } finally {
+            await runtime?.stop();
+            host.kill();
         }
     });
 });

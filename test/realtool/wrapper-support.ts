@@ -148,12 +148,15 @@ export function makeBundle(dir: string, rootfs: string, args: string[], env: str
 export class TestContainerd {
     readonly socket: string;
     readonly log: string;
-    private pid?: number;
+    /** containerd's, once started. */
+    pid?: number;
 
     constructor(
         readonly dir: string,
         readonly config: string,
         private readonly env: NodeJS.ProcessEnv = process.env,
+        /** A command that execs containerd (into a namespace of its own): its pid stays containerd's. */
+        private readonly launcher: string[] = [],
     ) {
         this.socket = path.join(dir, "containerd.sock");
         this.log = path.join(dir, "containerd.log");
@@ -161,15 +164,16 @@ export class TestContainerd {
 
     async start(): Promise<void> {
         const out = fs.openSync(this.log, "a");
-        const child = spawn(
+        const [command, ...args] = [
+            ...this.launcher,
             "containerd",
-            ["--config", this.config, "--address", this.socket, "--root", path.join(this.dir, "root"), "--state", path.join(this.dir, "state")],
-            {
-                detached: true,
-                stdio: ["ignore", out, out],
-                env: this.env,
-            },
-        );
+            ...["--config", this.config, "--address", this.socket, "--root", path.join(this.dir, "root"), "--state", path.join(this.dir, "state")],
+        ];
+        const child = spawn(command, args, {
+            detached: true,
+            stdio: ["ignore", out, out],
+            env: this.env,
+        });
         fs.closeSync(out);
         child.unref();
         this.pid = child.pid;
