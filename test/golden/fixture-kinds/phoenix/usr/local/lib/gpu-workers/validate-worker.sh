@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 20c6a705604a1ee67642362cbc5e882f95049853a0cd7f78b820cb5f3de88b62
+host script host/validate-worker.sh, sha256 eeccb16878d922f609da08225fb0bc277e55136a10fdc37ac21c1f7d060ae06d
