@@ -68,6 +68,8 @@ describe("a worker reached only through a bastion (transport.ssh.proxy)", functi
         started = true;
         // With the Concourse release, a web registers the worker; without, its chain ends at the validator.
         const release = suppliedRelease();
+        // A run killed before its after hook leaves the bridge behind: start from none.
+        spawnSync("ip", ["link", "del", BRIDGE]);
         execFileSync("ip", ["link", "add", BRIDGE, "type", "bridge"]);
         execFileSync("ip", ["link", "set", BRIDGE, "up"]);
         // The bastion: sshd published on this machine's loopback, and a leg on the private network.
