@@ -6,7 +6,8 @@
  * last one that placed each text file by a remote.Command of its own (before file sets). That
  * up must run no step's remove on a host (placed files, owner records and the web's database
  * are all still there; a file changes only where this release renders it differently, a host
- * script fixed since, and then holds this release's bytes), restart no service, leave none of
+ * script fixed since, and then holds this release's bytes, or a runc the wrapper's installer
+ * updated in place to this release's wrapper), restart no service, leave none of
  * the old resources in the state, keep the worker registered, and leave nothing for a following
  * preview to do.
  * Each release is built from its commit beside this checkout (test/support/previous-release.ts):
@@ -24,6 +25,7 @@ import { engineSuite } from "../support/engine-suite";
 import { pendingWithout, release as supplied } from "../support/supplied";
 import { fileSetContents, fileSetHashes } from "../support/pulumi-graph";
 import { pathSlug } from "../../components/lib/host/steps";
+import { WRAPPER_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { FILE_BY_FILE_RELEASE, PREVIOUS_RELEASE, previousRelease } from "../support/previous-release";
 
 const PORTS = { web: 2360, tsa: 2361, webSsh: 2362, dev: 2363 };
@@ -101,6 +103,24 @@ function renderedAnew(line: string, now: string[], rendered: Map<string, string>
     return sha !== undefined && now.includes(`${sha}  ${file}`);
 }
 
+/** A runc wrapper's install record (install-runc-wrapper.sh's state file): the runc path it holds and the wrapper's sha256 there. */
+interface WrapperRecord {
+    file: string;
+    runc: string;
+    installed: string;
+}
+
+/**
+ * Files the wrapper's update rewrote in place, as its installer does when the release brings a
+ * new wrapper: each runc path a record names, now holding the wrapper this release placed, and
+ * the record itself. Anything else at those paths is not an update and stays refused.
+ */
+function updatedWrapper(records: WrapperRecord[], now: string[], rendered: Map<string, string>): Set<string> {
+    const wrapper = rendered.get(WRAPPER_PATH);
+    const updated = records.filter((r) => r.installed === wrapper && now.includes(`${wrapper}  ${r.runc}`));
+    return new Set(updated.flatMap((r) => [r.runc, r.file]));
+}
+
 /** What a host keeps that a step's remove would take away, and the services that run on it. */
 interface HostSnapshot {
     /** sha256 of every file under the folders the program places files in. */
@@ -109,6 +129,8 @@ interface HostSnapshot {
     records: string[];
     /** Each running service and the id of its current run: a restart gives a new one. */
     services: Record<string, string>;
+    /** The runc wrapper's install records. */
+    wrapperRecords: WrapperRecord[];
 }
 
 const PLACED_FOLDERS = "/etc/concourse /etc/containerd /etc/gpu-workers /etc/systemd/system /usr/local/lib/gpu-workers /usr/local/concourse/bin";
@@ -153,6 +175,10 @@ for (const release of RELEASES)
                 files: lines(`find ${PLACED_FOLDERS} /usr/sbin/runc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum; true`),
                 records: lines("cd /var/lib/gpu-workers && find owners placed -mindepth 1 -maxdepth 1 | sort; true"),
                 services: Object.fromEntries(services.map((line) => [line.split(" ")[0], line.split(" ").slice(1).join(" ")])),
+                wrapperRecords: lines(`find ${PLACED_FOLDERS} /var/lib/gpu-workers -xdev -type f -name '*.real.state' 2>/dev/null | sort`).map((file) => {
+                    const fields = Object.fromEntries(lines(`cat ${file}`).map((line) => line.split("=", 2)));
+                    return { file, runc: fields.runc ?? "", installed: fields.installed ?? "" };
+                }),
             };
         }
 
@@ -201,8 +227,9 @@ for (const release of RELEASES)
                 const now = snapshot(instance);
                 const was = snapshots[instance];
                 const gone = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
+                const wrapperUpdate = updatedWrapper(now.wrapperRecords, now.files, rendered);
                 assert.deepStrictEqual(
-                    gone(was.files, now.files).filter((line) => !renderedAnew(line, now.files, rendered)),
+                    gone(was.files, now.files).filter((line) => !renderedAnew(line, now.files, rendered) && !wrapperUpdate.has(line.slice(66))),
                     [],
                     `${instance}: placed files changed or removed, and not to what this release renders (a remove ran, or a file was rendered anew)\n${said()}`,
                 );
