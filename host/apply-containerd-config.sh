@@ -3,7 +3,7 @@
 #   apply-containerd-config.sh apply  --ours FILE [--sha256 HEX] [--toml PATH] [--main FILE] [--drop-in FILE] [--import GLOB] [--service NAME]
 #   apply-containerd-config.sh check  --ours FILE [--toml PATH] [--main FILE] [--drop-in FILE] [--import GLOB]
 #   apply-containerd-config.sh remove [--main FILE] [--drop-in FILE] [--service NAME]
-# --ours     our settings (rendered by components/lib/render/containerd.ts), version 2 TOML
+# --ours     our settings (rendered by components/lib/links/containerd/render.ts), version 2 TOML
 # --sha256   expected checksum of --ours (a half-uploaded file is refused)
 # --toml     containerd-toml, which parses and merges the TOML (default /usr/local/lib/gpu-workers/containerd-toml)
 # --main     the host's main config (default /etc/containerd/config.toml)

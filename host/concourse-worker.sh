@@ -207,7 +207,7 @@ restore_ip_forward() {
 # Why DIR may not be deleted as the worker's work dir (printed), or nothing: rm -rf runs as
 # root, so the path must be absolute, in normal form, and a folder of its own: not /, not in a
 # system folder, /home (users') or /tmp (everyone's), not a folder others share (/opt, /srv,
-# /var/lib...). The same folders as components/lib/plan/value-patterns.ts refuses.
+# /var/lib...). The same folders as components/lib/settings/value-patterns.ts refuses.
 unsafe_work_dir() {
   local dir=$1
   case "$dir" in

@@ -1,1 +1,1 @@
-host script host/apply-containerd-config.sh, sha256 029caf8b2467a05e27d89f8c7572402d3597a222e2386f510277a833e277d15a
+host script host/apply-containerd-config.sh, sha256 316bce0dcc29a6c0600723eb4f0b7523523f701028043eee16be069006ef8a1d
