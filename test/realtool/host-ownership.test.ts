@@ -29,7 +29,7 @@ import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/l
 import { FABRIC_MANAGER_CONFIG, renderFabricManager, renderFabricManagerConfig } from "../../components/lib/links/fabric-manager/render";
 import type { VendorRepository } from "../../components/lib/repos/vendor-repos";
 import { driverPin } from "../../components/lib/toolkit/pins";
-import { claimFileCommand, fileSetStdin, placeFileSetCommand, removeFileCommand, stagingPath, writeFileCommand } from "../../components/lib/host/placed-files";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand, writeFileStdin } from "../../components/lib/host/placed-files";
 import { AptSandbox, LocalAptRepository, TestKey } from "./apt-sandbox";
 import { ensureLxdTools, TestDaemon } from "./lxd-support";
 import { HOST_DIR, tempDir } from "./wrapper-support";
@@ -252,9 +252,9 @@ describe("destroy puts back what the host had: services, placed files, the Conco
             if (file.artifact) {
                 // A binary: copied to its staging path in the login user's home, then installed by its set.
                 daemon.lxc("file", "push", "-q", "--create-dirs", file.artifact.path, `${INSTANCE}/root/${stagingPath(file.artifact.sha256)}`);
-                ok(`cd /root && ${placeFileSetCommand([file], component)}`, fileSetStdin([file]));
+                ok(`cd /root && ${placeFileSetCommand([file], component, "root")}`, fileSetStdin([file]));
                 assert.notStrictEqual(sh(`test -e /root/${stagingPath(file.artifact.sha256)}`).status, 0, "the staged copy is gone once installed");
-            } else ok(`${claimFileCommand(file, component, false)} && ${writeFileCommand(file)}`, file.content);
+            } else ok(writeFileCommand(file, component, false, "root"), writeFileStdin(file.content));
         }
         for (const step of rendered.steps) ok(`${env}${step.create}`);
     }
@@ -262,7 +262,7 @@ describe("destroy puts back what the host had: services, placed files, the Conco
     /** Deletes it as the program does: the steps' remove, last first, then the files. */
     function down(component: string, rendered: RenderedComponent, env = ""): void {
         for (const step of [...rendered.steps].reverse()) if (step.remove) ok(`${env}${step.remove}`);
-        for (const file of unique(rendered.files).reverse()) ok(removeFileCommand(file, component));
+        for (const file of unique(rendered.files).reverse()) ok(removeFilesCommand([file], component, "root"));
     }
 
     /** What gpu-workers left in its state folder. */

@@ -8,17 +8,10 @@
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import { createHash } from "crypto";
-import { claimScript, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseScript, slotDir } from "../../components/lib/host/owner-records";
+import { claimCommand, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseCommand, slotDir } from "../../components/lib/host/owner-records";
 import { sha256Text } from "../../components/lib/file-hash";
 import { HostFile, shellCommand } from "../../components/lib/host/steps";
-import {
-    claimFileCommand,
-    fileSetStdin,
-    placeFileSetCommand,
-    removeFileCommand,
-    removeFileSetCommand,
-    writeFileCommand,
-} from "../../components/lib/host/placed-files";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, writeFileCommand, writeFileStdin } from "../../components/lib/host/placed-files";
 import { ensureCommands } from "../support/tools";
 
 /** Runs `script` (bash) with a private, empty /var/lib; returns its output and status. */
@@ -37,14 +30,14 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
     it("a renamed web's old delete leaves the database alone and names the new owner; the new one's delete drops it, leaving no record", () => {
         const r = onHost(
             [
-                claimScript(web("old-postgres"), "h:22:old", DROP),
-                claimScript(web("new-postgres"), "h:22:new", DROP),
+                claimCommand(web("old-postgres"), "h:22:old", DROP),
+                claimCommand(web("new-postgres"), "h:22:new", DROP),
                 "echo '--- old delete'",
-                releaseScript(web("old-postgres"), "h:22:old", DROP),
+                releaseCommand(web("old-postgres"), "h:22:old", DROP, "root"),
                 "echo '--- left'",
                 `ls ${slotDir("step:postgres")}`,
                 "echo '--- new delete'",
-                releaseScript(web("new-postgres"), "h:22:new", DROP),
+                releaseCommand(web("new-postgres"), "h:22:new", DROP, "root"),
                 "echo '--- after'",
                 `ls -A /var/lib; echo end`,
             ].join("\n"),
@@ -61,12 +54,12 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
     });
 
     it("no record (state from before records): the delete runs as before; a failing delete keeps the record for the retry", () => {
-        const none = onHost(releaseScript(web("old-postgres"), "h:22:old", DROP));
+        const none = onHost(releaseCommand(web("old-postgres"), "h:22:old", DROP, "root"));
         assert.strictEqual(none.stdout.trim(), "DROP DATABASE atc");
         const failing = onHost(
             [
-                claimScript(web("w-postgres"), "h:22:w", "false"),
-                `(\n${releaseScript(web("w-postgres"), "h:22:w", "echo trying; exit 3")}\n)`,
+                claimCommand(web("w-postgres"), "h:22:w", "false"),
+                `(\n${releaseCommand(web("w-postgres"), "h:22:w", "echo trying; exit 3", "root")}\n)`,
                 "echo status=$?",
                 `ls ${slotDir("step:postgres")}`,
             ].join("\n"),
@@ -78,11 +71,11 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
     it("a resource from before records (no owner in its state) leaves alone what a resource of this release applied with the same delete command", () => {
         const r = onHost(
             [
-                claimScript(web("new-postgres"), "h:22:new", DROP),
+                claimCommand(web("new-postgres"), "h:22:new", DROP),
                 "echo '--- same'",
-                releaseScript(undefined, "h:22:old", DROP),
+                releaseCommand(undefined, "h:22:old", DROP, "root"),
                 "echo '--- other'",
-                releaseScript(undefined, "h:22:old", "echo 'rm -f /etc/other'"),
+                releaseCommand(undefined, "h:22:old", "echo 'rm -f /etc/other'", "root"),
             ].join("\n"),
         );
         const [, same, other] = r.stdout.split(/^--- .*$/m).map((part) => part.trim());
@@ -95,9 +88,12 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
         const b = { slot: "file:/etc/a-b", resource: "y-file", user: "root" };
         assert.notStrictEqual(slotDir(a.slot), slotDir(b.slot));
         const r = onHost(
-            [claimScript(a, "h:1:a", "exit 0"), claimScript(b, "h:1:b", "true"), releaseScript(a, "h:1:a", "echo removed; exit 0"), `ls ${OWNERS_DIR}`].join(
-                "\n",
-            ),
+            [
+                claimCommand(a, "h:1:a", "exit 0"),
+                claimCommand(b, "h:1:b", "true"),
+                releaseCommand(a, "h:1:a", "echo removed; exit 0", "root"),
+                `ls ${OWNERS_DIR}`,
+            ].join("\n"),
         );
         assert.strictEqual(r.status, 0, r.stderr);
         assert.deepStrictEqual(r.stdout.trim().split("\n"), ["removed", slotDir(b.slot).split("/").pop()]);
@@ -106,7 +102,7 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
     it("a placed file: an earlier release's component mark and a replaced resource's old mark are let go without undoing; the last user's delete puts the host's file back", () => {
         const file: HostFile = { path: "/var/lib/gw-target/app.conf", mode: "0640", content: "" };
         const place = (user: string, content: string) =>
-            `printf '%s' ${shellCommand([content])} | { ${claimFileCommand(file, user, false)} && ${writeFileCommand(file)}; }`;
+            `printf '%s' ${shellCommand([writeFileStdin(content)])} | ${writeFileCommand(file, user, false, "root")}`;
         const show = `cat ${file.path}; echo; stat -c %a ${file.path}`;
         // The owner ids of one resource before and after a changed trigger (a new machine behind the address): a replacement.
         const before = ownerId("w-app-file-conf", "p/s", ["machine-a"]);
@@ -117,14 +113,14 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
                 `mkdir -p /var/lib/gw-target && printf host > ${file.path}`,
                 place("w-app", "earlier release"),
                 place(before, "this release"),
-                removeFileCommand(file, "w-app"),
+                removeFilesCommand([file], "w-app", "root"),
                 "echo '--- after the earlier release left'",
                 show,
                 place(after, "replaced"),
-                removeFileCommand(file, before),
+                removeFilesCommand([file], before, "root"),
                 "echo '--- after the replacement'",
                 show,
-                removeFileCommand(file, after),
+                removeFilesCommand([file], after, "root"),
                 "echo '--- after the last delete'",
                 show,
                 "ls -A /var/lib/gpu-workers 2>/dev/null; echo end",
@@ -152,7 +148,7 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
     // A set's owner id comes from its name and triggers (its paths among them): other paths, another owner.
     const owner = ownerId("w-app-files", "p/s", [null, conf.path, tricky.path, extra.path]);
     const run = (files: HostFile[], id = owner, stdin = fileSetStdin(files)) =>
-        `printf '%s' ${shellCommand([stdin])} | sh -c ${shellCommand([placeFileSetCommand(files, id)])}`;
+        `printf '%s' ${shellCommand([stdin])} | ${placeFileSetCommand(files, id, "root")}`;
     const show = (f: HostFile) => `echo "[${f.path}]"; cat ${f.path} 2>&1; echo; stat -c %a ${f.path} 2>&1`;
 
     it("places every file byte for byte with its mode and keeps what the host had; an update writes only what changed; a set of other paths takes over before the old one lets go; the last delete puts the host back", () => {
@@ -175,12 +171,12 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
                 `[ "$(stat -c %i ${tricky.path})" = "$inode" ] && echo "unchanged file kept"`,
                 show(conf),
                 run(other, otherOwner),
-                `sh -c ${shellCommand([removeFileSetCommand(changed, owner)])}`,
+                removeFilesCommand(changed, owner, "root"),
                 "echo '--- replaced'",
                 show(conf),
                 show(added),
                 `ls -A /usr/local/lib/gpu-workers`,
-                `sh -c ${shellCommand([removeFileSetCommand(other, otherOwner)])}`,
+                removeFilesCommand(other, otherOwner, "root"),
                 "echo '--- deleted'",
                 show(conf),
                 show(added),
@@ -213,7 +209,7 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
                 run(odd, oddOwner),
                 "echo '--- placed'",
                 'cd /var/lib/gw-target && for f in *; do printf \'%s: [%s]\\n\' "$f" "$(cat -- "$f")"; done',
-                `sh -c ${shellCommand([removeFileSetCommand(odd, oddOwner)])}`,
+                removeFilesCommand(odd, oddOwner, "root"),
                 "echo '--- released'",
                 "ls -A /var/lib/gw-target; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records",
             ].join("\n"),
@@ -274,7 +270,7 @@ describe("a file set on a host (real shell, private /var/lib and /usr/local/lib)
                 run([conf, { ...binary, mode: "0700" }], binOwner),
                 "echo '--- mode'",
                 `stat -c %a ${binary.path}`,
-                `sh -c ${shellCommand([removeFileSetCommand(files, binOwner)])}`,
+                removeFilesCommand(files, binOwner, "root"),
                 "echo '--- deleted'",
                 `ls -A /usr/local/lib; ls -A /var/lib/gpu-workers 2>/dev/null || echo no records`,
             ]);

@@ -5,13 +5,15 @@
  * public face, components/index.ts, and the program's, components/program.ts), the rooms of
  * components/lib import one way, stacks/ runs its stages in order (the config read, the
  * components' arguments, the checks that need a plan, then the resources or the offline render)
- * with no stage importing a later one, and the host-script loader reads host/ (what hosts
- * receive) and nothing else.
+ * with no stage importing a later one, the host-script loader reads host/ (what hosts receive)
+ * and nothing else, and the shell programs live there, not in strings of the TypeScript.
  */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
+import * as ts from "typescript";
 import { HOST_FILES_DIR, PACKAGE_ROOT, readHostScript } from "../../components/lib/host/scripts";
 import { ensureCommands } from "../support/tools";
 
@@ -35,6 +37,43 @@ function offenders(dir: string, bad: (imported: string) => boolean): string[] {
             .filter(bad)
             .map((i) => `${path.relative(PACKAGE_ROOT, f)} imports ${i}`),
     );
+}
+
+/**
+ * What makes a string shell program text rather than a command line, a document or a message:
+ * shell's control syntax. A condition or loop with its `then` or `do`; the `fi`, `done` or
+ * `esac` that closes one (after a `;`, or on a line of its own); a function definition. A
+ * command line (`a && b`, `$(dirname x)`, a redirection) is none of these, and neither is the
+ * YAML, TOML, JSON or unit text a host file holds.
+ */
+const SHELL_CONTROL: RegExp[] = [
+    /(^|[;&|(\n]\s*)(if|elif|while|until|for)\s[^\n]*;\s*(then|do)\b/,
+    /;\s*(fi|done|esac)\b/,
+    /(^|\n)[ \t]*(fi|esac)[ \t]*(\n|$)/,
+    /\n[ \t]*done[ \t]*(\n|$)/,
+    /(^|[\s;{])[A-Za-z_][\w-]*\(\)\s*\{/,
+];
+
+/**
+ * The string literals of a TypeScript file that hold shell control syntax, with their lines. A
+ * template literal is read as its text parts joined by a placeholder, and a program joined from
+ * single-line strings shows in the strings themselves (each holds its own `; then` or `() {`).
+ */
+function shellInStrings(file: string): string[] {
+    const source = ts.createSourceFile(file, fs.readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const visit = (node: ts.Node): void => {
+        let text: string | undefined;
+        if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) text = node.text;
+        else if (ts.isTemplateExpression(node)) text = [node.head.text, ...node.templateSpans.map((s) => `X${s.literal.text}`)].join("");
+        if (text !== undefined && SHELL_CONTROL.some((rule) => rule.test(text))) {
+            const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+            found.push(`${path.relative(PACKAGE_ROOT, file)}:${line}: ${JSON.stringify(text.slice(0, 80))}`);
+        }
+        ts.forEachChild(node, visit);
+    };
+    visit(source);
+    return found;
 }
 
 describe("the house (layout rules)", () => {
@@ -150,6 +189,41 @@ describe("the house (layout rules)", () => {
         ]) {
             assert.ok(!hostFiles.includes(tool), `${tool} is not in host/`);
             assert.ok(fs.existsSync(path.join(PACKAGE_ROOT, "scripts", tool)), `${tool} is in scripts/`);
+        }
+    });
+
+    it("no TypeScript under components/ holds a shell program in a string: the shell lives in host/, the TypeScript passes data", () => {
+        assert.deepStrictEqual(sources(path.join(PACKAGE_ROOT, "components")).flatMap(shellInStrings), []);
+    });
+
+    it("the shell-program rule catches the forms a program takes in a string, and leaves command lines and host documents alone", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-house-"));
+        try {
+            const check = (code: string) => {
+                fs.writeFileSync(path.join(dir, "probe.ts"), code);
+                return shellInStrings(path.join(dir, "probe.ts")).length > 0;
+            };
+            for (const program of [
+                "const a = `if [ -e ${p} ]; then rm -f ${p}; fi`;",
+                "const b = ['if [ -n \"$x\" ]; then', '  echo $x', 'fi'].join('\\n');",
+                "const c = `for f in ${d}/*; do echo $f; done`;",
+                "const d = 'claim() { mkdir -p \"$1\"; }';",
+                "const e = `case $1 in a) echo a ;; esac`;",
+                "const f = `x=1\nwhile read -r l; do\n  echo $l\ndone\n`;",
+            ])
+                assert.ok(check(program), program);
+            for (const data of [
+                "const a = `sudo -n sh -c ${q} && mv -f ${a} ${b} || true`;",
+                'const b = `umask 077 && mkdir -p -- "$(dirname -- ${t})" && cat > ${t}`;',
+                "const c = '[Unit]\\nDescription=if the host is done; then nothing\\nExecStart=/usr/bin/x --done\\n';",
+                "const d = `#cloud-config\nruncmd:\n  - [systemctl, enable, x]\nwrite_files:\n  - path: /etc/fi\n`;",
+                'const e = \'{"done": true, "fi": "esac"}\';',
+                'const f = `[plugins."io.containerd"]\n  done = true\n`;',
+                "const g = 'done';",
+            ])
+                assert.ok(!check(data), data);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
         }
     });
 

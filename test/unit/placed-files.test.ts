@@ -1,19 +1,23 @@
 /**
- * A file set's stdin (lib/host/placed-files.ts): every file under a header a reader of the
- * preview can follow, and from which the host reads each file's size (a binary's bytes are staged
- * beforehand: its header names its sum); the command itself names no size or sum, so a changed
- * file changes only the stdin.
+ * A file set's stdin (lib/host/placed-files.ts): host/placed-files.sh, then every file under a
+ * header a reader of the preview can follow, and from which the host reads each file's size (a
+ * binary's bytes are staged beforehand: its header names its sum); the command itself names no
+ * size or sum, so a changed file changes only the stdin, and holds no shell but its arguments.
  */
 import * as assert from "assert";
-import { spawnSync } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { fileSetStdin, placeFileSetCommand, removeFileSetCommand } from "../../components/lib/host/placed-files";
+import {
+    fileSetData,
+    fileSetStdin,
+    PLACED_FILES_SCRIPT,
+    placeFileSetCommand,
+    removeFilesCommand,
+    writeFileCommand,
+    writeFileStdin,
+} from "../../components/lib/host/placed-files";
 import { sha256Text } from "../../components/lib/file-hash";
+import { readHostScript } from "../../components/lib/host/scripts";
 import { HostFile } from "../../components/lib/host/steps";
 import { fileSetContents } from "../support/pulumi-graph";
-import { ensureCommands } from "../support/tools";
 
 const files: HostFile[] = [
     { path: "/etc/gpu-workers/a.json", mode: "0644", content: '{"ü": 1}\n' },
@@ -24,9 +28,10 @@ const binary: HostFile = { path: "/usr/local/lib/gpu-workers/helper", mode: "075
 
 describe("file set layout", () => {
     it("shows each file under its path, mode, size in bytes and sha256, and reads back byte for byte", () => {
-        const stdin = fileSetStdin(files);
-        assert.ok(stdin.startsWith(`==> /etc/gpu-workers/a.json (mode 0644, 10 bytes, sha256 ${sha256Text(files[0].content)}) <==\n{"ü": 1}\n\n`), stdin);
-        assert.deepStrictEqual(fileSetContents(stdin), new Map(files.map((f) => [f.path, f.content])));
+        const data = fileSetData(files);
+        assert.ok(data.startsWith(`==> /etc/gpu-workers/a.json (mode 0644, 10 bytes, sha256 ${sha256Text(files[0].content)}) <==\n{"ü": 1}\n\n`), data);
+        assert.strictEqual(fileSetStdin(files), readHostScript(PLACED_FILES_SCRIPT) + data, "the script that reads them comes first");
+        assert.deepStrictEqual(fileSetContents(fileSetStdin(files)), new Map(files.map((f) => [f.path, f.content])));
     });
 
     it("a binary is its header alone, with its sum: its bytes wait at their staging path", () => {
@@ -46,15 +51,16 @@ describe("file set layout", () => {
             ...files.map((f) => ({ ...f, content: `${f.content}more` })),
             { ...binary, artifact: { path: "/built/helper", sha256: "cd".repeat(32) } },
         ];
-        assert.strictEqual(placeFileSetCommand(changed, "w-files.abc"), placeFileSetCommand(all, "w-files.abc"));
-        assert.strictEqual(removeFileSetCommand(changed, "w-files.abc"), removeFileSetCommand(all, "w-files.abc"));
+        assert.strictEqual(placeFileSetCommand(changed, "w-files.abc", "root"), placeFileSetCommand(all, "w-files.abc", "root"));
+        assert.strictEqual(removeFilesCommand(changed, "w-files.abc", "root"), removeFilesCommand(all, "w-files.abc", "root"));
         assert.notStrictEqual(fileSetStdin(changed.slice(3)), fileSetStdin(all.slice(3)), "a binary's new bytes are a new line in the stdin");
         assert.notStrictEqual(
             placeFileSetCommand(
                 files.map((f) => ({ ...f, mode: "0600" })),
                 "w-files.abc",
+                "root",
             ),
-            placeFileSetCommand(files, "w-files.abc"),
+            placeFileSetCommand(files, "w-files.abc", "root"),
         );
     });
 
@@ -67,23 +73,26 @@ describe("file set layout", () => {
         }
     });
 
-    it("its place (create and update) and delete commands pass shellcheck as sh (warnings and errors; A && B || C is meant)", () => {
-        ensureCommands(["shellcheck"], ["shellcheck"]);
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-set-"));
-        try {
-            const odd = [...files, binary, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
-            const commands = {
-                place: placeFileSetCommand(odd, "w-files.abc"),
-                delete: removeFileSetCommand(odd, "w-files.abc"),
-            };
-            const scripts = Object.entries(commands).map(([name, command]) => {
-                fs.writeFileSync(path.join(dir, `${name}.sh`), `#!/bin/sh\n${command}\n`);
-                return path.join(dir, `${name}.sh`);
-            });
-            const r = spawnSync("shellcheck", ["-s", "sh", "-S", "warning", ...scripts], { encoding: "utf8" });
-            assert.strictEqual(r.status, 0, r.stdout + r.stderr);
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-        }
+    it("its commands are host/placed-files.sh's arguments (through sudo for another login), its delete carrying the script itself", () => {
+        const odd = [...files, binary, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
+        assert.strictEqual(
+            placeFileSetCommand(odd, "w-files.abc", "root"),
+            "bash -s -- place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644 text /usr/local/lib/gpu-workers/b.sh 755" +
+                " text /usr/local/lib/gpu-workers/empty 600 binary /usr/local/lib/gpu-workers/helper 755 text '/etc/a b/it'\\''s' 600",
+        );
+        assert.strictEqual(
+            placeFileSetCommand([files[0]], "w-files.abc", "ubuntu"),
+            "sudo -n sh -c 'bash -s -- place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644'",
+        );
+        assert.strictEqual(
+            removeFilesCommand(odd.slice(3), "w-files.abc", "root"),
+            `bash -s -- release /var/lib/gpu-workers w-files.abc /usr/local/lib/gpu-workers/helper own '/etc/a b/it'\\''s' other <<'GPU_WORKERS_HOST_SCRIPT'\n${readHostScript(PLACED_FILES_SCRIPT)}GPU_WORKERS_HOST_SCRIPT\n`,
+        );
+        const secret: HostFile = { path: "/etc/gpu-workers/key", mode: "0600", content: "", secret: true };
+        assert.strictEqual(
+            writeFileCommand(secret, "w-file-key.abc", true, "root"),
+            "bash -s -- write /var/lib/gpu-workers w-file-key.abc /etc/gpu-workers/key 0600 adopt",
+        );
+        assert.strictEqual(writeFileStdin("s3cret"), `${readHostScript(PLACED_FILES_SCRIPT)}s3cret`);
     });
 });

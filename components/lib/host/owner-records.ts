@@ -6,15 +6,17 @@
  * undoes something records on the host, in its slot (the step's name), that it applied it: one record per resource, named by the resource's owner id (ownerId: its name and
  * its triggers), which a replacement does not share. A delete takes its own record away and undoes only when no other resource's record is
  * left; otherwise it leaves the host alone and says which resources hold it. Placed files keep
- * their own records (resources.ts claimFileCommand: each resource a user of the path by its owner id, and what
+ * their own records (placed-files.ts: each resource a user of the path by its owner id, and what
  * the host had there before), so a file is never gated twice.
  *
  * A slot with no record at all (state made before this existed) is undone as before. A record left
  * by a resource that is gone from every state (`pulumi state delete`) keeps the slot's delete from
- * undoing anything: the message names the record file to remove. Pure: the shell lives here.
+ * undoing anything: the message names the record file to remove. Pure: the shell is
+ * host/owner-records.sh, which each command runs from its stdin; this gives it the data.
  */
 import { sha256Text } from "../file-hash";
-import { HOST_STATE_DIR, pathSlug, shellCommand } from "./steps";
+import { scriptFromStdin, withScriptOnStdin } from "./scripts";
+import { asRoot, HOST_STATE_DIR, pathSlug } from "./steps";
 import type { HostStepTransport } from "./step-transport";
 
 /** The folder of the owner records on a host: one folder per slot, one file per resource. */
@@ -63,43 +65,28 @@ export function deleteSum(deleteCommand: string): string {
     return sha256Text(deleteCommand);
 }
 
-/** Records that the resource `id` applied its slot (after its command succeeded). Run as root. */
-export function claimScript(owner: HostOwner, id: string, deleteCommand: string): string {
-    const dir = slotDir(owner.slot);
-    const file = `${dir}/${ownerFile(id)}`;
-    return [
-        `mkdir -p ${shellCommand([dir])}`,
-        `printf 'resource=%s\\nslot=%s\\ndelete=%s\\n' ${shellCommand([owner.resource, owner.slot, deleteSum(deleteCommand)])} > ${shellCommand([`${file}.tmp`])}`,
-        `mv -f ${shellCommand([`${file}.tmp`, file])}`,
-    ].join(" && ");
+/** The script that claims and releases slots (host/owner-records.sh). */
+export const OWNER_RECORDS_SCRIPT = "owner-records.sh";
+
+/** Records that the resource `id` applied its slot (after its command succeeded), as root; the script comes in the command. */
+export function claimCommand(owner: HostOwner, id: string, deleteCommand: string): string {
+    const claim = scriptFromStdin(["claim", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, deleteSum(deleteCommand)]);
+    return withScriptOnStdin(OWNER_RECORDS_SCRIPT, asRoot(owner.user, claim));
 }
 
-/** The first word of the line a delete prints when it leaves the host alone (the Command provider shows a delete's output). */
+/** The first word of the line a delete prints when it leaves the host alone (host/owner-records.sh prints it; the Command provider shows a delete's output). */
 export const KEPT_MARK = "gpu-workers-kept:";
 
 /**
- * The delete of resource `id` (`remove`: its own delete command, run as root here): with an owner,
- * its record goes, and `remove` runs only when no other record is left in its slot; without one
- * (state from before records), `remove` runs unless a record elsewhere carries the same delete
- * command (a resource of this release applied the same thing). Run as root.
+ * The delete of resource `id` (`remove`: its own delete command, run as root there), as root on a
+ * host reached as `login`: with an owner, its record goes, and `remove` runs only when no other
+ * record is left in its slot; without one (state from before records), `remove` runs unless a
+ * record elsewhere carries the same delete command (a resource of this release applied the same
+ * thing). The script comes in the command: a delete may run with an empty stdin.
  */
-export function releaseScript(owner: HostOwner | undefined, id: string, remove: string): string {
-    const others = owner
-        ? `others=$(for f in "$d"/*; do [ -f "$f" ] && [ "\${f##*/}" != "$me" ] && sed -n 's/^resource=//p' "$f"; done | paste -sd, -)`
-        : `others=$(grep -lx "delete=$sum" ${OWNERS_DIR}/*/* 2>/dev/null | xargs -r sed -n 's/^resource=//p' | paste -sd, -)`;
-    const where = owner ? `${slotDir(owner.slot)}` : OWNERS_DIR;
-    return [
-        owner ? `d=${shellCommand([slotDir(owner.slot)])}; me=${shellCommand([ownerFile(id)])}` : `sum=${deleteSum(remove)}`,
-        others,
-        `if [ -n "$others" ]; then`,
-        ...(owner ? [`  rm -f "$d/$me"`] : []),
-        `  echo ${shellCommand([`${KEPT_MARK} ${owner ? `${owner.resource} (${owner.slot}): ` : ""}left in place: applied since by`])} "$others" ${shellCommand([`(records: ${where})`])}`,
-        `else`,
-        `  (`,
-        remove,
-        `  ) || exit $?`,
-        ...(owner ? [`  rm -rf "$d"`] : []),
-        `  rmdir ${OWNERS_DIR} ${HOST_STATE_DIR} 2>/dev/null || true`,
-        `fi`,
-    ].join("\n");
+export function releaseCommand(owner: HostOwner | undefined, id: string, remove: string, login: string): string {
+    const release = owner
+        ? scriptFromStdin(["release", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, remove])
+        : scriptFromStdin(["release-unowned", OWNERS_DIR, deleteSum(remove), remove]);
+    return withScriptOnStdin(OWNER_RECORDS_SCRIPT, asRoot(login, release));
 }

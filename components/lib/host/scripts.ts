@@ -53,6 +53,33 @@ export function hostScriptFile(name: string): HostFile {
 }
 
 /**
+ * A host script that is no file on the host runs as `bash -s` with these arguments, from its
+ * stdin: the records of placed files and of owners (placed-files.ts, owner-records.ts). So each
+ * command has the script of its own release, and a host still gets one login per command.
+ */
+export function scriptFromStdin(args: string[]): string {
+    return shellCommand(["bash", "-s", "--", ...args]);
+}
+
+/** The stdin of scriptFromStdin: host/<name>, which bash runs, then `data`, which the script reads. */
+export function scriptThenData(name: string, data: string): string {
+    return readHostScript(name) + data;
+}
+
+const HERE_DOCUMENT_END = "GPU_WORKERS_HOST_SCRIPT";
+
+/**
+ * `command` (scriptFromStdin's, as asRoot wraps it) with host/<name> on its stdin as a
+ * here-document: where the resource's stdin cannot carry the script (a delete runs with an empty
+ * stdin on the builtin transport; a step's own command drains its stdin).
+ */
+export function withScriptOnStdin(name: string, command: string): string {
+    const text = readHostScript(name);
+    if (text.split("\n").includes(HERE_DOCUMENT_END)) throw new Error(`host script ${name}: a line of it ends the here-document (${HERE_DOCUMENT_END})`);
+    return `${command} <<'${HERE_DOCUMENT_END}'\n${text}${HERE_DOCUMENT_END}\n`;
+}
+
+/**
  * The helper that records what a host had before a step changed it, and what the step installed
  * (host/ownership.sh): the scripts that install packages, start services or write files over
  * the host's run it from beside them.

@@ -157,14 +157,8 @@ export const OWN_DIRS = [HOST_LIB_DIR, HOST_ETC_DIR];
 export function inOwnFolder(path: string): boolean {
     return OWN_DIRS.some((dir) => path.startsWith(`${dir}/`));
 }
-/** The host scripts' records (their STATE_DIR): what they installed, and what was there before. */
-export const HOST_STATE_DIR = "/var/lib/gpu-workers";
-
 /**
- * What a host records of a path the program places (host/ownership.sh reads the same records):
- * `users/` holds one mark per component that placed it; `original` is what was at the path
- * before the first of them, or `absent` says that nothing was.
+ * The host scripts' records (their STATE_DIR): what they installed, and what was there before;
+ * placed paths' records under placed/ (host/placed-files.sh writes them).
  */
-export function placedRecordDir(path: string): string {
-    return `${HOST_STATE_DIR}/placed${path}`;
-}
+export const HOST_STATE_DIR = "/var/lib/gpu-workers";

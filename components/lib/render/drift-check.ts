@@ -1,9 +1,11 @@
 /**
- * The script a refresh runs on a host to see whether what gpu-workers placed there is still
- * there: each file's sha256 (or only its presence, for secrets), and each step's own check.
- * It prints one `drift: ...` line per difference and nothing when the host is as converged.
+ * What a refresh runs on a host to see whether what gpu-workers placed there is still there:
+ * each file's sha256 (or only its presence, for secrets), and each step's own check. The shell
+ * is host/drift-check.sh, which the HostDriftGuard runs as `bash -s`; this writes its stdin: the
+ * script, then one line per thing to check. It prints one `drift: ...` line per difference and
+ * nothing when the host is as converged.
  */
-import { shellCommand } from "../host/steps";
+import { scriptThenData } from "../host/scripts";
 
 export interface ExpectedFile {
     path: string;
@@ -11,23 +13,16 @@ export interface ExpectedFile {
     sha256: string | null;
 }
 
+/** The script that checks (host/drift-check.sh). */
+export const DRIFT_CHECK_SCRIPT = "drift-check.sh";
+
+/** One line of the script's input: a newline in it would make two. */
+function line(words: string): string {
+    if (words.includes("\n")) throw new Error(`drift check: ${JSON.stringify(words)} spans lines; the check reads one line per thing`);
+    return `${words}\n`;
+}
+
 export function renderDriftCheck(files: ExpectedFile[], checks: string[]): string {
-    // Paths are data: a `$(...)` inside a single-quoted path is meant literally.
-    const lines = ["# shellcheck disable=SC2016", "set -u"];
-    for (const f of files) {
-        const p = shellCommand([f.path]);
-        if (f.sha256 === null) {
-            lines.push(`[ -e ${p} ] || echo ${shellCommand([`drift: ${f.path} is missing`])}`);
-        } else {
-            lines.push(
-                `if [ ! -e ${p} ]; then echo ${shellCommand([`drift: ${f.path} is missing`])}; ` +
-                    `elif [ "$(sha256sum < ${p} | cut -d' ' -f1)" != ${f.sha256} ]; then echo ${shellCommand([`drift: ${f.path} was changed`])}; fi`,
-            );
-        }
-    }
-    for (const check of checks) {
-        lines.push(`out=$(${check} 2>&1) || echo "drift: $(printf '%s' "$out" | tail -n 1)"`);
-    }
-    lines.push("exit 0");
-    return lines.join("\n") + "\n";
+    const data = [...files.map((f) => line(`file ${f.sha256 ?? "-"} ${f.path}`)), ...checks.map((check) => line(`check ${check}`))];
+    return scriptThenData(DRIFT_CHECK_SCRIPT, data.join(""));
 }

@@ -13,8 +13,7 @@
  * successor holds it (a host removed from the stack in the same `up`), it undoes as before.
  * These deletes, once per old resource, are the last host commands that go through the ssh client.
  */
-import { HostOwner, KEPT_MARK, releaseScript } from "../../lib/host/owner-records";
-import { asRoot } from "../../lib/host/steps";
+import { HostOwner, KEPT_MARK, releaseCommand } from "../../lib/host/owner-records";
 import { runOverSsh, SshTarget } from "./ssh";
 
 /** What an earlier release's HostCommand kept in the state (the fields its delete reads). */
@@ -29,7 +28,7 @@ const TAIL = 20;
 export async function remove(id: string, props: LegacyHostCommandState) {
     if (!props.delete) return;
     const user = props.owner?.user ?? props.connection.user;
-    const r = await runOverSsh(props.connection, asRoot(user, releaseScript(props.owner, id, props.delete)), "");
+    const r = await runOverSsh(props.connection, releaseCommand(props.owner, id, props.delete, user), "");
     const where = `${props.connection.user}@${props.connection.host}:${props.connection.port}`;
     if (r.code !== 0) {
         const tail = (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-TAIL).join("\n");

@@ -5,21 +5,14 @@
  * changes on the host; a binary is uploaded to a staging path named by its sha256, and its set
  * installs it; a secret file has a command of its own. Every command knows its own owner id
  * (ownerId: its name, triggers and transport), which the host's records name. The shell is
- * lib/host/placed-files.ts.
+ * host/placed-files.sh and host/owner-records.sh; lib/host/placed-files.ts and owner-records.ts
+ * give it the data.
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
-import { claimScript, ownerId, releaseScript, stepSlot } from "../../lib/host/owner-records";
-import {
-    claimFileCommand,
-    fileSetStdin,
-    placeFileSetCommand,
-    removeFileCommand,
-    removeFileSetCommand,
-    stagingPath,
-    writeFileCommand,
-} from "../../lib/host/placed-files";
+import { claimCommand, ownerId, releaseCommand, stepSlot } from "../../lib/host/owner-records";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand, writeFileStdin } from "../../lib/host/placed-files";
 import {
     asRoot,
     fileResourceName,
@@ -156,14 +149,14 @@ function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions
         files.map((f) => f.path),
     );
     const uploads = files.filter((f) => f.artifact).map((f) => uploadResource(f, o, t));
-    const place = owned(name, triggers, o, (id) => asRoot(o.user, placeFileSetCommand(files, id)));
+    const place = owned(name, triggers, o, (id) => placeFileSetCommand(files, id, o.user));
     return t.command(
         name,
         {
             connection: o.connection,
             create: place,
             update: withEpoch(o, place),
-            delete: owned(name, triggers, o, (id) => drained(asRoot(o.user, removeFileSetCommand(files, id)))),
+            delete: owned(name, triggers, o, (id) => drained(removeFilesCommand(files, id, o.user))),
             stdin: fileSetStdin(files),
             triggers,
             quiet: true,
@@ -176,15 +169,15 @@ function fileSetResource(name: string, files: HostFile[], o: HostResourceOptions
 function fileResource(file: HostFile, o: HostResourceOptions, t: StepTransport): pulumi.Resource {
     const name = fileResourceName(o.prefix, file);
     const triggers = triggersOf(o);
-    const write = (adopt: boolean) => owned(name, triggers, o, (id) => asRoot(o.user, `${claimFileCommand(file, id, adopt)} && ${writeFileCommand(file)}`));
+    const write = (adopt: boolean) => owned(name, triggers, o, (id) => writeFileCommand(file, id, adopt, o.user));
     return t.command(
         name,
         {
             connection: o.connection,
             create: write(false),
             update: withEpoch(o, write(true)),
-            delete: owned(name, triggers, o, (id) => drained(asRoot(o.user, removeFileCommand(file, id)))),
-            stdin: valueOf(file, o),
+            delete: owned(name, triggers, o, (id) => drained(removeFilesCommand([file], id, o.user))),
+            stdin: pulumi.output(valueOf(file, o)).apply(writeFileStdin),
             triggers,
             quiet: true,
         },
@@ -222,7 +215,7 @@ function stepResource(
         const noted = fileSums.map(([p, sum]) => `\n# needs ${p} sha256:${sum}`).join("");
         const command = drained(`${asRoot(o.user, step.create)}${noted}`);
         // The record after the command succeeded; the command in a subshell of its own, so an `exit` in it ends only that.
-        return remove ? `(\n${command}\n) && ${asRoot(o.user, claimScript({ slot, resource: name, user: o.user }, id, remove))}` : command;
+        return remove ? `(\n${command}\n) && ${claimCommand({ slot, resource: name, user: o.user }, id, remove)}` : command;
     });
     const secretSums = needed.some((f) => f.secret) ? pulumi.secret(sums(true).apply((s) => s.map(([p, sum]) => `${p} ${sum}\n`).join(""))) : undefined;
     return t.command(
@@ -231,9 +224,7 @@ function stepResource(
             connection: o.connection,
             create,
             update: withEpoch(o, create),
-            delete: remove
-                ? owned(name, triggers, o, (id) => drained(asRoot(o.user, releaseScript({ slot, resource: name, user: o.user }, id, remove))))
-                : undefined,
+            delete: remove ? owned(name, triggers, o, (id) => drained(releaseCommand({ slot, resource: name, user: o.user }, id, remove, o.user))) : undefined,
             stdin: secretSums,
             triggers,
         },
