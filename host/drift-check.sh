@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The drift check a refresh runs on a host: is what gpu-workers placed and did still there? The
-# HostDriftGuard runs it as `bash -s`, the script first on its stdin (it is no file on the host),
-# and after it one line per thing to check (components/lib/render/drift-check.ts writes them):
+# HostDriftGuard's command carries it (`bash -c SCRIPT`: it is no file on the host), and its
+# stdin holds one line per thing to check (components/lib/render/drift-check.ts writes them):
 #   file SHA256 PATH   PATH holds the bytes of SHA256; with "-" for SHA256, only that PATH is there
 #                      (a secret's content is not known to the program).
 #   check COMMAND      a step's own check: exits 0 while what the step did is still in place.
@@ -28,9 +28,10 @@ check_line() {
   esac
 }
 
-# The last line: bash runs it before it reads on, so it reads the lines that follow the script.
+# Reads the lines of its stdin.
 check_all() {
   local line
   while IFS= read -r line; do check_line "$line"; done
 }
-check_all; exit 0
+check_all
+exit 0

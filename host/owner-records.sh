@@ -3,8 +3,8 @@
 # its resource applied it, one record per resource (named by its owner id). A delete takes its
 # own record away and undoes only when no other resource's record is left; otherwise it leaves
 # the host alone and says which resources hold it (components/lib/host/owner-records.ts tells
-# why, and gives the arguments). A command runs it as `bash -s`, the script on its stdin (a
-# here-document of the command), so a host gets one login per command; it is never a file there.
+# why, and gives the arguments). A command carries it and runs it as `bash -c SCRIPT
+# owner-records.sh ARGS...`, so a host gets one login per command; it is never a file there.
 #
 #   owner-records.sh claim SLOT-DIR OWNER RESOURCE SLOT DELETE-SUM
 #       records that OWNER (resource RESOURCE) applied SLOT; DELETE-SUM: the sha256 of its delete.
@@ -60,7 +60,6 @@ release_unowned() {
   fi
 }
 
-# The last line: bash runs the action before it reads on.
 main() {
   local action=${1:-}
   shift || true
@@ -71,4 +70,4 @@ main() {
     *) die "usage: owner-records.sh claim|release|release-unowned ..." ;;
   esac
 }
-main "$@"; exit
+main "$@"

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # The files the program places on a host, and each path's records: which resources place it
 # (one mark per owner id), and what the host had there before. A command that places or takes
-# back files runs it as `bash -s` (components/lib/host/placed-files.ts gives the arguments): the
-# script comes first on that command's stdin, so each run has the script of its own release and
-# a host gets one login per command. It is never a file on the host.
+# back files carries it and runs it as `bash -c SCRIPT placed-files.sh ARGS...`
+# (components/lib/host/placed-files.ts gives the arguments), so each run has the script of its
+# own release and a host gets one login per command; the command's stdin is the data alone. It is
+# never a file on the host.
 #
 #   placed-files.sh place STATE-DIR STAGING-DIR OWNER [text|binary PATH MODE]...
-#       OWNER places the files of a set. Its stdin goes on, after the script, with each file in
-#       the order of the arguments: a header "==> PATH (mode M, N bytes, sha256 SUM) <==", then
+#       OWNER places the files of a set. Its stdin holds each file in the order of the
+#       arguments: a header "==> PATH (mode M, N bytes, sha256 SUM) <==", then
 #       a text file's N bytes and a newline; a binary's header has "staged copy" for its size,
 #       and its bytes wait at STAGING-DIR/SUM (relative: the login user's home). MODE is as
 #       `stat -c %a` prints it. Every file is checked first, so a stdin or a staged copy that
 #       does not hold what its header says fails the set before any path is claimed or written.
 #   placed-files.sh write STATE-DIR OWNER PATH MODE keep|adopt
-#       OWNER places one file (a secret: a set would show it) from the rest of stdin; with adopt
+#       OWNER places one file (a secret: a set would show it) from its stdin; with adopt
 #       (a file an earlier version placed, which kept no record) what is at PATH is ours.
 #   placed-files.sh release STATE-DIR OWNER [PATH own|other]...
 #       OWNER no longer places the paths. The last user puts back what was at a path (in one
@@ -210,7 +211,6 @@ owner_is() {
   owner=$1
 }
 
-# The last line: bash runs the action before it reads on, so the action reads the rest of stdin.
 main() {
   local action=${1:-}
   case "$action" in
@@ -220,4 +220,4 @@ main() {
     *) die "usage: placed-files.sh place|write|release STATE-DIR ..." ;;
   esac
 }
-main "$@"; exit
+main "$@"

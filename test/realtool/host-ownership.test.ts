@@ -29,7 +29,7 @@ import { renderToolkitAptFiles, toolkitScriptArgs } from "../../components/lib/l
 import { FABRIC_MANAGER_CONFIG, renderFabricManager, renderFabricManagerConfig } from "../../components/lib/links/fabric-manager/render";
 import type { VendorRepository } from "../../components/lib/repos/vendor-repos";
 import { driverPin } from "../../components/lib/toolkit/pins";
-import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand, writeFileStdin } from "../../components/lib/host/placed-files";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand } from "../../components/lib/host/placed-files";
 import { AptSandbox, LocalAptRepository, TestKey } from "./apt-sandbox";
 import { ensureLxdTools, TestDaemon } from "./lxd-support";
 import { HOST_DIR, tempDir } from "./wrapper-support";
@@ -254,7 +254,7 @@ describe("destroy puts back what the host had: services, placed files, the Conco
                 daemon.lxc("file", "push", "-q", "--create-dirs", file.artifact.path, `${INSTANCE}/root/${stagingPath(file.artifact.sha256)}`);
                 ok(`cd /root && ${placeFileSetCommand([file], component, "root")}`, fileSetStdin([file]));
                 assert.notStrictEqual(sh(`test -e /root/${stagingPath(file.artifact.sha256)}`).status, 0, "the staged copy is gone once installed");
-            } else ok(writeFileCommand(file, component, false, "root"), writeFileStdin(file.content));
+            } else ok(writeFileCommand(file, component, false, "root"), file.content);
         }
         for (const step of rendered.steps) ok(`${env}${step.create}`);
     }

@@ -11,7 +11,7 @@ import { createHash } from "crypto";
 import { claimCommand, HostOwner, KEPT_MARK, ownerId, OWNERS_DIR, releaseCommand, slotDir } from "../../components/lib/host/owner-records";
 import { sha256Text } from "../../components/lib/file-hash";
 import { HostFile, shellCommand } from "../../components/lib/host/steps";
-import { fileSetStdin, placeFileSetCommand, removeFilesCommand, writeFileCommand, writeFileStdin } from "../../components/lib/host/placed-files";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, writeFileCommand } from "../../components/lib/host/placed-files";
 import { ensureCommands } from "../support/tools";
 
 /** Runs `script` (bash) with a private, empty /var/lib; returns its output and status. */
@@ -101,8 +101,7 @@ describe("owner records on a host (real shell, private /var/lib)", () => {
 
     it("a placed file: an earlier release's component mark and a replaced resource's old mark are let go without undoing; the last user's delete puts the host's file back", () => {
         const file: HostFile = { path: "/var/lib/gw-target/app.conf", mode: "0640", content: "" };
-        const place = (user: string, content: string) =>
-            `printf '%s' ${shellCommand([writeFileStdin(content)])} | ${writeFileCommand(file, user, false, "root")}`;
+        const place = (user: string, content: string) => `printf '%s' ${shellCommand([content])} | ${writeFileCommand(file, user, false, "root")}`;
         const show = `cat ${file.path}; echo; stat -c %a ${file.path}`;
         // The owner ids of one resource before and after a changed trigger (a new machine behind the address): a replacement.
         const before = ownerId("w-app-file-conf", "p/s", ["machine-a"]);

@@ -5,8 +5,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { RegisterResourceRequest, RegisterResourceResponse } from "@pulumi/pulumi/proto/resource_pb";
 import { pathSlug } from "../../components/lib/host/steps";
-import { PLACED_FILES_SCRIPT } from "../../components/lib/host/placed-files";
-import { readHostScript } from "../../components/lib/host/scripts";
 
 /** A command that places files: a file set (`<component>-files`, `<component>-system-files`) or one file's own (`<component>-file-<path>`). */
 export function isFileResourceName(name: string): boolean {
@@ -87,12 +85,8 @@ export class GraphRecorder {
     placed(path: string, prefix = ""): { resource: RecordedResource; content: string } {
         for (const resource of this.fileResources().filter((r) => r.name.startsWith(prefix))) {
             const stdin = resource.inputs.stdin;
-            if (resource.name.endsWith(`-file-${pathSlug(path)}`)) {
-                // A file of its own: its stdin is host/placed-files.sh, then the content.
-                const sent = typeof stdin === "string" ? stdin : String((stdin as { value: unknown }).value);
-                const script = readHostScript(PLACED_FILES_SCRIPT);
-                return { resource, content: sent.startsWith(script) ? sent.slice(script.length) : sent };
-            }
+            if (resource.name.endsWith(`-file-${pathSlug(path)}`))
+                return { resource, content: typeof stdin === "string" ? stdin : String((stdin as { value: unknown }).value) };
             const content = typeof stdin === "string" ? fileSetContents(stdin).get(path) : undefined;
             if (content !== undefined) return { resource, content };
         }

@@ -1,17 +1,18 @@
-/** The drift check a refresh runs on a host, run here with bash against real files. */
+/** The drift check a refresh runs on a host: its command, run here by a shell as a login runs it, against real files. */
 import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { readHostScript } from "../../components/lib/host/scripts";
-import { DRIFT_CHECK_SCRIPT, renderDriftCheck } from "../../components/lib/render/drift-check";
+import { shellQuote } from "../../components/lib/host/steps";
+import { DRIFT_CHECK_SCRIPT, driftCheckCommand, renderDriftCheck } from "../../components/lib/render/drift-check";
 import { makeScratch, scratchName } from "../support/scratch";
 
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex");
 
-function run(script: string): string[] {
-    const r = spawnSync("bash", ["-s"], { input: script, encoding: "utf8" });
+function run(lines: string): string[] {
+    const r = spawnSync("sh", ["-c", driftCheckCommand("root")], { input: lines, encoding: "utf8" });
     assert.strictEqual(r.status, 0, r.stderr);
     return r.stdout.split("\n").filter(Boolean);
 }
@@ -21,7 +22,7 @@ describe("drift check", () => {
     before(() => makeScratch(dir));
     const odd = path.join(dir, "it's a $(file)");
     const secret = path.join(dir, "key");
-    const script = () =>
+    const lines = () =>
         renderDriftCheck(
             [
                 { path: odd, sha256: sha("content\n") },
@@ -38,23 +39,23 @@ describe("drift check", () => {
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
     it("prints nothing for a host as converged", () => {
-        assert.deepStrictEqual(run(script()), []);
+        assert.deepStrictEqual(run(lines()), []);
     });
 
     it("names a changed file, a missing secret file and a failing step check", () => {
         fs.writeFileSync(odd, "edited by hand\n");
         fs.rmSync(secret);
         fs.rmSync(path.join(dir, "flag"));
-        const lines = run(script());
-        assert.deepStrictEqual(lines.slice(0, 2), [`drift: ${odd} was changed`, `drift: ${secret} is missing`]);
-        assert.strictEqual(lines.length, 3);
-        assert.match(lines[2], /^drift: /);
+        const found = run(lines());
+        assert.deepStrictEqual(found.slice(0, 2), [`drift: ${odd} was changed`, `drift: ${secret} is missing`]);
+        assert.strictEqual(found.length, 3);
+        assert.match(found[2], /^drift: /);
     });
 
-    it("is host/drift-check.sh, then one line per file and per check: data, not shell", () => {
-        const data = script().slice(readHostScript(DRIFT_CHECK_SCRIPT).length);
-        assert.ok(script().startsWith(readHostScript(DRIFT_CHECK_SCRIPT)));
-        assert.deepStrictEqual(data.split("\n"), [
+    it("its command carries host/drift-check.sh; its stdin is one line per file and per check: data, not shell", () => {
+        assert.strictEqual(driftCheckCommand("root"), `bash -c ${shellQuote(readHostScript(DRIFT_CHECK_SCRIPT))} drift-check.sh`);
+        assert.strictEqual(driftCheckCommand("ubuntu"), `sudo -n sh -c ${shellQuote(driftCheckCommand("root"))}`);
+        assert.deepStrictEqual(lines().split("\n"), [
             `file ${sha("content\n")} ${odd}`,
             `file - ${secret}`,
             `check test -e ${JSON.stringify(path.join(dir, "flag"))}`,

@@ -1,22 +1,14 @@
 /**
- * A file set's stdin (lib/host/placed-files.ts): host/placed-files.sh, then every file under a
- * header a reader of the preview can follow, and from which the host reads each file's size (a
- * binary's bytes are staged beforehand: its header names its sum); the command itself names no
- * size or sum, so a changed file changes only the stdin, and holds no shell but its arguments.
+ * A file set's stdin (lib/host/placed-files.ts): every file under a header a reader of the
+ * preview can follow, and from which the host reads each file's size (a binary's bytes are staged
+ * beforehand: its header names its sum); the command itself names no size or sum, so a changed
+ * file changes only the stdin. The command carries host/placed-files.sh and its arguments.
  */
 import * as assert from "assert";
-import {
-    fileSetData,
-    fileSetStdin,
-    PLACED_FILES_SCRIPT,
-    placeFileSetCommand,
-    removeFilesCommand,
-    writeFileCommand,
-    writeFileStdin,
-} from "../../components/lib/host/placed-files";
+import { fileSetStdin, PLACED_FILES_SCRIPT, placeFileSetCommand, removeFilesCommand, writeFileCommand } from "../../components/lib/host/placed-files";
 import { sha256Text } from "../../components/lib/file-hash";
 import { readHostScript } from "../../components/lib/host/scripts";
-import { HostFile } from "../../components/lib/host/steps";
+import { HostFile, shellQuote } from "../../components/lib/host/steps";
 import { fileSetContents } from "../support/pulumi-graph";
 
 const files: HostFile[] = [
@@ -28,10 +20,9 @@ const binary: HostFile = { path: "/usr/local/lib/gpu-workers/helper", mode: "075
 
 describe("file set layout", () => {
     it("shows each file under its path, mode, size in bytes and sha256, and reads back byte for byte", () => {
-        const data = fileSetData(files);
-        assert.ok(data.startsWith(`==> /etc/gpu-workers/a.json (mode 0644, 10 bytes, sha256 ${sha256Text(files[0].content)}) <==\n{"ü": 1}\n\n`), data);
-        assert.strictEqual(fileSetStdin(files), readHostScript(PLACED_FILES_SCRIPT) + data, "the script that reads them comes first");
-        assert.deepStrictEqual(fileSetContents(fileSetStdin(files)), new Map(files.map((f) => [f.path, f.content])));
+        const stdin = fileSetStdin(files);
+        assert.ok(stdin.startsWith(`==> /etc/gpu-workers/a.json (mode 0644, 10 bytes, sha256 ${sha256Text(files[0].content)}) <==\n{"ü": 1}\n\n`), stdin);
+        assert.deepStrictEqual(fileSetContents(stdin), new Map(files.map((f) => [f.path, f.content])));
     });
 
     it("a binary is its header alone, with its sum: its bytes wait at their staging path", () => {
@@ -73,26 +64,25 @@ describe("file set layout", () => {
         }
     });
 
-    it("its commands are host/placed-files.sh's arguments (through sudo for another login), its delete carrying the script itself", () => {
+    it("its commands carry host/placed-files.sh and its arguments (through sudo for another login); the secret's is not among them", () => {
         const odd = [...files, binary, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
+        const run = `bash -c ${shellQuote(readHostScript(PLACED_FILES_SCRIPT))} placed-files.sh`;
         assert.strictEqual(
             placeFileSetCommand(odd, "w-files.abc", "root"),
-            "bash -s -- place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644 text /usr/local/lib/gpu-workers/b.sh 755" +
+            `${run} place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644 text /usr/local/lib/gpu-workers/b.sh 755` +
                 " text /usr/local/lib/gpu-workers/empty 600 binary /usr/local/lib/gpu-workers/helper 755 text '/etc/a b/it'\\''s' 600",
         );
         assert.strictEqual(
             placeFileSetCommand([files[0]], "w-files.abc", "ubuntu"),
-            "sudo -n sh -c 'bash -s -- place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644'",
+            `sudo -n sh -c ${shellQuote(`${run} place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644`)}`,
         );
         assert.strictEqual(
             removeFilesCommand(odd.slice(3), "w-files.abc", "root"),
-            `bash -s -- release /var/lib/gpu-workers w-files.abc /usr/local/lib/gpu-workers/helper own '/etc/a b/it'\\''s' other <<'GPU_WORKERS_HOST_SCRIPT'\n${readHostScript(PLACED_FILES_SCRIPT)}GPU_WORKERS_HOST_SCRIPT\n`,
+            `${run} release /var/lib/gpu-workers w-files.abc /usr/local/lib/gpu-workers/helper own '/etc/a b/it'\\''s' other`,
         );
-        const secret: HostFile = { path: "/etc/gpu-workers/key", mode: "0600", content: "", secret: true };
-        assert.strictEqual(
-            writeFileCommand(secret, "w-file-key.abc", true, "root"),
-            "bash -s -- write /var/lib/gpu-workers w-file-key.abc /etc/gpu-workers/key 0600 adopt",
-        );
-        assert.strictEqual(writeFileStdin("s3cret"), `${readHostScript(PLACED_FILES_SCRIPT)}s3cret`);
+        const secret: HostFile = { path: "/etc/gpu-workers/key", mode: "0600", content: "s3cret", secret: true };
+        const write = writeFileCommand(secret, "w-file-key.abc", true, "root");
+        assert.strictEqual(write, `${run} write /var/lib/gpu-workers w-file-key.abc /etc/gpu-workers/key 0600 adopt`);
+        assert.ok(!write.includes("s3cret"), "the secret comes on the stdin");
     });
 });

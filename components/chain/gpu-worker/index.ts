@@ -9,7 +9,7 @@ import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/settings/settings";
 import { workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
-import { HostDriftGuard } from "../../providers/drift";
+import { driftCheckCommand, HostDriftGuard } from "../../providers/drift";
 import { createHostFiles } from "../../providers/host/resources";
 import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { ConcourseWorker } from "../concourse-worker";
@@ -181,6 +181,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             `${name}-drift`,
             {
                 connection: gpuHost.connection,
+                command: driftCheckCommand(gpuHost.user),
                 check: chainDriftCheck(plan.links),
             },
             { parent: this },

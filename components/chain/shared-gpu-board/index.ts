@@ -6,7 +6,7 @@ import type { HostStepTransport } from "../../lib/host/step-transport";
 import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
-import { HostDriftGuard } from "../../providers/drift";
+import { driftCheckCommand, HostDriftGuard } from "../../providers/drift";
 import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { FabricServiceVm } from "../fabric-service-vm";
 import { GpuHost, SshHostTransport } from "../gpu-host";
@@ -104,7 +104,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
         );
         const guard = new HostDriftGuard(
             `${name}-drift`,
-            { connection: host.connection, check: chainDriftCheck([plan.serviceVm]) },
+            { connection: host.connection, command: driftCheckCommand(host.user), check: chainDriftCheck([plan.serviceVm]) },
             { parent: this, dependsOn: [host] },
         );
         this.serviceVm = new FabricServiceVm(

@@ -12,10 +12,11 @@
  * A slot with no record at all (state made before this existed) is undone as before. A record left
  * by a resource that is gone from every state (`pulumi state delete`) keeps the slot's delete from
  * undoing anything: the message names the record file to remove. Pure: the shell is
- * host/owner-records.sh, which each command runs from its stdin; this gives it the data.
+ * host/owner-records.sh, which each command carries and runs (scriptCommand); this gives it the
+ * arguments.
  */
 import { sha256Text } from "../file-hash";
-import { scriptFromStdin, withScriptOnStdin } from "./scripts";
+import { scriptCommand } from "./scripts";
 import { asRoot, HOST_STATE_DIR, pathSlug } from "./steps";
 import type { HostStepTransport } from "./step-transport";
 
@@ -68,10 +69,12 @@ export function deleteSum(deleteCommand: string): string {
 /** The script that claims and releases slots (host/owner-records.sh). */
 export const OWNER_RECORDS_SCRIPT = "owner-records.sh";
 
-/** Records that the resource `id` applied its slot (after its command succeeded), as root; the script comes in the command. */
+/** Records that the resource `id` applied its slot (after its command succeeded), as root; it reads no stdin (the step's command drained it). */
 export function claimCommand(owner: HostOwner, id: string, deleteCommand: string): string {
-    const claim = scriptFromStdin(["claim", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, deleteSum(deleteCommand)]);
-    return withScriptOnStdin(OWNER_RECORDS_SCRIPT, asRoot(owner.user, claim));
+    return asRoot(
+        owner.user,
+        scriptCommand(OWNER_RECORDS_SCRIPT, ["claim", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, deleteSum(deleteCommand)]),
+    );
 }
 
 /** The first word of the line a delete prints when it leaves the host alone (host/owner-records.sh prints it; the Command provider shows a delete's output). */
@@ -82,11 +85,11 @@ export const KEPT_MARK = "gpu-workers-kept:";
  * host reached as `login`: with an owner, its record goes, and `remove` runs only when no other
  * record is left in its slot; without one (state from before records), `remove` runs unless a
  * record elsewhere carries the same delete command (a resource of this release applied the same
- * thing). The script comes in the command: a delete may run with an empty stdin.
+ * thing). It reads no stdin: a delete may run with an empty one.
  */
 export function releaseCommand(owner: HostOwner | undefined, id: string, remove: string, login: string): string {
     const release = owner
-        ? scriptFromStdin(["release", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, remove])
-        : scriptFromStdin(["release-unowned", OWNERS_DIR, deleteSum(remove), remove]);
-    return withScriptOnStdin(OWNER_RECORDS_SCRIPT, asRoot(login, release));
+        ? ["release", slotDir(owner.slot), ownerFile(id), owner.resource, owner.slot, remove]
+        : ["release-unowned", OWNERS_DIR, deleteSum(remove), remove];
+    return asRoot(login, scriptCommand(OWNER_RECORDS_SCRIPT, release));
 }

@@ -1,17 +1,17 @@
 /**
  * The commands that place files on a host and take them back, with the path's records
- * (each resource a user of the path by its owner id, and what the host had there before). The shell is host/placed-files.sh, which each command runs from its stdin
- * (scriptFromStdin); this gives it the data. Pure: providers/host/resources.ts hands these to
- * remote commands.
+ * (each resource a user of the path by its owner id, and what the host had there before). The
+ * shell is host/placed-files.sh, which each command carries and runs (scriptCommand); this gives
+ * it the arguments and the data. Pure: providers/host/resources.ts hands these to remote commands.
  *
- * A component's files go in one command per kind of folder (a file set): its stdin holds, after
- * the script, every text file under a readable header naming its path, mode, size and sha256, so
+ * A component's files go in one command per kind of folder (a file set): its stdin holds every
+ * text file under a readable header naming its path, mode, size and sha256, so
  * `pulumi preview --diff` still shows each file's content and names each file that changes; the
  * host cuts each file out of it by the size its header gives, and checks it by the sum. A
  * binary's header names its sha256 alone: its bytes were copied to a staging path beforehand.
  */
 import { sha256Text } from "../file-hash";
-import { scriptFromStdin, scriptThenData, withScriptOnStdin } from "./scripts";
+import { scriptCommand } from "./scripts";
 import { asRoot, HOST_STATE_DIR, HostFile, inFileSet, OWN_DIRS, pathSlug } from "./steps";
 
 /** The script that places and releases files (host/placed-files.sh). */
@@ -42,30 +42,27 @@ function statMode(mode: string): string {
 
 /**
  * Writes one file (a secret or generated value: a set would show it) as `user` (a resource's owner
- * id) from the rest of the command's stdin (writeFileStdin), as root on a host reached as `login`.
+ * id) from the command's stdin (the file's content alone), as root on a host reached as `login`.
  * The first user keeps what is at the path aside, or notes that nothing is; with `adopt` (an
  * update of a file an earlier version placed, which kept no record) what is there is taken as
  * the program's own.
  */
 export function writeFileCommand(file: HostFile, user: string, adopt: boolean, login: string): string {
-    return asRoot(login, scriptFromStdin(["write", HOST_STATE_DIR, pathSlug(user), file.path, file.mode, adopt ? "adopt" : "keep"]));
-}
-
-/** The stdin of writeFileCommand: the script, then the file's content. */
-export function writeFileStdin(content: string): string {
-    return scriptThenData(PLACED_FILES_SCRIPT, content);
+    return asRoot(login, scriptCommand(PLACED_FILES_SCRIPT, ["write", HOST_STATE_DIR, pathSlug(user), file.path, file.mode, adopt ? "adopt" : "keep"]));
 }
 
 /**
  * `user` no longer places any of the files (as root on a host reached as `login`): the last user puts back what was at each path (byte
  * for byte, in one rename) or removes the file where nothing was, and its folder where that is
  * one of ours and now empty; then the record goes. Without a record it does nothing (a step put
- * the original back already: fabric-manager.sh restarts the service that reads it). The script
- * comes in the command (withScriptOnStdin): a delete may run with an empty stdin.
+ * the original back already: fabric-manager.sh restarts the service that reads it). It reads no
+ * stdin: a delete may run with an empty one.
  */
 export function removeFilesCommand(files: HostFile[], user: string, login: string): string {
-    const release = scriptFromStdin(["release", HOST_STATE_DIR, pathSlug(user), ...files.flatMap((f) => [f.path, folderKind(f.path)])]);
-    return withScriptOnStdin(PLACED_FILES_SCRIPT, asRoot(login, release));
+    return asRoot(
+        login,
+        scriptCommand(PLACED_FILES_SCRIPT, ["release", HOST_STATE_DIR, pathSlug(user), ...files.flatMap((f) => [f.path, folderKind(f.path)])]),
+    );
 }
 
 /**
@@ -79,19 +76,17 @@ function setHeader(file: HostFile): string {
     return `==> ${file.path} (mode ${file.mode}, ${size}, sha256 ${sha256}) <==`;
 }
 
-/** Lays out a set's files (no secret or generated value: see inFileSet): each file under its header, a text file's content exactly, then a newline. */
-export function fileSetData(files: HostFile[]): string {
+/**
+ * The stdin of placeFileSetCommand, the set's files alone (no secret or generated value: see
+ * inFileSet): each file under its header, a text file's content exactly, then a newline.
+ */
+export function fileSetStdin(files: HostFile[]): string {
     return files
         .map((file) => {
             if (!inFileSet(file)) throw new Error(`${file.path}: a secret or generated file does not go in a file set`);
             return file.artifact ? `${setHeader(file)}\n` : `${setHeader(file)}\n${file.content}\n`;
         })
         .join("");
-}
-
-/** The stdin of placeFileSetCommand: the script, then the set's files (fileSetData). */
-export function fileSetStdin(files: HostFile[]): string {
-    return scriptThenData(PLACED_FILES_SCRIPT, fileSetData(files));
 }
 
 /**
@@ -104,5 +99,5 @@ export function fileSetStdin(files: HostFile[]): string {
  */
 export function placeFileSetCommand(files: HostFile[], user: string, login: string): string {
     const kindPathModes = files.flatMap((f) => [f.artifact ? "binary" : "text", f.path, statMode(f.mode)]);
-    return asRoot(login, scriptFromStdin(["place", HOST_STATE_DIR, STAGING_DIR, pathSlug(user), ...kindPathModes]));
+    return asRoot(login, scriptCommand(PLACED_FILES_SCRIPT, ["place", HOST_STATE_DIR, STAGING_DIR, pathSlug(user), ...kindPathModes]));
 }

@@ -53,30 +53,16 @@ export function hostScriptFile(name: string): HostFile {
 }
 
 /**
- * A host script that is no file on the host runs as `bash -s` with these arguments, from its
- * stdin: the records of placed files and of owners (placed-files.ts, owner-records.ts). So each
- * command has the script of its own release, and a host still gets one login per command.
+ * host/<name> run with these arguments by the command itself: `bash -c '<the script>' <name>
+ * args...`, which the remote login shell (of either transport) starts as any command line. The
+ * records of placed files and of owners (placed-files.ts, owner-records.ts) and the drift check
+ * run so: each command has the script of its own release, a host still gets one login per
+ * command, and the command's stdin stays the data alone (a file set's files, a secret), so the
+ * preview shows the data as before. The script holds no secret: a secret travels on the stdin,
+ * never in an argument of a process.
  */
-export function scriptFromStdin(args: string[]): string {
-    return shellCommand(["bash", "-s", "--", ...args]);
-}
-
-/** The stdin of scriptFromStdin: host/<name>, which bash runs, then `data`, which the script reads. */
-export function scriptThenData(name: string, data: string): string {
-    return readHostScript(name) + data;
-}
-
-const HERE_DOCUMENT_END = "GPU_WORKERS_HOST_SCRIPT";
-
-/**
- * `command` (scriptFromStdin's, as asRoot wraps it) with host/<name> on its stdin as a
- * here-document: where the resource's stdin cannot carry the script (a delete runs with an empty
- * stdin on the builtin transport; a step's own command drains its stdin).
- */
-export function withScriptOnStdin(name: string, command: string): string {
-    const text = readHostScript(name);
-    if (text.split("\n").includes(HERE_DOCUMENT_END)) throw new Error(`host script ${name}: a line of it ends the here-document (${HERE_DOCUMENT_END})`);
-    return `${command} <<'${HERE_DOCUMENT_END}'\n${text}${HERE_DOCUMENT_END}\n`;
+export function scriptCommand(name: string, args: string[]): string {
+    return shellCommand(["bash", "-c", readHostScript(name), name, ...args]);
 }
 
 /**

@@ -8,7 +8,12 @@ import { runOverSsh, SshTarget } from "../host/ssh";
 
 export interface DriftGuardInputs {
     connection: SshTarget;
-    /** The script that prints one `drift: ...` line per difference (renderDriftCheck). */
+    /**
+     * The command that prints one `drift: ...` line per difference (driftCheckCommand). A state
+     * from before it came in the command has none: its `check` is the whole script, run by bash.
+     */
+    command?: string;
+    /** What the command checks, its stdin (renderDriftCheck). */
     check: string;
 }
 
@@ -24,7 +29,7 @@ export async function create(inputs: DriftGuardInputs) {
 }
 
 export async function diff(_id: string, olds: DriftGuardState, news: DriftGuardInputs) {
-    const changed = olds.check !== news.check || JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
+    const changed = olds.command !== news.command || olds.check !== news.check || JSON.stringify(olds.connection) !== JSON.stringify(news.connection);
     return { changes: changed, replaces: [], deleteBeforeReplace: false };
 }
 
@@ -33,7 +38,8 @@ export async function update(_id: string, olds: DriftGuardState, news: DriftGuar
 }
 
 export async function read(id: string, props: DriftGuardState) {
-    const r = await runOverSsh(props.connection, props.connection.user === "root" ? "bash -s" : "sudo -n bash -s", props.check, 300);
+    const command = props.command ?? (props.connection.user === "root" ? "bash -s" : "sudo -n bash -s");
+    const r = await runOverSsh(props.connection, command, props.check, 300);
     if (r.code !== 0) throw new Error(`drift check on ${id} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
     const drift = r.stdout
         .split("\n")

@@ -9,7 +9,9 @@ const provider = lazyProvider("host-drift-guard", "host drift guard");
 export interface HostDriftGuardArgs {
     /** Where to run the check; stored as a secret (it holds the private key). */
     connection: pulumi.Input<SshTarget>;
-    /** renderDriftCheck(...) of everything the chain places and checks. */
+    /** The command that runs the check as root (driftCheckCommand of the login user). */
+    command: string;
+    /** renderDriftCheck(...) of everything the chain places and checks: the command's stdin. */
     check: pulumi.Input<string>;
 }
 
@@ -26,7 +28,7 @@ export class HostDriftGuard extends LazyProviderResource {
         super(
             provider,
             name,
-            { connection: pulumi.secret(args.connection), check: args.check, epoch: undefined, drift: undefined },
+            { connection: pulumi.secret(args.connection), command: args.command, check: args.check, epoch: undefined, drift: undefined },
             { ...opts, additionalSecretOutputs: ["connection"] },
             "gpu-workers",
             "HostDriftGuard",
@@ -34,4 +36,4 @@ export class HostDriftGuard extends LazyProviderResource {
     }
 }
 
-export { renderDriftCheck, ExpectedFile } from "../../lib/render/drift-check";
+export { driftCheckCommand, renderDriftCheck, ExpectedFile } from "../../lib/render/drift-check";

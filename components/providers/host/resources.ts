@@ -5,14 +5,14 @@
  * changes on the host; a binary is uploaded to a staging path named by its sha256, and its set
  * installs it; a secret file has a command of its own. Every command knows its own owner id
  * (ownerId: its name, triggers and transport), which the host's records name. The shell is
- * host/placed-files.sh and host/owner-records.sh; lib/host/placed-files.ts and owner-records.ts
- * give it the data.
+ * host/placed-files.sh and host/owner-records.sh, which each command carries; lib/host/placed-files.ts
+ * and owner-records.ts give them their arguments, and a command's stdin holds the data alone.
  */
 import * as pulumi from "@pulumi/pulumi";
 import * as fs from "fs";
 import { sha256Text } from "../../lib/file-hash";
 import { claimCommand, ownerId, releaseCommand, stepSlot } from "../../lib/host/owner-records";
-import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand, writeFileStdin } from "../../lib/host/placed-files";
+import { fileSetStdin, placeFileSetCommand, removeFilesCommand, stagingPath, writeFileCommand } from "../../lib/host/placed-files";
 import {
     asRoot,
     fileResourceName,
@@ -177,7 +177,7 @@ function fileResource(file: HostFile, o: HostResourceOptions, t: StepTransport):
             create: write(false),
             update: withEpoch(o, write(true)),
             delete: owned(name, triggers, o, (id) => drained(removeFilesCommand([file], id, o.user))),
-            stdin: pulumi.output(valueOf(file, o)).apply(writeFileStdin),
+            stdin: valueOf(file, o),
             triggers,
             quiet: true,
         },
