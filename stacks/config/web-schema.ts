@@ -7,22 +7,16 @@ import { z } from "zod";
 import {
     externalDatabaseFields,
     localDatabaseSchema,
-    port,
+    lxdWebTransportSchema as lxdWebInstanceSchema,
     settingsSchema as workerSettingsSchema,
     version,
     webSettingsSchema,
 } from "../../components/program";
 import type { Transport } from "../../components/program";
-import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
+import { hostName, lxdServerSchema, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
 
-export const lxdWebTransportSchema = lxdTransportFields
-    .omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true })
-    .extend({
-        // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
-        type: z.literal("container", { error: "expected container" }).default("container"),
-        /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
-        publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
-    });
+/** The components' LXD transport of the web, its server with the secrets named. */
+export const lxdWebTransportSchema = lxdWebInstanceSchema.extend({ server: lxdServerSchema.default({}) });
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 

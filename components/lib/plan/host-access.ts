@@ -3,29 +3,17 @@
  * same `up` creates (with the files pushed in before its first start and the sshd proxy
  * device). GpuHost and ConcourseWeb both start from it. Pure.
  */
+import type { z } from "zod";
 import { HostFile, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { lxdSshProxyDevice, lxdVmSshDevices } from "../lxd/devices";
-import type { LxdDevices, LxdInstanceType, LxdWaitFor } from "../lxd/types";
+import type { LxdDevices, LxdWaitFor } from "../lxd/types";
 import { authorizedKeysPath, LXD_SSHD_DROP_IN, renderSshdDropIn } from "../render/lxd-access";
+import type { lxdTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
 
-/** The instance a host's LXD transport creates, as planning knows it (no server secrets). */
-export interface LxdInstancePlanInput {
-    instance: string;
-    image: string;
-    type: LxdInstanceType;
-    profiles: string[];
-    config: Record<string, string>;
-    /** Devices besides the sshd proxy (GPUs, datasets, published ports). */
-    devices: LxdDevices;
-    sshAddress: string;
-    sshPort: number;
-    user: string;
-    /** Virtual machines: the managed bridge network and the VM's static IPv4 address on it (sshd is reached through NAT to it). */
-    network?: string;
-    address?: string;
-}
+/** The instance a host's LXD transport creates, as planning knows it (no server secrets), with its devices besides the sshd proxy (GPUs, datasets, published ports). */
+export type LxdInstancePlanInput = z.output<typeof lxdTransportSchema> & { devices: LxdDevices };
 
 export type AccessShape = Transport<SshHostShape, LxdInstancePlanInput>;
 

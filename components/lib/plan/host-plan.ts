@@ -11,6 +11,7 @@ import { onTransport, Transport } from "../host/transport";
 import { ChainLink, lxdInstanceSettings, planChain } from "./chain";
 import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
 import { placeOnce } from "./place-files";
+import { lxdInstanceFields } from "../settings/transport-schema";
 import type { LxdHostShape, SshHostShape, WorkerSpec } from "../settings/worker-spec";
 
 /**
@@ -95,20 +96,7 @@ export function planHost(spec: WorkerSpec): HostPlan {
     const hostComponent = `${spec.name}-host`;
     const hostTransport = onTransport<SshHostShape, LxdHostShape, Transport<SshHostShape, LxdInstancePlanInput>>(spec.transport, {
         ssh: (ssh) => ({ ssh: { user: ssh.user } }),
-        lxd: (lxd) => ({
-            lxd: {
-                instance: lxd.instance,
-                image: lxd.image,
-                type: lxd.type,
-                profiles: lxd.profiles,
-                sshAddress: lxd.sshAddress,
-                sshPort: lxd.sshPort,
-                user: lxd.user,
-                ...(lxd.network !== undefined ? { network: lxd.network } : {}),
-                ...(lxd.address !== undefined ? { address: lxd.address } : {}),
-                ...lxdInstanceSettings(spec, lxd, gpus),
-            },
-        }),
+        lxd: (lxd) => ({ lxd: { ...lxdInstanceFields(lxd), ...lxdInstanceSettings(spec, lxd, gpus) } }),
     });
     const host = planGpuHost(hostComponent, hostTransport);
     const placement = placeOnce(spec.name, [

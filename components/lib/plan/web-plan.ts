@@ -11,15 +11,14 @@ import { lxdProxyDevice } from "../lxd/devices";
 import type { LxdDevices } from "../lxd/types";
 import { hostScriptPath } from "../host/scripts";
 import { admissionPrefix, ConcourseWebSettings, renderConcourseWeb, renderWorkerAdmission, WebDatabase, webKeysTarget } from "../render/concourse-web";
-import { AccessShape, HostAccessPlan, LxdInstancePlanInput, planHostAccess, PlannedStep } from "./host-access";
+import { AccessShape, HostAccessPlan, planHostAccess, PlannedStep } from "./host-access";
 import { componentSteps, PlannedFile } from "./host-plan";
 import { placeOnce } from "./place-files";
+import type { lxdWebTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
 
-/** An LXD web instance: the ports it publishes on the LXD server's `sshAddress`. */
-export interface LxdWebShape extends Omit<LxdInstancePlanInput, "devices"> {
-    publish: { web?: number; tsa?: number };
-}
+/** An LXD web instance, defaults applied (lxdWebTransportSchema): with the ports it publishes on the LXD server's `sshAddress`. */
+export type LxdWebShape = z.output<typeof lxdWebTransportSchema>;
 
 /** An SSH web host: its address, where it is known as plain text (for the default external URL and TSA). */
 export interface SshWebShape extends SshHostShape {
