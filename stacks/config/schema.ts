@@ -6,7 +6,6 @@ import { z } from "zod";
 import {
     absolutePath,
     BUILTIN_PARTITION_TABLES,
-    datasetRoot,
     DEFAULT_PARTITION_TABLE,
     dnsLabel,
     hostStepsSchema,

@@ -141,7 +141,8 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         lxd: lxdWebTransportSchema,
     });
     if ("problems" in host) problems.push(...host.problems);
-    if (!settings.success || database === undefined || !("data" in host) || problems.length > 0) throw new ConcourseWebArgsError(`ConcourseWeb ${name}: ${problems.join("; ")}`);
+    if (!settings.success || database === undefined || !("data" in host) || problems.length > 0)
+        throw new ConcourseWebArgsError(`ConcourseWeb ${name}: ${problems.join("; ")}`);
     return {
         name,
         version,

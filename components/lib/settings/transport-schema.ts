@@ -56,10 +56,7 @@ export const lxdTransportSchema = z.strictObject({
         .enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" })
         .default(LXD_TRANSPORT_DEFAULTS.type)
         .meta({ description: "container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init)" }),
-    profiles: z
-        .array(plainName("a profile name"))
-        .default(LXD_TRANSPORT_DEFAULTS.profiles)
-        .meta({ description: "the instance's profiles, applied in order" }),
+    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles).meta({ description: "the instance's profiles, applied in order" }),
     config: z
         .record(z.string(), z.string())
         .superRefine((config, ctx) => {
@@ -119,13 +116,19 @@ export const lxdWorkerTransportSchema = lxdTransportSchema.extend({
     serverPorts: z
         .record(z.string(), serverPortSchema)
         .default({})
-        .meta({ description: "ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name (for an instance without a network of its own)" }),
+        .meta({
+            description:
+                "ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name (for an instance without a network of its own)",
+        }),
 });
 
 /** The web's LXD instance: a container (its keys go in before the first start), with its ports published on the LXD server. */
 export const lxdWebTransportSchema = lxdTransportSchema.omit({ network: true, address: true }).extend({
     // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
-    type: z.literal("container", { error: "expected container" }).default("container").meta({ description: "container (the web's keys go in before its first start)" }),
+    type: z
+        .literal("container", { error: "expected container" })
+        .default("container")
+        .meta({ description: "container (the web's keys go in before its first start)" }),
     publish: z
         .strictObject({
             web: port.optional().meta({ description: "the port that forwards to the web's API and UI (its HTTPS port when it has a certificate)" }),
