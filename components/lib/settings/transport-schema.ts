@@ -113,13 +113,9 @@ export const lxdWorkerTransportSchema = lxdTransportSchema.extend({
         .boolean()
         .default(LXD_TRANSPORT_DEFAULTS.shiftWritable)
         .meta({ description: "idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root)" }),
-    serverPorts: z
-        .record(z.string(), serverPortSchema)
-        .default({})
-        .meta({
-            description:
-                "ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name (for an instance without a network of its own)",
-        }),
+    serverPorts: z.record(z.string(), serverPortSchema).default({}).meta({
+        description: "ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name (for an instance without a network of its own)",
+    }),
 });
 
 /** The web's LXD instance: a container (its keys go in before the first start), with its ports published on the LXD server. */
