@@ -11,7 +11,7 @@ import { SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../lib/host/transport-defaul
 import { LxdServer } from "../lib/lxd/types";
 import { renderAccessUserData } from "../lib/render/lxd-access";
 import { HostAccessPlan } from "../lib/plan/host-access";
-import type { sshJumpHostSchema, sshTransportSchema } from "../lib/plan/transport-schema";
+import type { sshJumpHostSchema, sshTransportSchema } from "../lib/settings/transport-schema";
 import { HostConnection } from "../providers/host/resources";
 import { SshKeyPair } from "../providers/keys";
 import { LxdInstance } from "../providers/lxd/instance";

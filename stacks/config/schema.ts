@@ -6,12 +6,15 @@ import { z } from "zod";
 import {
     absolutePath,
     BUILTIN_PARTITION_TABLES,
+    datasetRoot,
     DEFAULT_PARTITION_TABLE,
-    dnsLabel,
     hostStepsSchema,
     httpUrl,
     inventorySchema,
+    ipAddress,
     libvirtUri,
+    LXD_TRANSPORT_DEFAULTS,
+    lxdTransportSchema as lxdInstanceSchema,
     lxdWorkerTransportSchema,
     partitionListSchema,
     plainName,
@@ -39,7 +42,9 @@ export const stackOptionsSchema = z.strictObject({
 export const secretRef = z
     .string({ error: "expected the name of a secret config key" })
     .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, { error: "expected the name of a secret config key, e.g. gpu-a-ssh-key" });
-export const hostName = dnsLabel;
+export const hostName = z
+    .string({ error: "expected a host name" })
+    .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
 // The secret's key goes before the host key, as the stack has always listed (and reported) them.
 const { hostKey: jumpHostKey, ...jumpHost } = sshJumpHostSchema.shape;
@@ -83,35 +88,76 @@ const positiveInt = z
     .int({ error: "expected a positive integer" })
     .min(1, { error: "expected a positive integer" });
 
-/** A worker's LXD transport as the stack takes it: the components' (its proxy ports are the stack's to derive), and its server with the secrets named. */
-export const lxdTransportFields = lxdWorkerTransportSchema.omit({ serverPorts: true }).extend({ server: lxdServerSchema.default({}) });
+const ipv4 = z
+    .string()
+    .regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
 
-export const lxdTransportSchema = lxdTransportFields.superRefine(
-    (l, ctx) => {
-        if (l.type === "container") {
+const instanceField = lxdInstanceSchema.shape;
+/**
+ * The stack takes narrower forms of some of the components' LXD fields (each keeps the
+ * component's doc): the instance is named as a host is, the image and profiles by plain names,
+ * the proxy's address is an IP address, and the login user is root, as the instance's key is
+ * root's (another user could not read it to log in).
+ */
+export const stackLxdFields = {
+    instance: hostName.meta(instanceField.instance.meta()!),
+    image: z
+        .string({ error: "expected an image alias or fingerprint" })
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, {
+            error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit",
+        })
+        .meta(instanceField.image.meta()!),
+    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles).meta(instanceField.profiles.meta()!),
+    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress).meta(instanceField.sshAddress.meta()!),
+    user: z
+        .literal("root", { error: "expected root (the SSH key placed in the instance is root's)" })
+        .default("root")
+        .meta({ description: "the login user inside the instance: root, whose key is placed there" }),
+    server: lxdServerSchema.default({}),
+};
+
+const workerField = lxdWorkerTransportSchema.shape;
+const DATASET_FOLDER_ERROR = "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)";
+
+/** A worker's LXD transport as the stack takes it: the components' (its proxy ports are the stack's to derive), in the stack's forms, its server with the secrets named. */
+export const lxdTransportSchema = lxdWorkerTransportSchema
+    .omit({ serverPorts: true })
+    .extend({
+        ...stackLxdFields,
+        network: plainName("an LXD network name (e.g. lxdbr0)").optional().meta(workerField.network.meta()!),
+        address: ipv4.optional().meta(workerField.address.meta()!),
+        datasetSource: datasetRoot.optional().meta(workerField.datasetSource.meta()!),
+        datasetFolders: z
+            .array(z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, { error: DATASET_FOLDER_ERROR }))
+            .optional()
+            .meta(workerField.datasetFolders.meta()!),
+    })
+    .superRefine(
+        (l, ctx) => {
+            if (l.type === "container") {
+                for (const key of ["network", "address"] as const)
+                    if (l[key] !== undefined)
+                        ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
+            }
+            if (l.type !== "virtual-machine") return;
+            // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
             for (const key of ["network", "address"] as const)
-                if (l[key] !== undefined)
-                    ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
-        }
-        if (l.type !== "virtual-machine") return;
-        // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
-        for (const key of ["network", "address"] as const)
-            if (l[key] === undefined)
+                if (l[key] === undefined)
+                    ctx.addIssue({
+                        code: "custom",
+                        path: [key],
+                        message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+                    });
+            if (["0.0.0.0", "::"].includes(l.sshAddress))
                 ctx.addIssue({
                     code: "custom",
-                    path: [key],
-                    message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+                    path: ["sshAddress"],
+                    message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address",
                 });
-        if (["0.0.0.0", "::"].includes(l.sshAddress))
-            ctx.addIssue({
-                code: "custom",
-                path: ["sshAddress"],
-                message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address",
-            });
-        // Also when other fields are wrong, so that every problem is reported at once.
-    },
-    { when: () => true },
-);
+            // Also when other fields are wrong, so that every problem is reported at once.
+        },
+        { when: () => true },
+    );
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 

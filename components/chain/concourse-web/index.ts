@@ -13,7 +13,7 @@ import {
 } from "../../lib/render/concourse-web";
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { lxdWebTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
-import { LxdWebShape, planWebHost, WebPlan, WebSpec } from "../../lib/plan/web-plan";
+import { planWebHost, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import type { SshHostShape } from "../../lib/settings/worker-spec";
 import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/settings/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
@@ -136,7 +136,7 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         if (local.success) database = { local: local.data };
         else problems.push(...local.error.issues.map((i) => `postgres.local.${i.path.join(".")}: ${i.message}`));
     }
-    const host: { data: Transport<SshHostShape, LxdWebShape> } | { problems: string[] } = planTransport(transport, {
+    const host: { data: Transport<SshHostShape, z.output<typeof lxdWebTransportSchema>> } | { problems: string[] } = planTransport(transport, {
         ssh: sshPlanSchema,
         lxd: lxdWebTransportSchema,
     });
@@ -151,7 +151,7 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         postgres: database,
         tls: tls !== undefined,
         // An SSH web's address, where it is known as text, gives the default external URL and TSA.
-        transport: onTransport<SshHostShape, LxdWebShape, WebSpec["transport"]>(host.data, {
+        transport: onTransport<SshHostShape, z.output<typeof lxdWebTransportSchema>, WebSpec["transport"]>(host.data, {
             ssh: (ssh) => ({ ssh: { ...ssh, host: typeof transport.ssh!.host === "string" ? transport.ssh!.host : undefined } }),
             lxd: (lxd) => ({ lxd }),
         }),

@@ -12,10 +12,12 @@ import { authorizedKeysPath, LXD_SSHD_DROP_IN, renderSshdDropIn } from "../rende
 import type { lxdTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
 
-/** The instance a host's LXD transport creates, as planning knows it (no server secrets), with its devices besides the sshd proxy (GPUs, datasets, published ports). */
-export type LxdInstancePlanInput = z.output<typeof lxdTransportSchema> & { devices: LxdDevices };
-
-export type AccessShape = Transport<SshHostShape, LxdInstancePlanInput>;
+/**
+ * A host's transport as planning knows it (no keys, no server secrets): over SSH its login user;
+ * in LXD the instance it creates (lxdTransportSchema's output) with its devices besides the sshd
+ * proxy (GPUs, datasets, published ports).
+ */
+export type AccessShape = Transport<SshHostShape, z.output<typeof lxdTransportSchema> & { devices: LxdDevices }>;
 
 /** One thing done on (or about) a host, as the preview and the offline render name it. */
 export interface PlannedStep {
@@ -37,7 +39,7 @@ export interface HostAccessPlan {
      * The instance, its files and how to know it is up (LXD transport only). A container takes
      * the files pushed before its first start; a VM takes them in cloud-init user-data.
      */
-    lxd?: { instance: LxdInstancePlanInput; files: HostFile[]; delivery: "push" | "cloud-init"; waitFor: LxdWaitFor };
+    lxd?: { instance: NonNullable<AccessShape["lxd"]>; files: HostFile[]; delivery: "push" | "cloud-init"; waitFor: LxdWaitFor };
     /** The instance step (LXD only): what every other step of the host waits for. */
     steps: PlannedStep[];
     files: HostFile[];

@@ -17,9 +17,6 @@ import { placeOnce } from "./place-files";
 import type { lxdWebTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
 
-/** An LXD web instance, defaults applied (lxdWebTransportSchema): with the ports it publishes on the LXD server's `sshAddress`. */
-export type LxdWebShape = z.output<typeof lxdWebTransportSchema>;
-
 /** An SSH web host: its address, where it is known as plain text (for the default external URL and TSA). */
 export interface SshWebShape extends SshHostShape {
     host?: string;
@@ -28,7 +25,7 @@ export interface SshWebShape extends SshHostShape {
 export interface WebSpec {
     /** The web's name: every resource of its host is named from it. */
     name: string;
-    transport: Transport<SshWebShape, LxdWebShape>;
+    transport: Transport<SshWebShape, z.output<typeof lxdWebTransportSchema>>;
     version: string;
     binary: ConcourseWebSettings["binary"];
     settings: z.infer<typeof webSettingsSchema>;
@@ -51,7 +48,7 @@ export interface WebPlan {
 }
 
 /** Proxy devices that publish the web's ports on the LXD server (the HTTPS port when the web has a certificate). */
-function publishedPorts(lxd: LxdWebShape, web: { port: number; tsaPort: number }): LxdDevices {
+function publishedPorts(lxd: z.output<typeof lxdWebTransportSchema>, web: { port: number; tsaPort: number }): LxdDevices {
     const devices: LxdDevices = {};
     if (lxd.publish.web !== undefined)
         devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
@@ -126,7 +123,7 @@ export function planWebHost(spec: WebSpec): WebPlan {
     const access = planHostAccess(
         spec.name,
         "ConcourseWeb",
-        onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
+        onTransport<SshWebShape, z.output<typeof lxdWebTransportSchema>, AccessShape>(spec.transport, {
             ssh: (ssh) => ({ ssh: { user: ssh.user } }),
             lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, { port: usersPort, tsaPort: s.tsaPort }) } }),
         }),

@@ -1,20 +1,17 @@
 /**
  * The one contract of each transport (ssh, lxd): what a component's args take (`z.input`), what
  * its plan reads with the defaults applied (`z.output`), and what the stack schema extends with
- * the `*Secret` keys it names. Each field's doc and default is written here, once. A worker's
- * and the web's LXD instance extend the LXD schema with the keys only they take. Pure.
+ * the `*Secret` keys it names (taking some fields in narrower forms). Each field's doc and
+ * default is written here, once. A worker's and the web's LXD instance extend the LXD schema
+ * with the keys only they take. Pure.
  */
 import { z } from "zod";
 import type { Transport } from "../host/transport";
 import { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../host/transport-defaults";
 import { lxdConfigKeyProblem } from "../lxd/config-keys";
+import { LXD_INSTANCE_NAME } from "../lxd/validate";
 import { port } from "./settings";
-import { datasetRoot, hostAddress, ipAddress, plainName, posixUser } from "./value-patterns";
-
-/** A DNS label: a host's name in the stack, and an LXD instance's. */
-export const dnsLabel = z
-    .string({ error: "expected a host name" })
-    .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
+import { hostAddress, posixUser } from "./value-patterns";
 
 /** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
 const HOST_KEY_ERROR = "expected a public host key such as 'ssh-ed25519 AAAA...'";
@@ -39,24 +36,30 @@ export const sshTransportSchema = z.strictObject({
     proxy: sshJumpHostSchema.optional().meta({ description: "a jump host to go through; `host` and `port` are then as the jump host sees them" }),
 });
 
-const ipv4 = z
-    .string()
-    .regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
+// The LXD fields take the forms the LXD provider checks before it creates an instance (and the
+// worker's dataset disks, before it plans them), so a component takes every value it ever took;
+// the stack's config narrows some of them further (stacks/config/schema.ts).
+const INSTANCE_NAME_ERROR = "expected an LXD instance name: letters, digits and dashes, starting with a letter and not ending with a dash (at most 63)";
+const IMAGE_ERROR = "expected an image alias or fingerprint on the LXD server (no spaces, no remote: prefix)";
 
 /** An LXD instance the same `up` creates, reached over SSH through a proxy device on its server (the server itself is the caller's). */
 export const lxdTransportSchema = z.strictObject({
-    instance: dnsLabel.meta({ description: "the instance's name on the LXD server (created and owned here; a new name replaces the instance)" }),
+    instance: z
+        .string({ error: INSTANCE_NAME_ERROR })
+        .regex(LXD_INSTANCE_NAME, { error: INSTANCE_NAME_ERROR })
+        .meta({ description: "the instance's name on the LXD server (created and owned here; a new name replaces the instance)" }),
     image: z
-        .string({ error: "expected an image alias or fingerprint" })
-        .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, {
-            error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit",
-        })
+        .string({ error: IMAGE_ERROR })
+        .regex(/^[^\s:]+$/, { error: IMAGE_ERROR })
         .meta({ description: "the image's alias or fingerprint on the LXD server" }),
     type: z
         .enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" })
         .default(LXD_TRANSPORT_DEFAULTS.type)
-        .meta({ description: "container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init)" }),
-    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles).meta({ description: "the instance's profiles, applied in order" }),
+        .meta({ description: "container, or virtual-machine (its SSH keys go in through cloud-init)" }),
+    profiles: z
+        .array(z.string().regex(/^[^/\s]+$/, { error: "expected a profile name (no / or spaces)" }))
+        .default(LXD_TRANSPORT_DEFAULTS.profiles)
+        .meta({ description: "the instance's profiles, applied in order" }),
     config: z
         .record(z.string(), z.string())
         .superRefine((config, ctx) => {
@@ -68,16 +71,16 @@ export const lxdTransportSchema = z.strictObject({
         .default(LXD_TRANSPORT_DEFAULTS.config)
         .meta({ description: "extra instance config keys (security.nesting is always set for containers); only the keys LXD passes on harmlessly" }),
     sshPort: port.meta({ description: "the port on the LXD server that forwards to the instance's sshd" }),
-    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress).meta({ description: "the address on the LXD server that port listens on" }),
-    // The key placed in the instance is root's: another user could not read it to log in.
-    user: z
-        .literal("root", { error: "expected root (the SSH key placed in the instance is root's)" })
-        .default(LXD_TRANSPORT_DEFAULTS.user)
-        .meta({ description: "the login user inside the instance: root, whose key is placed there" }),
-    network: plainName("an LXD network name (e.g. lxdbr0)")
+    sshAddress: hostAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress).meta({ description: "the address on the LXD server that port listens on" }),
+    user: posixUser.default(LXD_TRANSPORT_DEFAULTS.user).meta({ description: "the login user inside the instance, whose authorized_keys get the login key" }),
+    network: z
+        .string({ error: "expected an LXD network name (e.g. lxdbr0)" })
         .optional()
         .meta({ description: "virtual-machine only: the managed bridge network (with DHCP) on the LXD server for the VM's nic" }),
-    address: ipv4.optional().meta({ description: "virtual-machine only: the VM's static IPv4 address on that network; sshd is reached through NAT to it" }),
+    address: z
+        .string({ error: "expected an IPv4 address such as 10.10.0.11" })
+        .optional()
+        .meta({ description: "virtual-machine only: the VM's static IPv4 address on that network; sshd is reached through NAT to it" }),
 });
 
 /** A port of the LXD server that a worker's instance reaches as its own 127.0.0.1:<port> (a proxy device). */
@@ -85,21 +88,22 @@ const serverPortSchema = z.strictObject({
     port: port.meta({ description: "the port inside the instance (on its 127.0.0.1)" }),
     server: z
         .strictObject({
-            address: ipAddress.meta({ description: "the address on the LXD server" }),
+            address: hostAddress.meta({ description: "the address on the LXD server" }),
             port: port.meta({ description: "the port on the LXD server" }),
         })
         .meta({ description: "where on the LXD server it leads" }),
 });
 
+const DATASET_FOLDER_ERROR = "expected one folder name (no /, not . or ..)";
+
 /** A worker's LXD instance: the instance, with the worker's GPUs and datasets passed in. */
 export const lxdWorkerTransportSchema = lxdTransportSchema.extend({
-    datasetSource: datasetRoot.optional().meta({ description: "the folder on the LXD server whose subfolders become the worker's datasets (disk devices)" }),
+    datasetSource: z
+        .string({ error: "expected a folder on the LXD server" })
+        .optional()
+        .meta({ description: "the folder on the LXD server whose subfolders become the worker's datasets (disk devices)" }),
     datasetFolders: z
-        .array(
-            z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, {
-                error: "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)",
-            }),
-        )
+        .array(z.string({ error: DATASET_FOLDER_ERROR }).regex(/^(?!\.\.?$)[^/\0]+$/, { error: DATASET_FOLDER_ERROR }))
         .optional()
         .meta({
             defaultText: "all of datasetSource, read-only",
@@ -118,13 +122,8 @@ export const lxdWorkerTransportSchema = lxdTransportSchema.extend({
     }),
 });
 
-/** The web's LXD instance: a container (its keys go in before the first start), with its ports published on the LXD server. */
-export const lxdWebTransportSchema = lxdTransportSchema.omit({ network: true, address: true }).extend({
-    // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
-    type: z
-        .literal("container", { error: "expected container" })
-        .default("container")
-        .meta({ description: "container (the web's keys go in before its first start)" }),
+/** The web's LXD instance, with its ports published on the LXD server. */
+export const lxdWebTransportSchema = lxdTransportSchema.extend({
     publish: z
         .strictObject({
             web: port.optional().meta({ description: "the port that forwards to the web's API and UI (its HTTPS port when it has a certificate)" }),

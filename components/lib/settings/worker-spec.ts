@@ -14,10 +14,8 @@ import type { lxdWorkerTransportSchema, sshPlanSchema } from "./transport-schema
 /** A machine reached over SSH, as planning reads it: its login user (commands run through `sudo -n` unless it is root). */
 export type SshHostShape = z.output<typeof sshPlanSchema>;
 
-/** An LXD instance the same `up` creates for the worker, defaults applied (lxdWorkerTransportSchema). */
-export type LxdHostShape = z.output<typeof lxdWorkerTransportSchema>;
-
-export type HostShape = Transport<SshHostShape, LxdHostShape>;
+/** The worker's host as planning reads it: its login user, or the LXD instance the same `up` creates for it (lxdWorkerTransportSchema's output). */
+export type HostShape = Transport<SshHostShape, z.output<typeof lxdWorkerTransportSchema>>;
 
 /** The fabric partition a worker VM of a shared board gets (from lib/fabric/partitions.ts). */
 export interface WorkerFabricPartition {
