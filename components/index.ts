@@ -49,10 +49,11 @@ export { PartitionPlanError } from "./lib/fabric/partitions";
 // The inventory: its schema, as `npm run discover` prints it and every component takes it.
 export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuInventoryInput, MigInstance } from "./lib/gpu/inventory";
 
-// The components' settings: one schema each and its defaults.
+// The components' settings: one schema each and its defaults; each transport's contract (what its args take).
 export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, REGISTRATION_TIMEOUT_SECONDS } from "./lib/settings/settings";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/settings/web-settings";
 export { kubernetesSettingsSchema, tenantSchema } from "./lib/kubernetes/settings";
+export { lxdTransportSchema, lxdWebTransportSchema, lxdWorkerTransportSchema, sshJumpHostSchema, sshTransportSchema } from "./lib/settings/transport-schema";
 export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
 export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";
 

@@ -4,45 +4,34 @@
  * connection through its sshd proxy. GpuHost and ConcourseWeb create these as their children.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
 import { GeneratedContent, stepResourceName } from "../lib/host/steps";
 import { onTransport, Transport } from "../lib/host/transport";
 import { SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { LxdServer } from "../lib/lxd/types";
 import { renderAccessUserData } from "../lib/render/lxd-access";
 import { HostAccessPlan } from "../lib/plan/host-access";
+import type { sshJumpHostSchema, sshTransportSchema } from "../lib/settings/transport-schema";
 import { HostConnection } from "../providers/host/resources";
 import { SshKeyPair } from "../providers/keys";
 import { LxdInstance } from "../providers/lxd/instance";
 
-/** A machine reached directly over SSH. */
-export interface SshHostTransport {
-    /** Address or DNS name. Example: "10.0.0.5". */
-    host: pulumi.Input<string>;
-    /** SSH port. Default: 22. */
-    port?: pulumi.Input<number>;
-    /** Login user; commands run through `sudo -n` unless it is root. Default: "root". */
-    user?: string;
-    /** OpenSSH private key of the login user; keep it a Pulumi secret (config.requireSecret). */
-    privateKey: pulumi.Input<string>;
-    /** Pinned host public key, as known_hosts has it without the name. Example: "ssh-ed25519 AAAA...". */
-    hostKey: pulumi.Input<string>;
-    /** A jump host (bastion) to reach the host through; `host` and `port` are then as the jump host sees them. Default: none. */
-    proxy?: SshJumpHost;
-}
+/** The schema's input, where a program may pass outputs for the keys K. */
+type WithInputs<T, K extends keyof T> = Omit<T, K> & { [P in keyof Pick<T, K>]: pulumi.Input<T[P]> };
 
-/** A jump host: it only forwards the connection to the host, and is pinned like it. */
-export interface SshJumpHost {
-    /** Address or DNS name, as this machine reaches it. Example: "bastion.example.com". */
-    host: pulumi.Input<string>;
-    /** SSH port. Default: SSH_PORT_DEFAULT. */
-    port?: pulumi.Input<number>;
-    /** Login user on the jump host. Default: SSH_USER_DEFAULT. */
-    user?: pulumi.Input<string>;
+/** A jump host (sshJumpHostSchema: each field's doc and default are written there), and the key that logs in to it. */
+export type SshJumpHost = WithInputs<z.input<typeof sshJumpHostSchema>, "host" | "port" | "user" | "hostKey"> & {
     /** OpenSSH private key of that user; keep it a Pulumi secret. */
     privateKey: pulumi.Input<string>;
-    /** The jump host's pinned host public key. Example: "ssh-ed25519 AAAA...". */
-    hostKey: pulumi.Input<string>;
-}
+};
+
+/** A machine reached directly over SSH (sshTransportSchema: each field's doc and default are written there), and the key that logs in. */
+export type SshHostTransport = WithInputs<Omit<z.input<typeof sshTransportSchema>, "proxy">, "host" | "port" | "hostKey"> & {
+    /** OpenSSH private key of the login user; keep it a Pulumi secret (config.requireSecret). */
+    privateKey: pulumi.Input<string>;
+    /** A jump host (bastion) to reach the host through; `host` and `port` are then as the jump host sees them. Default: none. */
+    proxy?: SshJumpHost;
+};
 
 /** The part of an LXD transport that only `up` needs: how to reach the LXD daemon. */
 export interface LxdServerArg {

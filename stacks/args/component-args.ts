@@ -19,7 +19,7 @@ import {
 import type { ConcourseRelease } from "../../components/program";
 import type { ClusterConfig } from "../config/kubernetes-schema";
 import { HostConfig, LxdTransport, SshTransport } from "../config/schema";
-import { LxdWebTransport, WebConfig } from "../config/web-schema";
+import { WebConfig } from "../config/web-schema";
 
 /** Looks up the value of a secret config key. */
 export type SecretLookup = (key: string) => pulumi.Input<string>;
@@ -135,7 +135,7 @@ export function webArgs(web: WebConfig, secret: SecretLookup, baseDir: string, h
         binary: releaseFrom(binary!, baseDir),
         postgres:
             "external" in postgres ? { external: (({ passwordSecret, ...e }) => ({ ...e, password: secret(passwordSecret) }))(postgres.external) } : postgres,
-        transport: onTransport<SshTransport, LxdWebTransport, ConcourseWebArgs["transport"]>(transport, {
+        transport: onTransport<SshTransport, NonNullable<WebConfig["transport"]["lxd"]>, ConcourseWebArgs["transport"]>(transport, {
             ssh: (ssh) => ({ ssh: sshTransportArgs(ssh, secret) }),
             lxd: ({ server, ...lxd }) => ({ lxd: { ...lxd, server: lxdServer(server, secret) } }),
         }),

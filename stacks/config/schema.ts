@@ -8,23 +8,21 @@ import {
     BUILTIN_PARTITION_TABLES,
     datasetRoot,
     DEFAULT_PARTITION_TABLE,
-    hostAddress,
     hostStepsSchema,
     httpUrl,
     inventorySchema,
     ipAddress,
-    LXD_TRANSPORT_DEFAULTS,
     libvirtUri,
-    lxdConfigKeyProblem,
+    LXD_TRANSPORT_DEFAULTS,
+    lxdTransportSchema as lxdInstanceSchema,
+    lxdWorkerTransportSchema,
     partitionListSchema,
     plainName,
-    port,
-    posixUser,
     REGISTRATION_TIMEOUT_SECONDS,
     SERVICE_VM_DEFAULTS,
     settingsSchema as workerSettingsSchema,
-    SSH_PORT_DEFAULT,
-    SSH_USER_DEFAULT,
+    sshJumpHostSchema,
+    sshTransportSchema as sshHostSchema,
     WORKER_DEFAULTS,
 } from "../../components/program";
 import type { Transport as TransportOf } from "../../components/program";
@@ -48,30 +46,23 @@ export const hostName = z
     .string({ error: "expected a host name" })
     .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
 
-/** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
-const HOST_KEY_ERROR = "expected a public host key such as 'ssh-ed25519 AAAA...'";
-const pinnedHostKey = z
-    .string({ error: HOST_KEY_ERROR })
-    .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: HOST_KEY_ERROR });
+// The secret's key goes before the host key, as the stack has always listed (and reported) them.
+const { hostKey: jumpHostKey, ...jumpHost } = sshJumpHostSchema.shape;
+const { hostKey, proxy, ...sshHost } = sshHostSchema.shape;
 
-/** A jump host (bastion): the host is reached through it, and its address and port are as the jump host sees them. */
+/** A jump host (bastion), its login key named by a secret config key. */
 export const sshProxySchema = z.strictObject({
-    host: hostAddress.meta({ description: "the jump host's DNS name or IP address, as this machine reaches it" }),
-    port: port.default(SSH_PORT_DEFAULT).meta({ description: "the jump host's sshd port" }),
-    user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user on the jump host (it runs nothing there: it only forwards the connection)" }),
+    ...jumpHost,
     privateKeySecret: secretRef.meta({ description: "name of a secret config key holding the OpenSSH private key of that user" }),
-    hostKey: pinnedHostKey.meta({ description: "the jump host's own host key, pinned (`ssh-ed25519 AAAA...`)" }),
+    hostKey: jumpHostKey,
 });
 
+/** The components' SSH transport, its login keys named by secret config keys. */
 export const sshTransportSchema = z.strictObject({
-    host: hostAddress,
-    port: port.default(SSH_PORT_DEFAULT),
-    user: posixUser.default(SSH_USER_DEFAULT),
-    /** Config key whose secret value is the OpenSSH private key. */
-    privateKeySecret: secretRef,
-    hostKey: pinnedHostKey,
-    /** A jump host between this machine and the host. */
-    proxy: sshProxySchema.optional(),
+    ...sshHost,
+    privateKeySecret: secretRef.meta({ description: "name of a secret config key holding the OpenSSH private key of the login user" }),
+    hostKey,
+    proxy: sshProxySchema.optional().meta(proxy.meta()!),
 });
 
 export const lxdServerSchema = z
@@ -91,92 +82,82 @@ export const lxdServerSchema = z
             ctx.addIssue({ code: "custom", path: ["clientCertSecret"], message: "an https url needs clientCertSecret and clientKeySecret" });
     });
 
-const ipv4 = z
-    .string()
-    .regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
 const pciAddress = z.string().regex(/^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$/, { error: "expected a PCI address such as 0000:09:00.0" });
 const positiveInt = z
     .number({ error: "expected a positive integer" })
     .int({ error: "expected a positive integer" })
     .min(1, { error: "expected a positive integer" });
 
-/** The keys of an LXD transport (the web's takes a part of them). */
-export const lxdTransportFields = z.strictObject({
-    server: lxdServerSchema.default({}),
-    /** LXD instance name (created and owned by this stack). */
-    instance: hostName,
-    /** Image alias or fingerprint on the LXD server. */
-    image: z.string({ error: "expected an image alias or fingerprint" }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, {
-        error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit",
-    }),
-    /** container, or virtual-machine for the workers of a shared board (their SSH keys go in through cloud-init). */
-    type: z.enum(["container", "virtual-machine"], { error: "expected container or virtual-machine" }).default(LXD_TRANSPORT_DEFAULTS.type),
-    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles),
-    /** Extra instance config keys (security.nesting is always set for containers); only the keys LXD passes on harmlessly. */
-    config: z
-        .record(z.string(), z.string())
-        .superRefine((config, ctx) => {
-            for (const key of Object.keys(config)) {
-                const problem = lxdConfigKeyProblem(key);
-                if (problem) ctx.addIssue({ code: "custom", message: problem, input: key });
-            }
-        })
-        .default(LXD_TRANSPORT_DEFAULTS.config),
-    /** Host folder whose subfolders become the worker's datasets (disk devices). */
-    datasetSource: datasetRoot.optional(),
-    /**
-     * The subfolders of datasetSource to attach, each as its own disk (read-write when its name
-     * ends with a writable suffix). Absent: all of datasetSource, read-only.
-     */
-    datasetFolders: z
-        .array(
-            z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, {
-                error: "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)",
-            }),
-        )
-        .optional(),
-    /** Loopback port on the LXD server that forwards to the instance's sshd. */
-    sshPort: port,
-    /** Address the loopback proxy listens on (default 127.0.0.1). */
-    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress),
-    // The key placed in the instance is root's: another user could not read it to log in.
-    user: z.literal("root", { error: "expected root (the SSH key placed in the instance is root's)" }).default(LXD_TRANSPORT_DEFAULTS.user),
-    /** Pass GPUs to the instance by CDI id; needs an LXD that reads CDI ids (5.0 on Debian 12 does not). */
-    gpuCdi: z.boolean().default(LXD_TRANSPORT_DEFAULTS.gpuCdi),
-    /** idmap-shift writable dataset disks; needs kernel idmapped mounts (else own the folders by the instance's mapped root). */
-    shiftWritable: z.boolean().default(LXD_TRANSPORT_DEFAULTS.shiftWritable),
-    /** virtual-machine: the managed bridge network (with DHCP) on the LXD server for the VM's nic. */
-    network: plainName("an LXD network name (e.g. lxdbr0)").optional(),
-    /** virtual-machine: the VM's static IPv4 address on that network; sshd is reached through NAT to it. */
-    address: ipv4.optional(),
-});
+const ipv4 = z
+    .string()
+    .regex(/^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$/, { error: "expected an IPv4 address such as 10.10.0.11" });
 
-export const lxdTransportSchema = lxdTransportFields.superRefine(
-    (l, ctx) => {
-        if (l.type === "container") {
+const instanceField = lxdInstanceSchema.shape;
+/**
+ * The stack takes narrower forms of some of the components' LXD fields (each keeps the
+ * component's doc): the instance is named as a host is, the image and profiles by plain names,
+ * the proxy's address is an IP address, and the login user is root, as the instance's key is
+ * root's (another user could not read it to log in).
+ */
+export const stackLxdFields = {
+    instance: hostName.meta(instanceField.instance.meta()!),
+    image: z
+        .string({ error: "expected an image alias or fingerprint" })
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$/, {
+            error: "expected an image alias or fingerprint: letters, digits and _ . : / + -, starting with a letter or digit",
+        })
+        .meta(instanceField.image.meta()!),
+    profiles: z.array(plainName("a profile name")).default(LXD_TRANSPORT_DEFAULTS.profiles).meta(instanceField.profiles.meta()!),
+    sshAddress: ipAddress.default(LXD_TRANSPORT_DEFAULTS.sshAddress).meta(instanceField.sshAddress.meta()!),
+    user: z
+        .literal("root", { error: "expected root (the SSH key placed in the instance is root's)" })
+        .default("root")
+        .meta({ description: "the login user inside the instance: root, whose key is placed there" }),
+    server: lxdServerSchema.default({}),
+};
+
+const workerField = lxdWorkerTransportSchema.shape;
+const DATASET_FOLDER_ERROR = "expected a folder name of letters, digits and _ . + @ , = ~ - (no /, not starting with -)";
+
+/** A worker's LXD transport as the stack takes it: the components' (its proxy ports are the stack's to derive), in the stack's forms, its server with the secrets named. */
+export const lxdTransportSchema = lxdWorkerTransportSchema
+    .omit({ serverPorts: true })
+    .extend({
+        ...stackLxdFields,
+        network: plainName("an LXD network name (e.g. lxdbr0)").optional().meta(workerField.network.meta()!),
+        address: ipv4.optional().meta(workerField.address.meta()!),
+        datasetSource: datasetRoot.optional().meta(workerField.datasetSource.meta()!),
+        datasetFolders: z
+            .array(z.string().regex(/^(?!\.\.?$)[A-Za-z0-9_.+@,=~][A-Za-z0-9_.+@,=~-]*$/, { error: DATASET_FOLDER_ERROR }))
+            .optional()
+            .meta(workerField.datasetFolders.meta()!),
+    })
+    .superRefine(
+        (l, ctx) => {
+            if (l.type === "container") {
+                for (const key of ["network", "address"] as const)
+                    if (l[key] !== undefined)
+                        ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
+            }
+            if (l.type !== "virtual-machine") return;
+            // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
             for (const key of ["network", "address"] as const)
-                if (l[key] !== undefined)
-                    ctx.addIssue({ code: "custom", path: [key], message: "only for a virtual-machine (a container is reached through a plain proxy)" });
-        }
-        if (l.type !== "virtual-machine") return;
-        // LXD forwards to a VM only in NAT mode: to a static address, from a host address that is not a wildcard.
-        for (const key of ["network", "address"] as const)
-            if (l[key] === undefined)
+                if (l[key] === undefined)
+                    ctx.addIssue({
+                        code: "custom",
+                        path: [key],
+                        message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+                    });
+            if (["0.0.0.0", "::"].includes(l.sshAddress))
                 ctx.addIssue({
                     code: "custom",
-                    path: [key],
-                    message: "required for a virtual-machine: LXD forwards sshd to a VM only through NAT to a static address on a managed network",
+                    path: ["sshAddress"],
+                    message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address",
                 });
-        if (["0.0.0.0", "::"].includes(l.sshAddress))
-            ctx.addIssue({
-                code: "custom",
-                path: ["sshAddress"],
-                message: "a virtual machine's sshd is forwarded through NAT, which cannot listen on a wildcard address: give the LXD server's own address",
-            });
-        // Also when other fields are wrong, so that every problem is reported at once.
-    },
-    { when: () => true },
-);
+            // Also when other fields are wrong, so that every problem is reported at once.
+        },
+        { when: () => true },
+    );
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 

@@ -7,7 +7,7 @@ import { isPlainObject, mergeSettings, onTransport } from "../../components/prog
 import { covered, Layer } from "./layer";
 import { ParsedHost, wholeHost } from "./host-config";
 import { BUILTIN_DEFAULTS, HostConfig, SshTransport } from "./schema";
-import { LxdWebTransport, WebConfig, webSchema } from "./web-schema";
+import { WebConfig, webSchema } from "./web-schema";
 import { issuesOf } from "./issues";
 
 /** The stack's defaults for the release (`defaults.concourse.version` and `binary`). */
@@ -36,7 +36,7 @@ function serverOf(lxd: { server: { socket?: string; url?: string } }): string {
 
 /** Where the TSA is published when the web is an LXD instance: on its server, at sshAddress. */
 function publishedTsa(web: WebConfig): { server: string; address: string; port: number } | undefined {
-    return onTransport<SshTransport, LxdWebTransport, ReturnType<typeof publishedTsa>>(web.transport, {
+    return onTransport<SshTransport, NonNullable<WebConfig["transport"]["lxd"]>, ReturnType<typeof publishedTsa>>(web.transport, {
         ssh: () => undefined,
         lxd: (lxd) => (lxd.publish.tsa === undefined ? undefined : { server: serverOf(lxd), address: lxd.sshAddress, port: lxd.publish.tsa }),
     });

@@ -7,29 +7,29 @@ import { z } from "zod";
 import {
     externalDatabaseFields,
     localDatabaseSchema,
-    port,
+    lxdWebTransportSchema as lxdWebInstanceSchema,
     settingsSchema as workerSettingsSchema,
     version,
     webSettingsSchema,
 } from "../../components/program";
 import type { Transport } from "../../components/program";
-import { hostName, lxdTransportFields, renamedFrom, secretRef, SshTransport, sshTransportSchema } from "./schema";
+import { hostName, renamedFrom, secretRef, SshTransport, sshTransportSchema, stackLxdFields } from "./schema";
 
-export const lxdWebTransportSchema = lxdTransportFields
-    .omit({ datasetSource: true, datasetFolders: true, gpuCdi: true, shiftWritable: true, network: true, address: true })
-    .extend({
-        // The web's keys go in before the first start, which a VM (no agent yet) cannot take.
-        type: z.literal("container", { error: "expected container" }).default("container"),
-        /** Ports on the LXD server's sshAddress that forward to the web and the TSA in the instance. */
-        publish: z.strictObject({ web: port.optional(), tsa: port.optional() }).default({}),
-    });
+/** The components' LXD transport of the web in the stack's forms, its server with the secrets named: a container, as the web's keys go in before its first start (which a VM, its agent not yet running, cannot take). */
+export const lxdWebTransportSchema = lxdWebInstanceSchema.omit({ network: true, address: true }).extend({
+    ...stackLxdFields,
+    type: z
+        .literal("container", { error: "expected container" })
+        .default("container")
+        .meta({ description: "container (the web's keys go in before its first start)" }),
+});
 
 const TRANSPORT_CHOICE = "expected exactly one of ssh: {...} or lxd: {...}";
 
 export const webTransportSchema = z
     .strictObject({ ssh: sshTransportSchema.optional(), lxd: lxdWebTransportSchema.optional() }, { error: TRANSPORT_CHOICE })
     .refine((t) => (t.ssh === undefined) !== (t.lxd === undefined), { error: TRANSPORT_CHOICE })
-    .transform((t): Transport<SshTransport, LxdWebTransport> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
+    .transform((t): Transport<SshTransport, z.output<typeof lxdWebTransportSchema>> => (t.ssh ? { ssh: t.ssh } : { lxd: t.lxd! }));
 
 /** The component's external database, its password named by a secret config key. */
 export const externalDatabaseSchema = externalDatabaseFields.extend({
@@ -66,5 +66,4 @@ export const webSchema = z.strictObject({
         }),
 });
 
-export type LxdWebTransport = z.infer<typeof lxdWebTransportSchema>;
 export type WebConfig = z.infer<typeof webSchema>;

@@ -11,7 +11,7 @@ import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { defaultsOf, formatDefault } from "../../components/lib/settings/schema-docs";
 import { settingsSchema as workerSettingsSchema, WORKER_DEFAULTS } from "../../components/lib/settings/settings";
 import { gpuSchema, inventorySchema } from "../../components/lib/gpu/inventory";
-import { lxdServerSchema, lxdTransportFields, sshTransportSchema } from "../../stacks/config/schema";
+import { lxdServerSchema, lxdTransportSchema, sshTransportSchema } from "../../stacks/config/schema";
 import { README_TABLES, readmeWithSettingsTables, tableFields, tableMarkers } from "../../stacks/config/settings-readme";
 
 const README = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
@@ -107,7 +107,7 @@ describe("README host table", () => {
         assert.deepStrictEqual(
             [
                 ...missing("transport.ssh", sshTransportSchema),
-                ...missing("transport.lxd", lxdTransportFields),
+                ...missing("transport.lxd", lxdTransportSchema),
                 ...missing("transport.lxd", lxdServerSchema),
                 ...missing("gpus", gpuSchema),
             ],

@@ -12,24 +12,18 @@ import {
     webKeysTarget,
 } from "../../lib/render/concourse-web";
 import type { HostStepTransport } from "../../lib/host/step-transport";
-import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
-import { LxdWebShape, planWebHost, SshWebShape, WebPlan, WebSpec } from "../../lib/plan/web-plan";
+import { lxdWebTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
+import { planWebHost, WebPlan, WebSpec } from "../../lib/plan/web-plan";
+import type { SshHostShape } from "../../lib/settings/worker-spec";
 import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/settings/web-settings";
 import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
-import { reachHost, SshHostTransport } from "../host-access";
-import { LxdHostTransport } from "../gpu-host";
+import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 import { HostStepsComponent } from "../host-steps-component";
 import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 
-/** An LXD instance for the web, with its ports published on the LXD server. */
-export interface LxdWebTransport extends Omit<LxdHostTransport, "devices"> {
-    /**
-     * Ports on the LXD server's `sshAddress` that forward to the web (its API and UI) and the TSA
-     * inside the instance. Example: { web: 8080, tsa: 2222 }. Default: none published.
-     */
-    publish?: { web?: number; tsa?: number };
-}
+/** An LXD instance for the web (lxdWebTransportSchema: each field's doc and default are written there), and how to reach its server. */
+export type LxdWebTransport = z.input<typeof lxdWebTransportSchema> & LxdServerArg;
 
 /** The web's PostgreSQL: its own on the web host (the default), or one you run. */
 export type ConcourseWebDatabase =
@@ -142,7 +136,13 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         if (local.success) database = { local: local.data };
         else problems.push(...local.error.issues.map((i) => `postgres.local.${i.path.join(".")}: ${i.message}`));
     }
-    if (!settings.success || database === undefined || problems.length > 0) throw new ConcourseWebArgsError(`ConcourseWeb ${name}: ${problems.join("; ")}`);
+    const host: { data: Transport<SshHostShape, z.output<typeof lxdWebTransportSchema>> } | { problems: string[] } = planTransport(transport, {
+        ssh: sshPlanSchema,
+        lxd: lxdWebTransportSchema,
+    });
+    if ("problems" in host) problems.push(...host.problems);
+    if (!settings.success || database === undefined || !("data" in host) || problems.length > 0)
+        throw new ConcourseWebArgsError(`ConcourseWeb ${name}: ${problems.join("; ")}`);
     return {
         name,
         version,
@@ -150,9 +150,10 @@ export function webSpec(name: string, args: ConcourseWebArgs, artifacts: Artifac
         settings: settings.data,
         postgres: database,
         tls: tls !== undefined,
-        transport: onTransport<SshHostTransport, LxdWebTransport, WebSpec["transport"]>(transport, {
-            ssh: (ssh): { ssh: SshWebShape } => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT, host: typeof ssh.host === "string" ? ssh.host : undefined } }),
-            lxd: (lxd): { lxd: LxdWebShape } => ({ lxd: { ...lxdTransportShape(lxd), publish: lxd.publish ?? {} } }),
+        // An SSH web's address, where it is known as text, gives the default external URL and TSA.
+        transport: onTransport<SshHostShape, z.output<typeof lxdWebTransportSchema>, WebSpec["transport"]>(host.data, {
+            ssh: (ssh) => ({ ssh: { ...ssh, host: typeof transport.ssh!.host === "string" ? transport.ssh!.host : undefined } }),
+            lxd: (lxd) => ({ lxd }),
         }),
     };
 }

@@ -1,13 +1,14 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
 import type { VerifyField } from "../../lib/discovery/verify";
 import { GpuInventory } from "../../lib/gpu/inventory";
 import { DEFAULT_HOST_STEPS, HostStepTransport } from "../../lib/host/step-transport";
 import { stepResourceName } from "../../lib/host/steps";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { LxdDevices } from "../../lib/lxd/types";
-import { LxdInstancePlanInput, planGpuHost } from "../../lib/plan/gpu-host";
-import type { SshHostShape } from "../../lib/settings/worker-spec";
+import { planGpuHost } from "../../lib/plan/gpu-host";
+import type { AccessShape } from "../../lib/plan/host-access";
+import { lxdTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
 import { InventoryCheck } from "../../providers/checks/inventory-check";
 import { machineOf } from "../../providers/host/command-connection";
 import { HostConnection } from "../../providers/host/resources";
@@ -16,30 +17,13 @@ import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
 
 export { SshHostTransport, SshJumpHost } from "../host-access";
 
-/** An LXD instance this component creates, reached over SSH through a loopback proxy device. */
-export interface LxdHostTransport extends LxdServerArg {
-    /** Instance name on the server. Example: "gpu-a". Changing it replaces the instance. */
-    instance: string;
-    /** Image alias or fingerprint on the server. Example: "gpu-workers/debian-12". */
-    image: string;
-    /** "container" or "virtual-machine". Default: LXD_TRANSPORT_DEFAULTS.type. */
-    type?: "container" | "virtual-machine";
-    /** Profiles, applied in order. Default: LXD_TRANSPORT_DEFAULTS.profiles. */
-    profiles?: string[];
-    /** Instance config keys. Example: { "security.nesting": "true" }. Default: LXD_TRANSPORT_DEFAULTS.config. */
-    config?: Record<string, string>;
+/**
+ * An LXD instance this component creates, reached over SSH through a proxy device on its server
+ * (lxdTransportSchema: each field's doc and default are written there), and how to reach its server.
+ */
+export interface LxdHostTransport extends z.input<typeof lxdTransportSchema>, LxdServerArg {
     /** Devices besides the sshd proxy (GPUs, datasets), e.g. from lxdDevicesForWorker. Default: {}. */
     devices?: LxdDevices;
-    /** Address on the LXD server the sshd proxy listens on. Default: LXD_TRANSPORT_DEFAULTS.sshAddress. */
-    sshAddress?: string;
-    /** Port on the LXD server the sshd proxy listens on. Example: 2201. */
-    sshPort: number;
-    /** Login user inside the instance (the key placed there is this user's). Default: LXD_TRANSPORT_DEFAULTS.user. */
-    user?: string;
-    /** virtual-machine only: the managed bridge network on the server for the VM's nic. Example: "lxdbr0". */
-    network?: string;
-    /** virtual-machine only: the VM's static IPv4 address on `network`; sshd is reached through NAT to it. Example: "10.10.0.11". */
-    address?: string;
 }
 
 export interface GpuHostArgs {
@@ -73,11 +57,13 @@ export class GpuHost extends pulumi.ComponentResource {
 
     constructor(name: string, args: GpuHostArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:host:GpuHost", name, {}, opts);
+        const planned = planTransport(args.transport, { ssh: sshPlanSchema, lxd: lxdTransportSchema });
+        if ("problems" in planned) throw new Error(`GpuHost ${name}: ${planned.problems.join("; ")}`);
         const plan = planGpuHost(
             name,
-            onTransport<SshHostTransport, LxdHostTransport, Transport<SshHostShape, LxdInstancePlanInput>>(args.transport, {
-                ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
-                lxd: (lxd) => ({ lxd: { ...lxdTransportShape(lxd), devices: lxd.devices ?? {} } }),
+            onTransport(planned.data, {
+                ssh: (ssh): AccessShape => ({ ssh }),
+                lxd: (lxd): AccessShape => ({ lxd: { ...lxd, devices: args.transport.lxd?.devices ?? {} } }),
             }),
         );
         this.user = plan.user;

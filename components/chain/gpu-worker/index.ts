@@ -1,12 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
 import { GpuInventory } from "../../lib/gpu/inventory";
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { onTransport, Transport } from "../../lib/host/transport";
-import { LXD_TRANSPORT_DEFAULTS, lxdTransportShape, SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import type { LinkComponent } from "../../lib/links/table";
 import { planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/settings/settings";
+import { lxdWorkerTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
 import { workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
 import { driftCheckCommand, HostDriftGuard } from "../../providers/drift";
@@ -17,29 +18,15 @@ import { ContainerdRuntime } from "../containerd";
 import { ContainerToolkit } from "../container-toolkit";
 import { FabricManager } from "../fabric-manager";
 import { GpuDriver } from "../gpu-driver";
-import { GpuHost, GpuHostArgs, LxdHostTransport, SshHostTransport } from "../gpu-host";
+import { GpuHost, GpuHostArgs, SshHostTransport } from "../gpu-host";
+import type { LxdServerArg } from "../host-access";
 import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
 import type { WebAdmission, WebForWorkers } from "../concourse-web";
 import { WorkerValidator } from "../worker-validator";
 
-/** A worker host in LXD: GpuHost's LXD transport, with the GPUs and datasets taken from the worker's plan. */
-export interface GpuWorkerLxdTransport extends Omit<LxdHostTransport, "devices"> {
-    /** Folder on the LXD server whose subfolders become the worker's datasets. Example: "/srv/datasets". Default: none. */
-    datasetSource?: string;
-    /** Subfolders of datasetSource attached each as its own disk, writable ones read-write. Example: ["models", "scratch_rw"]. Default: all of datasetSource, read-only. */
-    datasetFolders?: string[];
-    /** Pass GPUs by CDI id (needs an LXD that reads CDI ids; 5.0 on Debian 12 does not). Default: LXD_TRANSPORT_DEFAULTS.gpuCdi. */
-    gpuCdi?: boolean;
-    /** idmap-shift writable dataset disks (needs kernel idmapped mounts). Default: LXD_TRANSPORT_DEFAULTS.shiftWritable. */
-    shiftWritable?: boolean;
-    /**
-     * Ports of the LXD server the instance reaches as its own 127.0.0.1:<port> (proxy devices,
-     * for an instance without a network of its own). Example: { tsa: { port: 2222, server: { address: "127.0.0.1", port: 2222 } } }.
-     * Default: none.
-     */
-    serverPorts?: Record<string, { port: number; server: { address: string; port: number } }>;
-}
+/** A worker host in LXD: its instance (lxdWorkerTransportSchema: each field's doc and default are written there), and how to reach its LXD server. */
+export type GpuWorkerLxdTransport = z.input<typeof lxdWorkerTransportSchema> & LxdServerArg;
 
 /**
  * GpuWorker's arguments: the host (transport, inventory) and the worker's settings, which are
@@ -109,26 +96,15 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
         if (parsed.data.concourse.tsaHost === undefined) problems.push("concourse.tsaHost: required to run the worker (or give concourse.web)");
         if (tsaPublicKey === undefined && web === undefined) problems.push("concourse.tsaPublicKey: required to run the worker (or give concourse.web)");
     }
-    if (!parsed.success || problems.length > 0) throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
-    const shape = onTransport<SshHostTransport, GpuWorkerLxdTransport, HostShape>(transport, {
-        ssh: (ssh) => ({ ssh: { user: ssh.user ?? SSH_USER_DEFAULT } }),
-        lxd: (lxd) => ({
-            lxd: {
-                ...lxdTransportShape(lxd),
-                datasetSource: lxd.datasetSource,
-                datasetFolders: lxd.datasetFolders,
-                gpuCdi: lxd.gpuCdi ?? LXD_TRANSPORT_DEFAULTS.gpuCdi,
-                shiftWritable: lxd.shiftWritable ?? LXD_TRANSPORT_DEFAULTS.shiftWritable,
-                serverPorts: lxd.serverPorts ?? {},
-            },
-        }),
-    });
+    const host: { data: HostShape } | { problems: string[] } = planTransport(transport, { ssh: sshPlanSchema, lxd: lxdWorkerTransportSchema });
+    if ("problems" in host) problems.push(...host.problems);
+    if (!parsed.success || !("data" in host) || problems.length > 0) throw new GpuWorkerArgsError(`GpuWorker ${name}: ${problems.join("; ")}`);
     const check = registration ?? (web ? { url: web.url, username: web.username } : undefined);
     const { binary, ...concourseSpec } = parsed.data.concourse;
     return {
         ...parsed.data,
         name,
-        transport: shape,
+        transport: host.data,
         inventory,
         concourse: { ...concourseSpec, ...(binary ? { binary: artifacts.release(binary) } : {}) },
         artifacts: artifacts.built(),
@@ -165,7 +141,7 @@ export class GpuWorker extends pulumi.ComponentResource {
             {
                 transport: onTransport<SshHostTransport, GpuWorkerLxdTransport, GpuHostArgs["transport"]>(args.transport, {
                     ssh: (ssh) => ({ ssh }),
-                    lxd: (lxd) => ({ lxd: { ...lxd, ...plan.hostTransport.lxd! } }),
+                    lxd: ({ server }) => ({ lxd: { server, ...plan.hostTransport.lxd! } }),
                 }),
                 inventory: args.inventory,
                 hostSteps: args.hostSteps,

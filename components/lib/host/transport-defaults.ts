@@ -1,7 +1,6 @@
 /**
- * The defaults of a host's transport, applied in one place: GpuHost, GpuWorker and ConcourseWeb
- * fill in what their caller left out here, and the stack schema declares the same values as its
- * defaults. Pure.
+ * The defaults of a host's transport: the transport schemas (lib/settings/transport-schema.ts) declare
+ * them, and what reaches a host without a schema (a connection's port and user) reads them here. Pure.
  */
 import type { LxdInstanceType } from "../lxd/types";
 
@@ -25,47 +24,3 @@ export const LXD_TRANSPORT_DEFAULTS = {
     /** idmap-shift writable dataset disks (needs kernel idmapped mounts). */
     shiftWritable: true,
 };
-
-/** The fields of an LXD transport that every component shares, as a caller may give them. */
-export interface LxdTransportGiven {
-    instance: string;
-    image: string;
-    type?: LxdInstanceType;
-    profiles?: string[];
-    config?: Record<string, string>;
-    sshAddress?: string;
-    sshPort: number;
-    user?: string;
-    network?: string;
-    address?: string;
-}
-
-/** Those fields with the defaults applied (network and address only where given). */
-export interface LxdTransportShape {
-    instance: string;
-    image: string;
-    type: LxdInstanceType;
-    profiles: string[];
-    config: Record<string, string>;
-    sshAddress: string;
-    sshPort: number;
-    user: string;
-    network?: string;
-    address?: string;
-}
-
-export function lxdTransportShape(lxd: LxdTransportGiven): LxdTransportShape {
-    const d = LXD_TRANSPORT_DEFAULTS;
-    return {
-        instance: lxd.instance,
-        image: lxd.image,
-        type: lxd.type ?? d.type,
-        profiles: lxd.profiles ?? [...d.profiles],
-        config: lxd.config ?? { ...d.config },
-        sshAddress: lxd.sshAddress ?? d.sshAddress,
-        sshPort: lxd.sshPort,
-        user: lxd.user ?? d.user,
-        ...(lxd.network !== undefined ? { network: lxd.network } : {}),
-        ...(lxd.address !== undefined ? { address: lxd.address } : {}),
-    };
-}

@@ -63,7 +63,8 @@ const MIG_UUID = /^(MIG-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 const OCTAL_MODE = /^0?[0-7]{3}$/;
 const UINT = /^[0-9]+$/;
 const BOOL = /^(true|false)$/;
-const INSTANCE_NAME = /^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+/** The instance names LXD takes. */
+export const LXD_INSTANCE_NAME = /^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const PORTS = /^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/;
 const HOST = /^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/;
 
@@ -310,7 +311,7 @@ export function lxdInstanceProblems(spec: Partial<LxdInstanceSpec>): string[] {
     const name = typeof spec.name === "string" ? spec.name : "(unnamed)";
     const problems: string[] = [];
     if (spec.name === undefined) problems.push("needs a name");
-    else if (known(spec.name) && (typeof spec.name !== "string" || !INSTANCE_NAME.test(spec.name))) {
+    else if (known(spec.name) && (typeof spec.name !== "string" || !LXD_INSTANCE_NAME.test(spec.name))) {
         problems.push(`name "${String(spec.name)}" must be 1-63 letters, digits and dashes, start with a letter and not end with a dash`);
     }
     if (known(spec.image)) {

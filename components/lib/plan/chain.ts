@@ -3,7 +3,7 @@
  * planned and rendered once, in order, with what it waits for. Pure: planHost (the one plan of a
  * host) builds on it, and GpuWorker gives each leaf component its link's part.
  */
-import type { LxdHostShape, WorkerSpec } from "../settings/worker-spec";
+import type { HostShape, WorkerSpec } from "../settings/worker-spec";
 import { lxdConfigForWorker, lxdDevicesForWorker, lxdProxyDevice } from "../lxd/devices";
 import { LxdDevices } from "../lxd/types";
 import { planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
@@ -53,10 +53,9 @@ export function planChain(host: WorkerSpec): ChainPlan {
     let previous: string[] = [];
     const beside: string[] = [];
     for (const component of LINK_ORDER) {
-        const link = planLink(component, host, gpus);
-        if (!link) continue;
         const def: LinkDef<unknown> = LINKS[component];
-        link.dependsOn = def.afterBeside ? [...previous, ...beside] : previous;
+        const link = planLink(component, host, gpus, def.afterBeside ? [...previous, ...beside] : previous);
+        if (!link) continue;
         links.push(link);
         if (def.beside) beside.push(link.name);
         else previous = [link.name];
@@ -65,15 +64,20 @@ export function planChain(host: WorkerSpec): ChainPlan {
     return { gpus, links, ...(stopped ? { stoppedBeforeWorker: stopped } : {}) };
 }
 
-function planLink<K extends LinkComponent>(component: K, host: WorkerSpec, gpus: WorkerGpuPlan): ChainLink | undefined {
+/** One link planned and rendered, waiting for `dependsOn`; undefined where the host has no such link. */
+function planLink<K extends LinkComponent>(component: K, host: WorkerSpec, gpus: WorkerGpuPlan, dependsOn: string[]): ChainLink | undefined {
     const def = LINKS[component] as LinkDef<LinkSettings<K>>;
     const settings = def.plan(host, gpus);
     if (settings === undefined) return undefined;
-    return { component, name: `${host.name}-${def.suffix}`, settings, rendered: def.render(settings), dependsOn: [] } as ChainLink;
+    return { component, name: `${host.name}-${def.suffix}`, settings, rendered: def.render(settings), dependsOn } as ChainLink;
 }
 
 /** The GPU, dataset and config of a worker's LXD instance (GpuHost adds the sshd proxy). */
-export function lxdInstanceSettings(host: WorkerSpec, lxd: LxdHostShape, plan: WorkerGpuPlan): { config: Record<string, string>; devices: LxdDevices } {
+export function lxdInstanceSettings(
+    host: WorkerSpec,
+    lxd: NonNullable<HostShape["lxd"]>,
+    plan: WorkerGpuPlan,
+): { config: Record<string, string>; devices: LxdDevices } {
     const hostPci = host.fabricPartition ? Object.fromEntries(host.fabricPartition.hostPciBusIds.map((pci, index) => [index, pci])) : undefined;
     return {
         config: { ...lxdConfigForWorker(plan, { cdi: lxd.gpuCdi, type: lxd.type }), ...lxd.config },

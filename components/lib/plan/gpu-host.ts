@@ -8,7 +8,7 @@ import { asRoot, HostFile, stepResourceName } from "../host/steps";
 import { readHostScript } from "../host/scripts";
 import { AccessShape, HostAccessPlan, planHostAccess, PlannedStep } from "./host-access";
 
-export type { LxdInstancePlanInput, PlannedStep } from "./host-access";
+export type { AccessShape, PlannedStep } from "./host-access";
 
 export interface GpuHostPlan {
     /** Login user on the host. */

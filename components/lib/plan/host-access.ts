@@ -3,31 +3,21 @@
  * same `up` creates (with the files pushed in before its first start and the sshd proxy
  * device). GpuHost and ConcourseWeb both start from it. Pure.
  */
+import type { z } from "zod";
 import { HostFile, stepResourceName } from "../host/steps";
 import { onTransport, Transport } from "../host/transport";
 import { lxdSshProxyDevice, lxdVmSshDevices } from "../lxd/devices";
-import type { LxdDevices, LxdInstanceType, LxdWaitFor } from "../lxd/types";
+import type { LxdDevices, LxdWaitFor } from "../lxd/types";
 import { authorizedKeysPath, LXD_SSHD_DROP_IN, renderSshdDropIn } from "../render/lxd-access";
+import type { lxdTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
 
-/** The instance a host's LXD transport creates, as planning knows it (no server secrets). */
-export interface LxdInstancePlanInput {
-    instance: string;
-    image: string;
-    type: LxdInstanceType;
-    profiles: string[];
-    config: Record<string, string>;
-    /** Devices besides the sshd proxy (GPUs, datasets, published ports). */
-    devices: LxdDevices;
-    sshAddress: string;
-    sshPort: number;
-    user: string;
-    /** Virtual machines: the managed bridge network and the VM's static IPv4 address on it (sshd is reached through NAT to it). */
-    network?: string;
-    address?: string;
-}
-
-export type AccessShape = Transport<SshHostShape, LxdInstancePlanInput>;
+/**
+ * A host's transport as planning knows it (no keys, no server secrets): over SSH its login user;
+ * in LXD the instance it creates (lxdTransportSchema's output) with its devices besides the sshd
+ * proxy (GPUs, datasets, published ports).
+ */
+export type AccessShape = Transport<SshHostShape, z.output<typeof lxdTransportSchema> & { devices: LxdDevices }>;
 
 /** One thing done on (or about) a host, as the preview and the offline render name it. */
 export interface PlannedStep {
@@ -49,7 +39,7 @@ export interface HostAccessPlan {
      * The instance, its files and how to know it is up (LXD transport only). A container takes
      * the files pushed before its first start; a VM takes them in cloud-init user-data.
      */
-    lxd?: { instance: LxdInstancePlanInput; files: HostFile[]; delivery: "push" | "cloud-init"; waitFor: LxdWaitFor };
+    lxd?: { instance: NonNullable<AccessShape["lxd"]>; files: HostFile[]; delivery: "push" | "cloud-init"; waitFor: LxdWaitFor };
     /** The instance step (LXD only): what every other step of the host waits for. */
     steps: PlannedStep[];
     files: HostFile[];

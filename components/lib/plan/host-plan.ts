@@ -7,11 +7,13 @@
 import type { VerifyField } from "../discovery/verify";
 import { WorkerGpuPlan } from "../gpu/plan";
 import { describeCheck, fileResourceName, HostFile, inFileSet, inOwnFolder, RenderedComponent, stepResourceName } from "../host/steps";
-import { onTransport, Transport } from "../host/transport";
+import { onTransport } from "../host/transport";
 import { ChainLink, lxdInstanceSettings, planChain } from "./chain";
-import { GpuHostPlan, LxdInstancePlanInput, planGpuHost, PlannedStep } from "./gpu-host";
+import type { z } from "zod";
+import { AccessShape, GpuHostPlan, planGpuHost, PlannedStep } from "./gpu-host";
 import { placeOnce } from "./place-files";
-import type { LxdHostShape, SshHostShape, WorkerSpec } from "../settings/worker-spec";
+import { lxdInstanceFields, lxdWorkerTransportSchema } from "../settings/transport-schema";
+import type { SshHostShape, WorkerSpec } from "../settings/worker-spec";
 
 /**
  * A link of the chain as the plan places it, with the paths it renders and does not place itself:
@@ -31,7 +33,7 @@ export interface HostPlan {
     transport: "ssh" | "lxd";
     /** GpuHost's name, how it reaches the host (LXD: the instance with its GPU and dataset devices), and its plan. */
     hostComponent: string;
-    hostTransport: Transport<SshHostShape, LxdInstancePlanInput>;
+    hostTransport: AccessShape;
     host: GpuHostPlan;
     /** What GpuHost's inventory check compares: a pinned driver that differs is the driver step's to fix, so it only warns. */
     verify: { driverPin: string; warnOnly: VerifyField[] };
@@ -93,22 +95,9 @@ export function chainSteps(links: StepsLink[], inventoryStep: string): PlannedSt
 export function planHost(spec: WorkerSpec): HostPlan {
     const { gpus, links: chain, stoppedBeforeWorker } = planChain(spec);
     const hostComponent = `${spec.name}-host`;
-    const hostTransport = onTransport<SshHostShape, LxdHostShape, Transport<SshHostShape, LxdInstancePlanInput>>(spec.transport, {
+    const hostTransport = onTransport<SshHostShape, z.output<typeof lxdWorkerTransportSchema>, AccessShape>(spec.transport, {
         ssh: (ssh) => ({ ssh: { user: ssh.user } }),
-        lxd: (lxd) => ({
-            lxd: {
-                instance: lxd.instance,
-                image: lxd.image,
-                type: lxd.type,
-                profiles: lxd.profiles,
-                sshAddress: lxd.sshAddress,
-                sshPort: lxd.sshPort,
-                user: lxd.user,
-                ...(lxd.network !== undefined ? { network: lxd.network } : {}),
-                ...(lxd.address !== undefined ? { address: lxd.address } : {}),
-                ...lxdInstanceSettings(spec, lxd, gpus),
-            },
-        }),
+        lxd: (lxd) => ({ lxd: { ...lxdInstanceFields(lxd), ...lxdInstanceSettings(spec, lxd, gpus) } }),
     });
     const host = planGpuHost(hostComponent, hostTransport);
     const placement = placeOnce(spec.name, [

@@ -11,15 +11,11 @@ import { lxdProxyDevice } from "../lxd/devices";
 import type { LxdDevices } from "../lxd/types";
 import { hostScriptPath } from "../host/scripts";
 import { admissionPrefix, ConcourseWebSettings, renderConcourseWeb, renderWorkerAdmission, WebDatabase, webKeysTarget } from "../render/concourse-web";
-import { AccessShape, HostAccessPlan, LxdInstancePlanInput, planHostAccess, PlannedStep } from "./host-access";
+import { AccessShape, HostAccessPlan, planHostAccess, PlannedStep } from "./host-access";
 import { componentSteps, PlannedFile } from "./host-plan";
 import { placeOnce } from "./place-files";
+import type { lxdWebTransportSchema } from "../settings/transport-schema";
 import type { SshHostShape } from "../settings/worker-spec";
-
-/** An LXD web instance: the ports it publishes on the LXD server's `sshAddress`. */
-export interface LxdWebShape extends Omit<LxdInstancePlanInput, "devices"> {
-    publish: { web?: number; tsa?: number };
-}
 
 /** An SSH web host: its address, where it is known as plain text (for the default external URL and TSA). */
 export interface SshWebShape extends SshHostShape {
@@ -29,7 +25,7 @@ export interface SshWebShape extends SshHostShape {
 export interface WebSpec {
     /** The web's name: every resource of its host is named from it. */
     name: string;
-    transport: Transport<SshWebShape, LxdWebShape>;
+    transport: Transport<SshWebShape, z.output<typeof lxdWebTransportSchema>>;
     version: string;
     binary: ConcourseWebSettings["binary"];
     settings: z.infer<typeof webSettingsSchema>;
@@ -52,7 +48,7 @@ export interface WebPlan {
 }
 
 /** Proxy devices that publish the web's ports on the LXD server (the HTTPS port when the web has a certificate). */
-function publishedPorts(lxd: LxdWebShape, web: { port: number; tsaPort: number }): LxdDevices {
+function publishedPorts(lxd: z.output<typeof lxdWebTransportSchema>, web: { port: number; tsaPort: number }): LxdDevices {
     const devices: LxdDevices = {};
     if (lxd.publish.web !== undefined)
         devices.web = lxdProxyDevice({ address: lxd.sshAddress, port: lxd.publish.web }, { address: "127.0.0.1", port: web.port }, "host");
@@ -127,7 +123,7 @@ export function planWebHost(spec: WebSpec): WebPlan {
     const access = planHostAccess(
         spec.name,
         "ConcourseWeb",
-        onTransport<SshWebShape, LxdWebShape, AccessShape>(spec.transport, {
+        onTransport<SshWebShape, z.output<typeof lxdWebTransportSchema>, AccessShape>(spec.transport, {
             ssh: (ssh) => ({ ssh: { user: ssh.user } }),
             lxd: ({ publish, ...lxd }) => ({ lxd: { ...lxd, devices: publishedPorts({ ...lxd, publish }, { port: usersPort, tsaPort: s.tsaPort }) } }),
         }),

@@ -3,50 +3,19 @@
  * reaching it), its declared inventory and every setting with defaults applied. GpuWorker
  * derives it from its arguments; the stack config's hosts already have this shape. Pure.
  */
+import type { z } from "zod";
 import type { GpuInventory } from "../gpu/inventory";
-import type { LxdInstanceType } from "../lxd/types";
 import type { Transport } from "../host/transport";
 import type { Artifact } from "../host/steps";
 import type { PlannedRelease } from "../concourse/release";
 import type { WorkerSettings } from "./settings";
+import type { lxdWorkerTransportSchema, sshPlanSchema } from "./transport-schema";
 
-/** A machine reached over SSH. */
-export interface SshHostShape {
-    /** Login user; commands run through `sudo -n` unless it is root. */
-    user: string;
-}
+/** A machine reached over SSH, as planning reads it: its login user (commands run through `sudo -n` unless it is root). */
+export type SshHostShape = z.output<typeof sshPlanSchema>;
 
-/** An LXD instance the same `up` creates, reached over SSH through a loopback proxy device. */
-export interface LxdHostShape {
-    /** Instance name on the LXD server. */
-    instance: string;
-    /** Image alias or fingerprint on the server. */
-    image: string;
-    type: LxdInstanceType;
-    profiles: string[];
-    /** Instance config keys besides the ones the worker needs (security.nesting, nvidia.runtime). */
-    config: Record<string, string>;
-    /** Folder on the LXD server whose subfolders become the worker's datasets. */
-    datasetSource?: string;
-    /** The subfolders of datasetSource attached each on its own (absent: all of it, read-only). */
-    datasetFolders?: string[];
-    /** Loopback address and port on the LXD server that forward to the instance's sshd. */
-    sshAddress: string;
-    sshPort: number;
-    /** Login user inside the instance (root: the key placed there is root's). */
-    user: string;
-    /** Pass GPUs to the instance by CDI id instead of PCI address. */
-    gpuCdi: boolean;
-    /** idmap-shift writable dataset disks. */
-    shiftWritable: boolean;
-    /** Ports of the LXD server the instance reaches as its own 127.0.0.1:<port>, by device name. */
-    serverPorts: Record<string, { port: number; server: { address: string; port: number } }>;
-    /** virtual-machine only: the managed bridge network and the VM's static IPv4 address on it. */
-    network?: string;
-    address?: string;
-}
-
-export type HostShape = Transport<SshHostShape, LxdHostShape>;
+/** The worker's host as planning reads it: its login user, or the LXD instance the same `up` creates for it (lxdWorkerTransportSchema's output). */
+export type HostShape = Transport<SshHostShape, z.output<typeof lxdWorkerTransportSchema>>;
 
 /** The fabric partition a worker VM of a shared board gets (from lib/fabric/partitions.ts). */
 export interface WorkerFabricPartition {
