@@ -49,22 +49,28 @@ number() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; }
 
 # The build labels of each container holding GPU $1, one label list a line ("" when none).
 holders() {
-  local dir="$jobs_dir/$1" record key value labels any=0
+  local dir="$jobs_dir/$1" record key value labels line any=0
   if [ -d "$dir" ]; then
     for record in "$dir"/*; do
       [ -f "$record" ] || continue
+      local -A seen=()
+      while IFS= read -r line; do
+        key=${line%%=*}
+        [ -n "${seen[$key]+set}" ] || seen[$key]=${line#*=}
+      done <"$record"
       labels=""
       for key in container team pipeline job build build_id; do
-        value=$(grep -m1 "^$key=" "$record" 2>/dev/null | cut -d= -f2- || true)
+        value=${seen[$key]:-}
         labels+=",$key=\"$(esc "$value")\""
       done
+      unset seen
       printf '%s\n' "$labels"; any=1
     done
   fi
   [ "$any" = 1 ] || printf '%s\n' ',container="",team="",pipeline="",job="",build="",build_id=""'
 }
 
-declare -A bus uuid
+declare -A bus uuid held
 samples=()
 # One sample per container holding the GPU: metric, GPU index, value.
 add() {
@@ -72,7 +78,7 @@ add() {
   number "$3" || return 0
   while IFS= read -r holder; do
     samples+=("$1{gpu=\"$2\",bus_id=\"$(esc "${bus[$2]:-}")\",uuid=\"$(esc "${uuid[$2]:-}")\"$holder} $3")
-  done < <(holders "$2")
+  done <<<"${held[$2]}"
 }
 
 collect() {
@@ -108,6 +114,7 @@ collect() {
     done <"$health_dir/gpus.tsv"
   fi
   for i in "${list[@]}"; do
+    held[$i]=$(holders "$i")
     if [ -n "${row[$i]:-}" ]; then
       read -r util mused mtotal temp power <<<"${row[$i]}"
       add gpu_workers_gpu_utilization_percent "$i" "$util"
