@@ -6,11 +6,15 @@
 # utilisation, memory, temperature and power from the vendor's tool, the health watcher's Xid
 # count, last Xid and health, each labelled with the GPU and with the build that holds it (the
 # runc wrapper's records, one a container, in the jobs folder). ensure starts the timer and the
-# node exporter; remove stops the timer and takes the file away (the packages step purges what
-# it installed); check fails when the timer is not enabled.
+# node exporter; remove stops the timer, takes the file away and puts the exporter's service back
+# as it was (ownership.sh; the packages step purges what it installed); check fails when the
+# timer is not enabled.
 set -euo pipefail
 
-SYSTEMCTL=${GPU_WORKERS_SYSTEMCTL:-systemctl}
+STATE_DIR=${GPU_WORKERS_STATE_DIR:-/var/lib/gpu-workers}
+HERE=$(cd "$(dirname "$0")" && pwd)
+# Whether the node exporter was enabled and running before ensure, so remove puts that back.
+EXPORTER_BEFORE="$STATE_DIR/gpu-metrics-node-exporter.service-before"
 OUT_NAME=gpu_workers.prom
 NODE_EXPORTER=prometheus-node-exporter
 NVIDIA_QUERY=index,pci.bus_id,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw
@@ -188,18 +192,21 @@ case "$action" in
   ensure)
     t=$(timer)
     mkdir -p "$textfile_dir"
-    "$SYSTEMCTL" daemon-reload
-    "$SYSTEMCTL" enable --now "$t" >/dev/null 2>&1 || die "could not start $t"
-    "$SYSTEMCTL" enable --now "$NODE_EXPORTER" >/dev/null 2>&1 || die "could not start $NODE_EXPORTER"
+    systemctl daemon-reload
+    systemctl enable --now "$t" >/dev/null 2>&1 || die "could not start $t"
+    mkdir -p "$STATE_DIR"
+    bash "$HERE/ownership.sh" service-keep "$EXPORTER_BEFORE" "$NODE_EXPORTER"
+    systemctl enable --now "$NODE_EXPORTER" >/dev/null 2>&1 || die "could not start $NODE_EXPORTER"
     ;;
   check)
     t=$(timer)
-    "$SYSTEMCTL" is-enabled --quiet "$t" || die "$t is not enabled"
+    systemctl is-enabled --quiet "$t" || die "$t is not enabled"
     ;;
   remove)
     t=$(timer)
-    "$SYSTEMCTL" disable --now "$t" >/dev/null 2>&1 || true
+    systemctl disable --now "$t" >/dev/null 2>&1 || true
     rm -f "$textfile_dir/$OUT_NAME"
+    bash "$HERE/ownership.sh" service-restore "$EXPORTER_BEFORE" "$NODE_EXPORTER"
     ;;
   *) die "usage: gpu-metrics.sh collect|ensure|check|remove ..." ;;
 esac

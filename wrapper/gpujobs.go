@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Which container holds which GPU, for metrics (docs/gpu-metrics.md). At `create` and `run` the
@@ -84,8 +85,9 @@ func validContainerID(id string) bool {
 // if at all, so they say what the container claims, nothing more.
 var buildEnv = [][2]string{{"team", "BUILD_TEAM_NAME"}, {"pipeline", "BUILD_PIPELINE_NAME"}, {"job", "BUILD_JOB_NAME"}, {"build", "BUILD_NAME"}, {"build_id", "BUILD_ID"}}
 
-// jobLabels is a container's record: its id, then each build label (empty where the spec has none).
-func jobLabels(id string, spec object) string {
+// jobLabels is a container's record: its id, then each build label (empty where the spec has
+// none), then runc's state folder, which tells a leftover record from a live one.
+func jobLabels(id, root string, spec object) string {
 	env := map[string]string{}
 	if process, err := getObject(spec, "process"); err == nil && process != nil {
 		var list []string
@@ -101,6 +103,9 @@ func jobLabels(id string, spec object) string {
 	b.WriteString("container=" + id + "\n")
 	for _, pair := range buildEnv {
 		b.WriteString(pair[0] + "=" + labelValue(env[pair[1]]) + "\n")
+	}
+	if root != "" && !strings.ContainsAny(root, "\n\x00") {
+		b.WriteString("runc_root=" + root + "\n")
 	}
 	return b.String()
 }
@@ -121,7 +126,7 @@ func labelValue(v string) string {
 
 // recordGpuJobs writes the container's records and the mapping files; any failure is for the
 // log only (metrics must never stop a container).
-func recordGpuJobs(g *gpuJobs, id string, spec object) error {
+func recordGpuJobs(g *gpuJobs, id, root string, spec object) error {
 	if !validContainerID(id) {
 		return fmt.Errorf("GPU job records: container id %q is not a plain file name; none written", id)
 	}
@@ -133,7 +138,8 @@ func recordGpuJobs(g *gpuJobs, id string, spec object) error {
 	if err := syscall.Flock(dir, syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("GPU job records: lock: %v", err)
 	}
-	labels := []byte(jobLabels(id, spec))
+	labels := []byte(jobLabels(id, root, spec))
+	now := time.Now()
 	for _, gpu := range g.Gpus {
 		if err := syscall.Mkdirat(dir, gpu, 0o755); err != nil && err != syscall.EEXIST {
 			return fmt.Errorf("GPU job records: mkdir %s: %v", gpu, err)
@@ -143,6 +149,9 @@ func recordGpuJobs(g *gpuJobs, id string, spec object) error {
 			return fmt.Errorf("GPU job records: %s: %v", gpu, err)
 		}
 		err = replaceAt(sub, id, labels)
+		if err == nil {
+			sweepStale(sub, now)
+		}
 		syscall.Close(sub)
 		if err != nil {
 			return fmt.Errorf("GPU job records: %s/%s: %v", gpu, id, err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func readText(t *testing.T, path string) string {
@@ -29,11 +30,11 @@ func TestRecordGpuJobs(t *testing.T) {
 	mapping := filepath.Join(t.TempDir(), "dcgm")
 	g := &gpuJobs{Gpus: []string{"0", "3"}, MappingDir: mapping}
 	spec, _ := parseSpec([]byte(`{"process":{"env":["PATH=/bin","BUILD_TEAM_NAME=main","BUILD_PIPELINE_NAME=train","BUILD_JOB_NAME=fit","BUILD_NAME=7","BUILD_ID=1234"]}}`))
-	if err := recordGpuJobs(g, "handle-b", spec); err != nil {
+	if err := recordGpuJobs(g, "handle-b", "", spec); err != nil {
 		t.Fatal(err)
 	}
 	task, _ := parseSpec([]byte(`{"process":{"env":["PATH=/bin"]}}`))
-	if err := recordGpuJobs(g, "handle-a", task); err != nil {
+	if err := recordGpuJobs(g, "handle-a", "", task); err != nil {
 		t.Fatal(err)
 	}
 	want := "container=handle-b\nteam=main\npipeline=train\njob=fit\nbuild=7\nbuild_id=1234\n"
@@ -58,7 +59,7 @@ func TestRecordGpuJobs(t *testing.T) {
 
 	// Off again: the folder is no longer named, so delete writes no mapping.
 	g.MappingDir = ""
-	if err := recordGpuJobs(g, "handle-c", task); err != nil {
+	if err := recordGpuJobs(g, "handle-c", "", task); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(state, "gpu-jobs", mappingLinkName)); !os.IsNotExist(err) {
@@ -70,7 +71,7 @@ func TestRecordGpuJobsRefuses(t *testing.T) {
 	state := withStateDir(t)
 	g := &gpuJobs{Gpus: []string{"0"}}
 	for _, id := range []string{"../x", "a/b", ".hidden", "", "a\nb"} {
-		if err := recordGpuJobs(g, id, object{}); err == nil || !strings.Contains(err.Error(), "not a plain file name") {
+		if err := recordGpuJobs(g, id, "", object{}); err == nil || !strings.Contains(err.Error(), "not a plain file name") {
 			t.Errorf("id %q: %v", id, err)
 		}
 	}
@@ -81,7 +82,7 @@ func TestRecordGpuJobsRefuses(t *testing.T) {
 	if err := os.Chmod(filepath.Join(state, "gpu-jobs"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordGpuJobs(g, "ok", object{}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+	if err := recordGpuJobs(g, "ok", "", object{}); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("a world-writable records' folder: %v", err)
 	}
 	// A link where the mapping folder should be is not followed.
@@ -93,14 +94,14 @@ func TestRecordGpuJobsRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.MappingDir = link
-	if err := recordGpuJobs(g, "ok", object{}); err == nil || !strings.Contains(err.Error(), "dcgm-exporter job mapping") {
+	if err := recordGpuJobs(g, "ok", "", object{}); err == nil || !strings.Contains(err.Error(), "dcgm-exporter job mapping") {
 		t.Errorf("a link as the mapping folder: %v", err)
 	}
 }
 
 func TestJobLabelValues(t *testing.T) {
 	spec, _ := parseSpec([]byte(`{"process":{"env":["BUILD_TEAM_NAME=a\u0000b\nteam=forged","BUILD_NAME=` + strings.Repeat("x", 300) + `"]}}`))
-	got := jobLabels("h", spec)
+	got := jobLabels("h", "", spec)
 	if strings.Count(got, "\n") != 6 || !strings.Contains(got, "team=abteam=forged\n") {
 		t.Errorf("a value broke its line: %q", got)
 	}
@@ -125,5 +126,39 @@ func TestGpuJobsSettings(t *testing.T) {
 	s, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","gpuJobs":{"gpus":["0","1"],"mappingDir":"/run/dcgm"}}`, 0o644))
 	if err != nil || s.GpuJobs == nil || len(s.GpuJobs.Gpus) != 2 {
 		t.Errorf("gpuJobs: %+v %v", s, err)
+	}
+}
+
+func TestSweepStaleRecords(t *testing.T) {
+	state := withStateDir(t)
+	root := filepath.Join(t.TempDir(), "runc")
+	if err := os.MkdirAll(filepath.Join(root, "alive"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mapping := filepath.Join(t.TempDir(), "dcgm")
+	g := &gpuJobs{Gpus: []string{"0"}, MappingDir: mapping}
+	for _, id := range []string{"alive", "gone", "young"} {
+		if err := recordGpuJobs(g, id, root, object{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	for _, id := range []string{"alive", "gone"} {
+		if err := os.Chtimes(filepath.Join(state, "gpu-jobs", "0", id), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readText(t, filepath.Join(state, "gpu-jobs", "0", "gone")); !strings.HasSuffix(got, "runc_root="+root+"\n") {
+		t.Errorf("record = %q, want runc's state folder last", got)
+	}
+	if err := recordGpuJobs(g, "new", root, object{}); err != nil {
+		t.Fatal(err)
+	}
+	// gone: old, and runc keeps no state for it; alive has its state; young may be a create under way.
+	if got := readText(t, filepath.Join(mapping, "0")); got != "alive\nnew\nyoung\n" {
+		t.Errorf("mapping after the sweep = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(state, "gpu-jobs", "0", "gone")); !os.IsNotExist(err) {
+		t.Errorf("the leftover record stayed: %v", err)
 	}
 }

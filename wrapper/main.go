@@ -201,7 +201,7 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	}
 	if s.GpuJobs != nil {
 		// For metrics only: a failure is logged, and the container is created all the same.
-		if err := recordGpuJobs(s.GpuJobs, inv.ID, spec); err != nil {
+		if err := recordGpuJobs(s.GpuJobs, inv.ID, runcRoot(globalRoot(os.Args[1:])), spec); err != nil {
 			r.note("%v", err)
 		}
 	}

@@ -182,14 +182,19 @@ describe("GPU metrics through a real node exporter", function () {
         );
     });
 
-    it("ensure starts the timer and the node exporter; remove stops the timer and takes the file away", () => {
+    it("ensure starts the timer and the node exporter; remove stops the timer, takes the file away and puts the exporter back as it was", () => {
         const calls = path.join(dir, "systemctl.calls");
-        const fake = path.join(dir, "systemctl");
-        // systemd is not PID 1 here: a stand-in records what the script asks of it.
-        fs.writeFileSync(fake, `#!/bin/sh\necho "$*" >> ${calls}\n`, { mode: 0o755 });
+        const bin = path.join(dir, "systemctl-bin");
+        fs.mkdirSync(bin);
+        // systemd is not PID 1 here: a stand-in records what the scripts ask of it; the exporter was disabled and stopped.
+        fs.writeFileSync(
+            path.join(bin, "systemctl"),
+            `#!/bin/sh\necho "$*" >> ${calls}\ncase "$1" in is-enabled) echo disabled; exit 1 ;; is-active) echo inactive; exit 3 ;; esac\n`,
+            { mode: 0o755 },
+        );
         const run = (action: string) =>
             spawnSync("bash", [METRICS_SCRIPT, action, "--unit", "gpu-workers-metrics", "--textfile-dir", textfiles], {
-                env: { ...process.env, GPU_WORKERS_SYSTEMCTL: fake },
+                env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GPU_WORKERS_STATE_DIR: path.join(dir, "state") },
                 encoding: "utf8",
             });
         fs.writeFileSync(path.join(textfiles, "gpu_workers.prom"), "");
@@ -198,8 +203,13 @@ describe("GPU metrics through a real node exporter", function () {
         assert.deepStrictEqual(fs.readFileSync(calls, "utf8").trim().split("\n"), [
             "daemon-reload",
             "enable --now gpu-workers-metrics.timer",
+            "is-enabled prometheus-node-exporter",
+            "is-active prometheus-node-exporter",
             "enable --now prometheus-node-exporter",
             "disable --now gpu-workers-metrics.timer",
+            // put back as it was: disabled and stopped
+            "disable prometheus-node-exporter",
+            "stop prometheus-node-exporter",
         ]);
         assert.ok(!fs.existsSync(path.join(textfiles, "gpu_workers.prom")));
         const bad = spawnSync("bash", [METRICS_SCRIPT, "ensure", "--unit", "../x", "--textfile-dir", textfiles], { encoding: "utf8" });

@@ -78,8 +78,14 @@ describe("runc wrapper: GPU job records (real runc)", function () {
         create("jobs-get", ["PATH=/bin", "BUILD_TEAM_NAME=main", "BUILD_PIPELINE_NAME=train", "BUILD_JOB_NAME=fit", "BUILD_NAME=7", "BUILD_ID=42"]);
         create("jobs-task", ["PATH=/bin"]);
         for (const gpu of ["0", "1"]) {
-            assert.strictEqual(read(path.join(records(), gpu, "jobs-get")), "container=jobs-get\nteam=main\npipeline=train\njob=fit\nbuild=7\nbuild_id=42\n");
-            assert.strictEqual(read(path.join(records(), gpu, "jobs-task")), "container=jobs-task\nteam=\npipeline=\njob=\nbuild=\nbuild_id=\n");
+            assert.strictEqual(
+                read(path.join(records(), gpu, "jobs-get")),
+                `container=jobs-get\nteam=main\npipeline=train\njob=fit\nbuild=7\nbuild_id=42\nrunc_root=${runcRoot()}\n`,
+            );
+            assert.strictEqual(
+                read(path.join(records(), gpu, "jobs-task")),
+                `container=jobs-task\nteam=\npipeline=\njob=\nbuild=\nbuild_id=\nrunc_root=${runcRoot()}\n`,
+            );
             assert.strictEqual(read(path.join(mapping(), gpu)), "jobs-get\njobs-task\n");
         }
         assert.deepStrictEqual(fs.readdirSync(mapping()).sort(), ["0", "1"], "no temp file left in the mapping folder");

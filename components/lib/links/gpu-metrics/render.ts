@@ -4,7 +4,7 @@
  * host/gpu-metrics.sh, which writes each selected GPU's metrics, labelled with the build that
  * holds it (the runc wrapper's records), into the exporter's textfile folder.
  */
-import { combine, hostScriptFile } from "../../host/scripts";
+import { combine, hostScriptFile, hostScriptPath, OWNERSHIP_SCRIPT } from "../../host/scripts";
 import { RenderedComponent, shellCommand } from "../../host/steps";
 import { renderRuntimePackages } from "../../render/runtime-packages";
 import { WRAPPER_STATE_DIR } from "../runc-wrapper/render";
@@ -98,7 +98,8 @@ export function renderGpuMetrics(s: GpuMetricsSettings): RenderedComponent {
                 create: shellCommand([script.path, "ensure", ...args]),
                 remove: shellCommand([script.path, "remove", ...args]),
                 check: shellCommand([script.path, "check", ...args]),
-                dependsOn: [script.path, service.path, timer.path, ...packages.steps.map((step) => step.name)],
+                // ownership.sh (placed by the packages step) keeps the exporter's service state for remove.
+                dependsOn: [script.path, hostScriptPath(OWNERSHIP_SCRIPT), service.path, timer.path, ...packages.steps.map((step) => step.name)],
             },
         ],
     });
