@@ -16,6 +16,7 @@ export { ContainerdRuntime, ContainerdRuntimeArgs } from "./chain/containerd";
 export { RuncWrapper, RuncWrapperArgs } from "./chain/runc-wrapper";
 export type { WrapperRuntime } from "./lib/links/runc-wrapper/plan";
 export { WorkerValidator, WorkerValidatorArgs } from "./chain/worker-validator";
+export { GpuMetrics, GpuMetricsArgs } from "./chain/gpu-metrics";
 export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
 export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
 export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "./chain/shared-gpu-board";

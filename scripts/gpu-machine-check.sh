@@ -4,7 +4,9 @@
 #   scripts/gpu-machine-check.sh --runc PATH --out DIR
 #
 # 1. Discovery: every source host/discover-gpus.sh reads, captured as a fixture
-#    (DIR/fixture/tools/*.txt, DIR/fixture/root/...), and the script's own JSON document.
+#    (DIR/fixture/tools/*.txt, DIR/fixture/root/...), and the script's own JSON document;
+#    then host/gpu-metrics.sh with the real nvidia-smi: GPU 0's metrics carry its real numbers
+#    (DIR/gpu_workers.prom).
 # 2. The runc wrapper (dist/wrapper/runc-wrapper, the production build: its settings file and
 #    real runc are at their fixed paths, which this script fills and puts back) in front of the
 #    given runc, with the host's root read-only as each container's root, so the host's
@@ -55,6 +57,8 @@ capture_fixture() {
   nvidia-smi -L >"$fx/tools/nvidia-smi-L.txt"
   nvidia-smi >"$fx/tools/nvidia-smi.txt"
   nvidia-smi -q >"$fx/tools/nvidia-smi-q.txt"
+  # host/gpu-metrics.sh's query: the fixtures' nvidia-smi-metrics.txt
+  nvidia-smi --query-gpu=index,pci.bus_id,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw --format=csv,noheader,nounits >"$fx/tools/nvidia-smi-metrics.txt"
   cp /proc/driver/nvidia/version "$fx/root/proc/driver/nvidia/version"
   local dev
   for dev in /sys/bus/pci/devices/*; do
@@ -226,7 +230,25 @@ check_datasets() {
   if [ "$o" = "$(printf 'weights\nscratch-written')" ]; then ok "datasets: models read-only, scratch_rw writable"; else fail "datasets: expected the weights, no write to models and a write to scratch_rw, got: $o"; fi
 }
 
+# --- GPU metrics: the collector with the real nvidia-smi carries the GPU's real numbers -------
+check_metrics() {
+  local prom="$work/textfile/gpu_workers.prom" total line
+  if ! bash "$HERE/host/gpu-metrics.sh" collect --vendor nvidia --gpus 0 --textfile-dir "$work/textfile" \
+    --jobs-dir "$work/no-jobs" --health-dir "$work/no-health" 2>"$out/gpu-metrics.err"; then
+    fail "gpu-metrics.sh collect failed: $(cat "$out/gpu-metrics.err")"
+    return
+  fi
+  cp "$prom" "$out/gpu_workers.prom"
+  total=$(nvidia-smi -i 0 --query-gpu=memory.total --format=csv,noheader,nounits | tr -d ' ')
+  line=$(grep '^gpu_workers_gpu_memory_total_bytes{gpu="0"' "$prom" || true)
+  if [ "${line##* }" = "$((total * 1048576))" ]; then ok "metrics: GPU 0's memory total is nvidia-smi's ($total MiB)"
+  else fail "metrics: expected gpu_workers_gpu_memory_total_bytes of GPU 0 = $((total * 1048576)), got: $line"; fi
+  if grep -q '^gpu_workers_gpu_temperature_celsius{gpu="0"' "$prom"; then ok "metrics: GPU 0 has a temperature"
+  else fail "metrics: no temperature for GPU 0 in $prom"; fi
+}
+
 capture_fixture
+check_metrics
 install_wrapper
 check_selected
 check_not_selected

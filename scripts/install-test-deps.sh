@@ -17,6 +17,7 @@ packages=(
   cloud-init                   # cloud-init schema checks the rendered user-data
   strace                      # which calls the wrapper makes before runc takes over
   gcc libc6-dev               # the wrapper's C front, linked statically
+  prometheus-node-exporter    # scraped for the GPU metrics (its textfile collector)
 )
 
 missing=()

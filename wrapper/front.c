@@ -1,7 +1,8 @@
 //go:build gpuworkers_front
 
 // The wrapper's front. It runs as a constructor, before the Go runtime starts: every call
-// other than `create`, `run` and `exec` is exec'ed straight to the real runc from here, so those
+// other than `create`, `run` and `exec` is exec'ed straight to the real runc from here (`delete`
+// after removing the container's GPU job records, release.c), so those
 // calls cost about what a small C program costs (starting the Go runtime costs several times
 // that), and they never read the settings file: a damaged or wrongly owned settings file
 // cannot stop a worker from killing and deleting its containers. `create`, `run` and `exec`
@@ -52,9 +53,9 @@ static int takes_value(const char *name) {
 	return 0;
 }
 
-// The subcommand the way runc finds it behind the global flags, by the rules of parseArgs
-// in args.go; NULL when there is none (runc --version).
-static const char *subcommand(int argc, char **argv) {
+// The subcommand's index the way runc finds it behind the global flags, by the rules of
+// parseArgs in args.go; argc when there is none (runc --version).
+static int subcommand(int argc, char **argv) {
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -66,7 +67,7 @@ static const char *subcommand(int argc, char **argv) {
 		while (*a == '-') a++;
 		if (strchr(a, '=') == NULL && takes_value(a)) i++; // skip the value
 	}
-	return i < argc ? argv[i] : NULL;
+	return i < argc ? i : argc;
 }
 
 // Writes s, with each newline as \n, so one event stays one line whatever a name holds.
@@ -119,7 +120,8 @@ static void fail(const char *sub, const char *reason) {
 // glibc calls constructors with main's arguments.
 __attribute__((constructor)) static void gw_front(int argc, char **argv, char **envp) {
 	(void)envp;
-	const char *sub = subcommand(argc, argv);
+	int at = subcommand(argc, argv);
+	const char *sub = at < argc ? argv[at] : NULL;
 	if (sub && (strcmp(sub, "create") == 0 || strcmp(sub, "run") == 0 || strcmp(sub, "exec") == 0)) {
 		// Go edits the bundle or the process file. Its threads allocate next to nothing in C: one malloc arena
 		// will do, which spares each thread the Go runtime starts a reservation of its own.
@@ -129,6 +131,8 @@ __attribute__((constructor)) static void gw_front(int argc, char **argv, char **
 	if (getenv(MARKER)) {
 		fail(sub, "refusing to run: " MARKER " is set, so the real runtime called this wrapper again (a loop); the runtime it calls must be the real runc, never the wrapper");
 	}
+	// The container's GPU job records go before runc deletes it (release.c); a few system calls.
+	if (sub && strcmp(sub, "delete") == 0) gw_release(GW_STATE_DIR, gw_delete_id(argc, argv, at));
 	// Seen by anything the real runc starts: a runtime that calls the wrapper again stops at once.
 	if (setenv(MARKER, "1", 1) != 0) fail(sub, "cannot set " MARKER);
 	argv[0] = (char *)GW_REAL_RUNC;

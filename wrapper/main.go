@@ -3,7 +3,8 @@
 // dataset mounts, GPU environment and device nodes to the bundle's config.json, then execs
 // the real runtime with the same arguments; on `exec` it gives the process file the same
 // refusal and GPU environment (a task's params come that way); every other call is
-// passed straight to the real runc by the C front (front.c) before the Go runtime starts.
+// passed straight to the real runc by the C front (front.c) before the Go runtime starts (which
+// at `delete` first removes the container's GPU job records, gpujobs.go).
 // Its settings come only from a root-owned file at a path fixed at build time, never from
 // the image, the bundle or the caller's environment.
 package main
@@ -197,6 +198,12 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	}
 	if err := writeAtomically(path, out, info); err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	if s.GpuJobs != nil {
+		// For metrics only: a failure is logged, and the container is created all the same.
+		if err := recordGpuJobs(s.GpuJobs, inv.ID, runcRoot(globalRoot(os.Args[1:])), spec); err != nil {
+			r.note("%v", err)
+		}
 	}
 	return nil
 }

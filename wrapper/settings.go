@@ -28,6 +28,8 @@ type settings struct {
 	AllowPrivileged bool `json:"allowPrivileged"`
 	// AllowSpec names the spec features (features.go) a container may carry; absent means none.
 	AllowSpec []string `json:"allowSpec"`
+	// GpuJobs: record which container holds which GPU, for metrics (gpujobs.go); absent means none.
+	GpuJobs *gpuJobs `json:"gpuJobs"`
 }
 
 func loadSettings(path string) (*settings, error) {
@@ -116,6 +118,11 @@ func (s *settings) validate() error {
 	for _, suffix := range s.WritableSuffixes {
 		if suffix == "" || strings.ContainsAny(suffix, "/\x00") {
 			return fmt.Errorf("writableSuffixes: invalid suffix %q", suffix)
+		}
+	}
+	if s.GpuJobs != nil {
+		if err := s.GpuJobs.validate(); err != nil {
+			return err
 		}
 	}
 	if s.Log != "" && !filepath.IsAbs(s.Log) {

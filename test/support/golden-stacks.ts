@@ -37,7 +37,7 @@ function fixtureStacks(): Record<string, RawStackConfig> {
     const kinds = stackWith(
         { name: "hgx", inventory: HGX_H100_8X, extra: { selection: [0, 1] } },
         { name: "cpu", inventory: NO_GPU },
-        { name: "laptop", inventory: RTX_A500_LAPTOP },
+        { name: "laptop", inventory: RTX_A500_LAPTOP, extra: { metrics: { nodeExporter: true, dcgmJobMappingDir: "/run/dcgm-jobs" } } },
         { name: "phoenix", inventory: AMD_PHOENIX },
         { name: "mig", inventory: A100_MIG },
     );

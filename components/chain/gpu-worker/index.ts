@@ -24,6 +24,7 @@ import { HostAccessArgs } from "../host-steps-component";
 import { RuncWrapper } from "../runc-wrapper";
 import type { WebAdmission, WebForWorkers } from "../concourse-web";
 import { WorkerValidator } from "../worker-validator";
+import { GpuMetrics } from "../gpu-metrics";
 
 /** A worker host in LXD: its instance (lxdWorkerTransportSchema: each field's doc and default are written there), and how to reach its LXD server. */
 export type GpuWorkerLxdTransport = z.input<typeof lxdWorkerTransportSchema> & LxdServerArg;
@@ -236,6 +237,7 @@ const LINK_COMPONENTS: { [K in LinkComponent]: LinkMaker<K> } = {
     ContainerdRuntime: (link, access, _worker, o) => new ContainerdRuntime(link.name, { ...access, planned: link }, o),
     RuncWrapper: (link, access, _worker, o) => new RuncWrapper(link.name, { ...access, planned: link }, o),
     WorkerValidator: (link, access, _worker, o) => new WorkerValidator(link.name, { ...access, planned: link }, o),
+    GpuMetrics: (link, access, _worker, o) => new GpuMetrics(link.name, { ...access, planned: link }, o),
     ConcourseWorker: (link, access, worker, o) =>
         new ConcourseWorker(
             link.name,

@@ -109,6 +109,18 @@ export const settingsSchema = z.strictObject({
             }),
         })
         .meta({ description: "the runc wrapper's refusals" }),
+    metrics: z
+        .strictObject({
+            nodeExporter: z.boolean({ error: "expected true or false" }).default(false).meta({
+                description:
+                    "install and start Debian's `prometheus-node-exporter`, and a timer that writes each selected GPU's utilisation, memory, temperature, power and health, labelled with the build that holds it, every 15 s for its textfile collector (Debian's `/var/lib/prometheus/node-exporter`; [docs/gpu-metrics.md](docs/gpu-metrics.md)); never on a worker without GPUs",
+            }),
+            dcgmJobMappingDir: absolutePath.optional().meta({
+                description:
+                    "dcgm-exporter's `--hpc-job-mapping-dir`: the runc wrapper writes there, per GPU, the ids of the containers holding it, at create, and clears them at delete (a root-owned folder; off when not set)",
+            }),
+        })
+        .meta({ description: "GPU metrics per build, for Prometheus" }),
     containerd: z
         .strictObject({
             runtimeName: z

@@ -2,13 +2,13 @@
 import type { RuncCvePolicy, SpecFeature } from "../../gpu/spec-features";
 import { GpuInventory } from "../../gpu/inventory";
 import type { Artifact } from "../../host/steps";
-import { GpuSelection, PrivilegedMode } from "../../gpu/plan";
+import { GpuSelection, PrivilegedMode, WorkerGpuPlan } from "../../gpu/plan";
 import { WORKER_DEFAULTS } from "../../settings/settings";
 import type { WorkerSpec } from "../../settings/worker-spec";
 import { NVIDIA_RUNTIME_BINARY } from "../container-toolkit/render";
 import type { LinkDef } from "../link";
 import { builtin, containerGpus, DatasetTerms, datasetsOf } from "../terms";
-import { renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings } from "./render";
+import { GpuJobRecords, renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings } from "./render";
 
 /** What the wrapper hands containers to. */
 export type WrapperRuntime = "nvidia-container-runtime" | "runc";
@@ -45,6 +45,8 @@ export interface RuncWrapperTerms {
     wrapperBinary?: Artifact;
     /** The wrapper's log. Default: /var/log/gpu-workers/runc-wrapper.log. */
     logPath?: string;
+    /** GPU metrics per build: with either, the wrapper records which container holds which GPU (docs/gpu-metrics.md). Default: neither. */
+    metrics?: { nodeExporter?: boolean; dcgmJobMappingDir?: string };
 }
 
 const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtime": NVIDIA_RUNTIME_BINARY, runc: RUNC_REAL_PATH };
@@ -67,7 +69,16 @@ export function planRuncWrapper(
         ...(terms.runcPath !== undefined ? { runcPath: terms.runcPath } : {}),
         wrapperBinary: terms.wrapperBinary,
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
+        ...gpuJobRecords(terms, plan),
     };
+}
+
+/** The records the metrics need: none without GPUs, or when neither the node exporter nor dcgm-exporter's mapping is asked for. */
+function gpuJobRecords(terms: RuncWrapperTerms, plan: WorkerGpuPlan): { gpuJobs?: GpuJobRecords } {
+    const m = terms.metrics;
+    if (!m || plan.selected.length === 0 || (!m.nodeExporter && m.dcgmJobMappingDir === undefined)) return {};
+    const gpus = [...new Set(plan.selected.map((g) => g.index))];
+    return { gpuJobs: { gpus, ...(m.dcgmJobMappingDir !== undefined ? { mappingDir: m.dcgmJobMappingDir } : {}) } };
 }
 
 /** The worker's runc wrapper in a user's terms: RuncWrapper alone takes the same (its runtime: nvidia-container-runtime on NVIDIA hosts, whose runtimes list names the real runc). */
@@ -81,6 +92,7 @@ export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBina
         allowSpec: host.wrapper.allow,
         runcCves: host.wrapper.runcCves,
         wrapperBinary: host.artifacts.wrapper,
+        metrics: host.metrics,
     };
 }
 

@@ -43,6 +43,12 @@ export const wrapperConfigSchema = z.strictObject({
     allowPrivileged: z.boolean(),
     allowSpec: z.array(z.enum(SPEC_FEATURE_NAMES)),
     log: absolutePath,
+    gpuJobs: z
+        .strictObject({
+            gpus: z.array(z.string().regex(/^[0-9]{1,8}$/, { error: "expected a GPU index" })).min(1),
+            mappingDir: z.union([z.literal(""), absolutePath]),
+        })
+        .optional(),
 });
 export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
 
@@ -74,6 +80,18 @@ export interface WrapperConfigInput {
     allowSpec?: SpecFeature[];
     /** One-line failure reasons and skipped datasets go here. */
     logPath?: string;
+    /**
+     * Record, at create, which container holds which GPU (the metrics' build labels), and
+     * clear it at delete; with mappingDir, also dcgm-exporter's job-mapping files there.
+     * Absent: nothing recorded.
+     */
+    gpuJobs?: GpuJobRecords;
+}
+
+/** The GPUs every container gets, by index, and dcgm-exporter's job-mapping folder (optional). */
+export interface GpuJobRecords {
+    gpus: number[];
+    mappingDir?: string;
 }
 
 function sorted<T>(record: Record<string, T>): Record<string, T> {
@@ -97,6 +115,8 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
         allowPrivileged: input.allowPrivileged ?? false,
         allowSpec: [...(input.allowSpec ?? [])],
         log: input.logPath ?? WRAPPER_LOG_PATH,
+        // Only where asked for, so the settings of a worker without metrics stay as they were.
+        ...(input.gpuJobs ? { gpuJobs: { gpus: input.gpuJobs.gpus.map(String), mappingDir: input.gpuJobs.mappingDir ?? "" } } : {}),
     };
     const checked = wrapperConfigSchema.safeParse(config);
     if (!checked.success) {

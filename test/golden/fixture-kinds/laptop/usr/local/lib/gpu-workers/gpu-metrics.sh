@@ -1,0 +1,1 @@
+host script host/gpu-metrics.sh, sha256 c825488d6a77859ceae8386cd5089c63ca8f9a1a1543e1941b843410075b2988

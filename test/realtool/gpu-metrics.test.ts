@@ -1,0 +1,219 @@
+/**
+ * host/gpu-metrics.sh through a real node exporter: the stand-in nvidia-smi answers with a
+ * fixture's recorded output, the script writes the textfile, and the exporter's /metrics,
+ * scraped over HTTP, carries each selected GPU's values, the build labels of the containers
+ * holding it (the runc wrapper's records) and the health watcher's state where it has one.
+ */
+import * as assert from "assert";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { collect, fakeNvidiaSmi, METRICS_SCRIPT, parseSamples, pick, TestNodeExporter } from "./metrics-support";
+import { tempDir } from "./wrapper-support";
+
+const MIB = 1048576;
+
+describe("GPU metrics through a real node exporter", function () {
+    this.timeout(60_000);
+    let dir: string;
+    let textfiles: string;
+    let jobs: string;
+    let health: string;
+    let exporter: TestNodeExporter;
+
+    before(async () => {
+        dir = tempDir("gw-metrics-");
+        textfiles = path.join(dir, "textfile");
+        fs.mkdirSync(textfiles);
+        exporter = new TestNodeExporter(textfiles);
+        await exporter.start();
+    });
+
+    after(async () => {
+        await exporter?.stop();
+        fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    beforeEach(() => {
+        jobs = path.join(dir, `jobs-${Math.random().toString(36).slice(2)}`);
+        health = path.join(dir, `health-${Math.random().toString(36).slice(2)}`);
+        fs.mkdirSync(jobs);
+    });
+
+    function record(gpu: number, container: string, labels: Record<string, string>): void {
+        fs.mkdirSync(path.join(jobs, String(gpu)), { recursive: true });
+        const lines = ["container=" + container, ...["team", "pipeline", "job", "build", "build_id"].map((k) => `${k}=${labels[k] ?? ""}`)];
+        fs.writeFileSync(path.join(jobs, String(gpu), container), lines.join("\n") + "\n");
+    }
+
+    async function scrapeAfter(fixture: string, gpus: string, vendor = "nvidia") {
+        const r = collect(fakeNvidiaSmi(path.join(dir, fixture), fixture), [
+            "--vendor",
+            vendor,
+            "--gpus",
+            gpus,
+            "--textfile-dir",
+            textfiles,
+            "--jobs-dir",
+            jobs,
+            "--health-dir",
+            health,
+        ]);
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.deepStrictEqual(fs.readdirSync(textfiles), ["gpu_workers.prom"], "one file, no temp file left");
+        assert.strictEqual(fs.statSync(path.join(textfiles, "gpu_workers.prom")).mode & 0o777, 0o644);
+        const samples = parseSamples(await exporter.scrape());
+        assert.deepStrictEqual(
+            pick(samples, "node_textfile_scrape_error"),
+            [{ name: "node_textfile_scrape_error", labels: {}, value: 0 }],
+            "the exporter read the file",
+        );
+        return samples;
+    }
+
+    it("H100 (recorded -q values): each metric with its value, labelled with the GPU; no health without the watcher", async () => {
+        const s = await scrapeAfter("h100-vm-1x", "0");
+        const gpu = { gpu: "0", bus_id: "00000000:00:06.0", uuid: "GPU-deb69b9f-716f-67d5-8533-708877fae1c4" };
+        const value = (name: string) => pick(s, name, gpu).map((x) => x.value);
+        assert.deepStrictEqual(value("gpu_workers_gpu_utilization_percent"), [0]);
+        assert.deepStrictEqual(value("gpu_workers_gpu_memory_used_bytes"), [0]);
+        assert.deepStrictEqual(value("gpu_workers_gpu_memory_total_bytes"), [81559 * MIB]);
+        assert.deepStrictEqual(value("gpu_workers_gpu_temperature_celsius"), [48]);
+        assert.deepStrictEqual(value("gpu_workers_gpu_power_watts"), [76.37]);
+        assert.deepStrictEqual(value("gpu_workers_tool_success"), []);
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_tool_success", { vendor: "nvidia" }).map((x) => x.value),
+            [1],
+        );
+        assert.strictEqual(pick(s, "gpu_workers_gpu_healthy").length, 0);
+        assert.strictEqual(pick(s, "gpu_workers_worker_health").length, 0);
+        assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius")[0].labels.container ?? "", "", "no container holds the GPU");
+    });
+
+    it("HGX, GPUs 2 and 5 selected: only those; the build's labels on the held GPU; the watcher's health", async () => {
+        record(2, "4f1c-handle", { team: 'ml "core"', pipeline: "train", job: "fit", build: "12", build_id: "3456" });
+        fs.mkdirSync(health);
+        fs.writeFileSync(path.join(health, "gpus.tsv"), "2\t00000000:0F:00.0\t1\t0\t\t\n5\t00000000:12:00.0\t0\t2\t79\tfell off the bus\n");
+        fs.writeFileSync(path.join(health, "status"), "landed\n");
+        const s = await scrapeAfter("hgx-h100-8x", "2,5");
+        const temps = pick(s, "gpu_workers_gpu_temperature_celsius");
+        assert.deepStrictEqual(temps.map((t) => [t.labels.gpu, t.value]).sort(), [
+            ["2", 31],
+            ["5", 30],
+        ]);
+        const held = pick(s, "gpu_workers_gpu_utilization_percent", { gpu: "2" });
+        assert.strictEqual(held.length, 1);
+        assert.deepStrictEqual(
+            {
+                container: held[0].labels.container,
+                team: held[0].labels.team,
+                pipeline: held[0].labels.pipeline,
+                job: held[0].labels.job,
+                build: held[0].labels.build,
+            },
+            { container: "4f1c-handle", team: 'ml "core"', pipeline: "train", job: "fit", build: "12" },
+        );
+        assert.strictEqual(pick(s, "gpu_workers_gpu_power_watts", { gpu: "5" })[0].labels.container ?? "", "");
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_healthy")
+                .map((x) => [x.labels.gpu, x.value])
+                .sort(),
+            [
+                ["2", 1],
+                ["5", 0],
+            ],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_xid_count", { gpu: "5" }).map((x) => x.value),
+            [2],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_last_xid").map((x) => [x.labels.gpu, x.value]),
+            [["5", 79]],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_worker_health", { status: "landed" }).map((x) => x.value),
+            [1],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_worker_health", { status: "healthy" }).map((x) => x.value),
+            [0],
+        );
+    });
+
+    it("two containers on one GPU: one series each, like dcgm-exporter's hpc_job", async () => {
+        record(0, "handle-a", {});
+        record(0, "handle-b", { team: "main" });
+        const s = await scrapeAfter("h100-vm-1x", "0");
+        const used = pick(s, "gpu_workers_gpu_memory_total_bytes");
+        assert.deepStrictEqual(used.map((u) => u.labels.container).sort(), ["handle-a", "handle-b"]);
+        assert.deepStrictEqual(
+            used.map((u) => u.value),
+            [81559 * MIB, 81559 * MIB],
+        );
+    });
+
+    it("RTX A500: a power reading of [N/A] gives no power series, the rest stay", async () => {
+        const s = await scrapeAfter("rtx-a500-laptop", "0");
+        assert.strictEqual(pick(s, "gpu_workers_gpu_power_watts").length, 0);
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_memory_used_bytes").map((x) => x.value),
+            [6 * MIB],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_temperature_celsius").map((x) => x.value),
+            [41],
+        );
+    });
+
+    it("nvidia-smi failing: tool_success 0, and the health metrics still come", async () => {
+        fs.mkdirSync(health);
+        fs.writeFileSync(path.join(health, "gpus.tsv"), "0\t00000000:00:06.0\t0\t1\t79\tfell off the bus\n");
+        // This fixture has no capture of the metrics query: its stand-in fails as the real tool would.
+        const s = await scrapeAfter("a100-80gb-mig", "0");
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_tool_success").map((x) => x.value),
+            [0],
+        );
+        assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius").length, 0);
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_healthy", { gpu: "0", bus_id: "00000000:00:06.0" }).map((x) => x.value),
+            [0],
+        );
+    });
+
+    it("ensure starts the timer and the node exporter; remove stops the timer, takes the file away and puts the exporter back as it was", () => {
+        const calls = path.join(dir, "systemctl.calls");
+        const bin = path.join(dir, "systemctl-bin");
+        fs.mkdirSync(bin);
+        // systemd is not PID 1 here: a stand-in records what the scripts ask of it; the exporter was disabled and stopped.
+        fs.writeFileSync(
+            path.join(bin, "systemctl"),
+            `#!/bin/sh\necho "$*" >> ${calls}\ncase "$1" in is-enabled) echo disabled; exit 1 ;; is-active) echo inactive; exit 3 ;; esac\n`,
+            { mode: 0o755 },
+        );
+        const run = (action: string) =>
+            spawnSync("bash", [METRICS_SCRIPT, action, "--unit", "gpu-workers-metrics", "--textfile-dir", textfiles], {
+                env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GPU_WORKERS_STATE_DIR: path.join(dir, "state") },
+                encoding: "utf8",
+            });
+        fs.writeFileSync(path.join(textfiles, "gpu_workers.prom"), "");
+        assert.strictEqual(run("ensure").status, 0);
+        assert.strictEqual(run("remove").status, 0);
+        assert.deepStrictEqual(fs.readFileSync(calls, "utf8").trim().split("\n"), [
+            "daemon-reload",
+            "enable --now gpu-workers-metrics.timer",
+            "is-enabled prometheus-node-exporter",
+            "is-active prometheus-node-exporter",
+            "enable --now prometheus-node-exporter",
+            "disable --now gpu-workers-metrics.timer",
+            // put back as it was: disabled and stopped
+            "disable prometheus-node-exporter",
+            "stop prometheus-node-exporter",
+        ]);
+        assert.ok(!fs.existsSync(path.join(textfiles, "gpu_workers.prom")));
+        const bad = spawnSync("bash", [METRICS_SCRIPT, "ensure", "--unit", "../x", "--textfile-dir", textfiles], { encoding: "utf8" });
+        assert.notStrictEqual(bad.status, 0);
+        assert.match(bad.stderr, /--unit: expected a unit name/);
+    });
+});

@@ -1,0 +1,125 @@
+/**
+ * The GPU metrics' real-tool tests: Debian's prometheus-node-exporter, started on a free
+ * loopback port with a textfile folder of the test's own and scraped over HTTP, and
+ * host/gpu-metrics.sh run with a stand-in nvidia-smi that prints a fixture's recorded answer.
+ */
+import { ChildProcess, spawn, spawnSync } from "child_process";
+import * as fs from "fs";
+import * as http from "http";
+import * as net from "net";
+import * as path from "path";
+import { FIXTURES, writeFakeTool } from "../fixtures/discovery/run-fixture";
+import { ensureCommands } from "../support/tools";
+import { HOST_DIR } from "./wrapper-support";
+
+export const METRICS_SCRIPT = path.join(HOST_DIR, "gpu-metrics.sh");
+
+function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.once("error", reject);
+        s.listen(0, "127.0.0.1", () => {
+            const port = (s.address() as net.AddressInfo).port;
+            s.close(() => resolve(port));
+        });
+    });
+}
+
+/** A node exporter of the test's own: only its textfile collector, on 127.0.0.1. */
+export class TestNodeExporter {
+    private child?: ChildProcess;
+    port = 0;
+    private output = "";
+
+    constructor(readonly textfileDir: string) {}
+
+    async start(): Promise<void> {
+        ensureCommands(["prometheus-node-exporter"], ["prometheus-node-exporter"]);
+        this.port = await freePort();
+        this.child = spawn(
+            "prometheus-node-exporter",
+            [
+                `--web.listen-address=127.0.0.1:${this.port}`,
+                "--collector.disable-defaults",
+                "--collector.textfile",
+                `--collector.textfile.directory=${this.textfileDir}`,
+            ],
+            { stdio: ["ignore", "pipe", "pipe"] },
+        );
+        this.child.stdout?.on("data", (d) => (this.output += d));
+        this.child.stderr?.on("data", (d) => (this.output += d));
+        for (let i = 0; i < 100; i++) {
+            if (this.child.exitCode !== null) throw new Error(`the node exporter exited (${this.child.exitCode}): ${this.output}`);
+            try {
+                await this.scrape();
+                return;
+            } catch {
+                await new Promise((r) => setTimeout(r, 100));
+            }
+        }
+        throw new Error(`the node exporter did not answer on 127.0.0.1:${this.port}: ${this.output}`);
+    }
+
+    scrape(): Promise<string> {
+        return new Promise((resolve, reject) => {
+            const req = http.get({ host: "127.0.0.1", port: this.port, path: "/metrics", timeout: 5000 }, (res) => {
+                let body = "";
+                res.on("data", (d) => (body += d));
+                res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`HTTP ${res.statusCode}: ${body}`))));
+            });
+            req.on("error", reject);
+            req.on("timeout", () => req.destroy(new Error("timeout")));
+        });
+    }
+
+    async stop(): Promise<void> {
+        const child = this.child;
+        if (!child || child.exitCode !== null) return;
+        await new Promise<void>((resolve) => {
+            child.once("exit", () => resolve());
+            child.kill("SIGTERM");
+        });
+    }
+}
+
+export interface Sample {
+    name: string;
+    labels: Record<string, string>;
+    value: number;
+}
+
+/** The samples of an exposition-format text (label values unescaped). */
+export function parseSamples(text: string): Sample[] {
+    const samples: Sample[] = [];
+    for (const line of text.split("\n")) {
+        if (line === "" || line.startsWith("#")) continue;
+        const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
+        if (!m) throw new Error(`not a sample line: ${line}`);
+        const labels: Record<string, string> = {};
+        const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g;
+        for (let l = re.exec(m[3] ?? ""); l; l = re.exec(m[3] ?? "")) {
+            labels[l[1]] = l[2].replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+        }
+        samples.push({ name: m[1], labels, value: Number(m[4]) });
+    }
+    return samples;
+}
+
+/** The samples of one metric whose labels include `match`. */
+export function pick(samples: Sample[], name: string, match: Record<string, string> = {}): Sample[] {
+    return samples.filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v));
+}
+
+/** A folder holding a stand-in nvidia-smi that answers with the fixture's recorded output. */
+export function fakeNvidiaSmi(dir: string, fixture: string): string {
+    const bin = path.join(dir, "bin");
+    fs.mkdirSync(bin, { recursive: true });
+    writeFakeTool(bin, "nvidia-smi", path.join(FIXTURES, fixture, "tools"));
+    return bin;
+}
+
+/** Runs `gpu-metrics.sh collect` with the stand-in first on PATH. */
+export function collect(bin: string, args: string[]): { status: number | null; stderr: string } {
+    const r = spawnSync("bash", [METRICS_SCRIPT, "collect", ...args], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: "utf8" });
+    return { status: r.status, stderr: r.stderr };
+}

@@ -1,0 +1,157 @@
+/**
+ * The runc wrapper's GPU job records with the real runc: `create` writes, for each GPU of the
+ * worker, the container's record and dcgm-exporter's mapping file; `delete`, which the C front
+ * passes to runc without starting Go or reading the settings, removes them, keeping the lines
+ * of another container on the same GPU. The records then label the GPU metrics a real node
+ * exporter serves.
+ */
+import * as assert from "assert";
+import { spawnSync } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
+import { collect, fakeNvidiaSmi, parseSamples, pick, TestNodeExporter } from "./metrics-support";
+import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, tempDir, writeSettings } from "./wrapper-support";
+
+describe("runc wrapper: GPU job records (real runc)", function () {
+    this.timeout(300_000);
+    let dir: string;
+    let wrapper: string;
+    let rootfs: string;
+    let settingsPath: string;
+    let settingsJson: string;
+    const realRunc = () => sh("sh", ["-c", "command -v runc"]).trim();
+    const runcRoot = () => path.join(dir, "runc-root");
+    const records = () => path.join(dir, "run", "gpu-jobs");
+    const mapping = () => path.join(dir, "dcgm-jobs");
+    const created: string[] = [];
+
+    before(() => {
+        ensureWrapperTools();
+        dir = tempDir("gw-gpu-jobs-");
+        settingsPath = path.join(dir, "runc-wrapper.json");
+        wrapper = buildTestWrapper(dir, settingsPath);
+        rootfs = path.join(dir, "rootfs");
+        makeBusyboxRootfs(rootfs);
+        // Two GPUs' device nodes, stand-ins with /dev/null's numbers, as the other wrapper tests make them.
+        const nodes = [0, 1].map((i) => path.join(dir, "dev", `nvidia${i}`));
+        fs.mkdirSync(path.join(dir, "dev"));
+        for (const node of nodes) sh("mknod", ["-m", "0666", node, "c", "1", "3"]);
+        fs.mkdirSync(path.join(dir, "datasets"));
+        settingsJson = renderWrapperConfig({
+            plan: { env: { NVIDIA_VISIBLE_DEVICES: "0,1" }, unsetEnv: [], deviceNodes: nodes },
+            datasets: { root: path.join(dir, "datasets"), writableSuffixes: ["_rw"] },
+            realRuntime: realRunc(),
+            logPath: path.join(dir, "wrapper.log"),
+            gpuJobs: { gpus: [0, 1], mappingDir: mapping() },
+        });
+        writeSettings(settingsPath, settingsJson);
+    });
+
+    after(() => {
+        for (const id of created) spawnSync(realRunc(), ["--root", runcRoot(), "delete", "--force", id], { stdio: "ignore" });
+        fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    function wrapped(args: string[]): void {
+        // Into a file, not a pipe: a created container's init holds its stdio open until it runs.
+        const out = path.join(dir, "wrapped.out");
+        const fd = fs.openSync(out, "w");
+        try {
+            const r = spawnSync(wrapper, ["--root", runcRoot(), ...args], { stdio: ["ignore", fd, fd], timeout: 60_000 });
+            assert.strictEqual(r.status, 0, `wrapper ${args.join(" ")}: ${fs.readFileSync(out, "utf8")}`);
+        } finally {
+            fs.closeSync(fd);
+        }
+    }
+
+    function create(id: string, env: string[]): void {
+        const bundle = makeBundle(path.join(dir, `bundle-${id}`), rootfs, ["sleep", "30"], env);
+        wrapped(["create", "--bundle", bundle, id]);
+        created.push(id);
+    }
+
+    const read = (file: string) => fs.readFileSync(file, "utf8");
+
+    it("create: a record per GPU and dcgm-exporter's mapping; a second container on the same GPUs adds its line", () => {
+        // What Concourse gives a get step's container; a task's carries no BUILD_* (docs/gpu-metrics.md).
+        create("jobs-get", ["PATH=/bin", "BUILD_TEAM_NAME=main", "BUILD_PIPELINE_NAME=train", "BUILD_JOB_NAME=fit", "BUILD_NAME=7", "BUILD_ID=42"]);
+        create("jobs-task", ["PATH=/bin"]);
+        for (const gpu of ["0", "1"]) {
+            assert.strictEqual(
+                read(path.join(records(), gpu, "jobs-get")),
+                `container=jobs-get\nteam=main\npipeline=train\njob=fit\nbuild=7\nbuild_id=42\nrunc_root=${runcRoot()}\n`,
+            );
+            assert.strictEqual(
+                read(path.join(records(), gpu, "jobs-task")),
+                `container=jobs-task\nteam=\npipeline=\njob=\nbuild=\nbuild_id=\nrunc_root=${runcRoot()}\n`,
+            );
+            assert.strictEqual(read(path.join(mapping(), gpu)), "jobs-get\njobs-task\n");
+        }
+        assert.deepStrictEqual(fs.readdirSync(mapping()).sort(), ["0", "1"], "no temp file left in the mapping folder");
+        const state = JSON.parse(sh(realRunc(), ["--root", runcRoot(), "state", "jobs-task"]));
+        assert.strictEqual(state.status, "created");
+    });
+
+    it("the records label the metrics a real node exporter serves while the containers hold the GPUs", async () => {
+        const textfiles = path.join(dir, "textfile");
+        fs.mkdirSync(textfiles);
+        const exporter = new TestNodeExporter(textfiles);
+        await exporter.start();
+        try {
+            const bin = fakeNvidiaSmi(path.join(dir, "fake"), "hgx-h100-8x");
+            const r = collect(bin, [
+                "--vendor",
+                "nvidia",
+                "--gpus",
+                "0,1",
+                "--textfile-dir",
+                textfiles,
+                "--jobs-dir",
+                records(),
+                "--health-dir",
+                path.join(dir, "none"),
+            ]);
+            assert.strictEqual(r.status, 0, r.stderr);
+            const s = parseSamples(await exporter.scrape());
+            const held = pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "0", container: "jobs-get" });
+            assert.deepStrictEqual(
+                held.map((x) => [x.labels.team, x.labels.pipeline, x.labels.job, x.labels.build, x.value]),
+                [["main", "train", "fit", "7", 29]],
+            );
+            assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
+        } finally {
+            await exporter.stop();
+        }
+    });
+
+    it("delete: the C front removes the container's records and its mapping lines, without reading the settings", () => {
+        // Settings Go would refuse: delete must not need them (the front never starts Go for it).
+        writeSettings(settingsPath, "not json\n");
+        try {
+            wrapped(["delete", "--force", "jobs-get"]);
+        } finally {
+            writeSettings(settingsPath, settingsJson);
+        }
+        for (const gpu of ["0", "1"]) {
+            assert.deepStrictEqual(fs.readdirSync(path.join(records(), gpu)), ["jobs-task"]);
+            assert.strictEqual(read(path.join(mapping(), gpu)), "jobs-task\n", "the other container's line stays");
+        }
+        wrapped(["delete", "--force", "jobs-task"]);
+        for (const gpu of ["0", "1"]) assert.deepStrictEqual(fs.readdirSync(path.join(records(), gpu)), []);
+        assert.deepStrictEqual(fs.readdirSync(mapping()), [], "no GPU held: no mapping file");
+        const gone = spawnSync(realRunc(), ["--root", runcRoot(), "state", "jobs-task"], { encoding: "utf8" });
+        assert.notStrictEqual(gone.status, 0, "runc deleted the container too");
+    });
+
+    it("a records' folder others can write is left alone: delete removes nothing through it", () => {
+        create("jobs-kept", ["PATH=/bin"]);
+        fs.chmodSync(records(), 0o777);
+        try {
+            wrapped(["delete", "--force", "jobs-kept"]);
+            assert.ok(fs.existsSync(path.join(records(), "0", "jobs-kept")), "the front refused the folder");
+        } finally {
+            fs.chmodSync(records(), 0o755);
+        }
+    });
+});
