@@ -9,7 +9,7 @@ export type GpuMetricsArgs = LeafArgs<GpuMetricsTerms, GpuMetricsSettings>;
 
 /**
  * GPU metrics for Prometheus: Debian's node exporter, and a timer writing each selected GPU's
- * utilisation, memory, temperature, power and health, labelled with the build that holds it,
+ * utilisation, memory, temperature, power and health, labelled with the container that holds it,
  * for its textfile collector (docs/gpu-metrics.md). Delete stops the timer, removes the file
  * and purges the exporter where this installed it.
  */

@@ -113,7 +113,7 @@ export const settingsSchema = z.strictObject({
         .strictObject({
             nodeExporter: z.boolean({ error: "expected true or false" }).default(false).meta({
                 description:
-                    "install and start Debian's `prometheus-node-exporter`, and a timer that writes each selected GPU's utilisation, memory, temperature, power and health, labelled with the build that holds it, every 15 s for its textfile collector (Debian's `/var/lib/prometheus/node-exporter`; [docs/gpu-metrics.md](docs/gpu-metrics.md)); never on a worker without GPUs",
+                    "install and start Debian's `prometheus-node-exporter`, and a timer that writes each selected GPU's utilisation, memory, temperature, power and health, labelled with the container holding it (and its build, where the container says), every 15 s for its textfile collector (Debian's `/var/lib/prometheus/node-exporter`; [docs/gpu-metrics.md](docs/gpu-metrics.md)); never on a worker without GPUs",
             }),
             dcgmJobMappingDir: absolutePath.optional().meta({
                 description:

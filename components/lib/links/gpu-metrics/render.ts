@@ -1,7 +1,7 @@
 /**
  * GPU metrics for the Prometheus node exporter, as pure functions: Debian's
  * prometheus-node-exporter from the distribution's packages, and a systemd timer that runs
- * host/gpu-metrics.sh, which writes each selected GPU's metrics, labelled with the build that
+ * host/gpu-metrics.sh, which writes each selected GPU's metrics, labelled with the container that
  * holds it (the runc wrapper's records), into the exporter's textfile folder.
  */
 import { combine, hostScriptFile, hostScriptPath, OWNERSHIP_SCRIPT } from "../../host/scripts";
