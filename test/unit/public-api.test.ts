@@ -25,6 +25,7 @@ const COMPONENTS = [
     "FabricServiceVm",
     "SharedGpuBoard",
     "ConcourseWorker",
+    "GpuHealth",
     "ConcourseWeb",
     "KubernetesGpuNodes",
 ];
@@ -56,6 +57,8 @@ const PUBLIC_FACE = [
     "Gpu",
     "GpuDriver",
     "GpuDriverArgs",
+    "GpuHealth",
+    "GpuHealthArgs",
     "GpuHost",
     "GpuHostArgs",
     "GpuInventory",

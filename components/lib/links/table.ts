@@ -8,6 +8,7 @@ import { containerToolkitLink } from "./container-toolkit/plan";
 import { containerdLink } from "./containerd/plan";
 import { fabricManagerLink } from "./fabric-manager/plan";
 import { gpuDriverLink } from "./gpu-driver/plan";
+import { gpuHealthLink } from "./gpu-health/plan";
 import type { LinkDef } from "./link";
 import { runcWrapperLink } from "./runc-wrapper/plan";
 import { workerValidatorLink } from "./worker-validator/plan";
@@ -21,6 +22,7 @@ export const LINKS = {
     RuncWrapper: runcWrapperLink,
     WorkerValidator: workerValidatorLink,
     ConcourseWorker: concourseWorkerLink,
+    GpuHealth: gpuHealthLink,
 };
 
 export type LinkComponent = keyof typeof LINKS;
