@@ -117,11 +117,11 @@ act() {
     log "${worker_unit} is not running: nothing to ${on_fatal}"
     return 0
   fi
-  local signal=SIGUSR1
-  [ "$on_fatal" = land ] || signal=SIGUSR2
+  local signal=SIGUSR1 what="no new builds, running ones finish"
+  [ "$on_fatal" = land ] || { signal=SIGUSR2; what="it leaves the cluster once its running builds finish"; }
   if systemctl kill --kill-whom=main --signal="$signal" "$worker_unit"; then
     acted=$on_fatal
-    log "${on_fatal} ${worker_unit} (${signal}): no new builds, running ones finish"
+    log "${on_fatal} ${worker_unit} (${signal}): ${what}"
   else
     log "could not signal ${worker_unit} (${signal})"
   fi
@@ -134,6 +134,9 @@ fatal() {
   if [ "${bad[$k]}" = 0 ]; then
     bad[k]=1; why[k]=$reason
     log "GPU ${idx[$k]} (${full[$k]}) unhealthy: ${reason}"
+  elif [ "${why[$k]}" != "$reason" ]; then
+    why[k]=$reason
+    log "GPU ${idx[$k]} (${full[$k]}) still unhealthy: ${reason}"
   fi
   act
   write_state
@@ -150,7 +153,8 @@ gpu_at() {
 XID_RE='NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+),'
 SXID_RE='SXid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+), (Non-fatal|Fatal)'
 AMD_RESET_RE='amdgpu ([0-9A-Fa-f:.]+): (amdgpu: )?GPU reset begin'
-AMD_RAS_RE='amdgpu ([0-9A-Fa-f:.]+): (amdgpu: )?([0-9]+) uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block'
+# "N uncorrectable ... in umc block", newer kernels "socket: 0 N ..." or "N new ..."; never "no uncorrectable".
+AMD_RAS_RE='amdgpu ([0-9A-Fa-f:.]+): (.*[ :])?([0-9]+) (new )?uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block'
 
 on_kernel_line() {
   local line=$1 k code name
@@ -177,7 +181,7 @@ on_kernel_line() {
     fatal "$k" "amdgpu GPU reset (a job hung or the GPU failed)"
   elif [[ $line =~ $AMD_RAS_RE ]]; then
     k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
-    fatal "$k" "amdgpu RAS: ${BASH_REMATCH[3]} uncorrectable errors in the ${BASH_REMATCH[4]} block"
+    fatal "$k" "amdgpu RAS: ${BASH_REMATCH[3]} uncorrectable errors in the ${BASH_REMATCH[5]} block"
   fi
 }
 
