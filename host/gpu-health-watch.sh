@@ -30,7 +30,7 @@ done
 [ -r "$config" ] || die "--config FILE is required and readable (got '${config}')"
 
 vendor=""; on_fatal=land; worker_unit=""; poll_seconds=30; settle=300; grace=600; nvswitch=no
-idx=(); bus=(); declare -A ignored=() meaning=()
+idx=(); bus=(); render=(); declare -A ignored=() meaning=()
 number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "${config}: ${1} must be a positive whole number, not '${2}'"; }
 while IFS= read -r line || [ -n "$line" ]; do
   case "$line" in '' | '#'*) continue ;; esac
@@ -43,7 +43,7 @@ while IFS= read -r line || [ -n "$line" ]; do
     settle-seconds) number "$key" "$value"; settle=$value ;;
     dirty-grace-seconds) number "$key" "$value"; grace=$value ;;
     nvswitch) nvswitch=$value ;;
-    gpu) idx+=("${value%% *}"); bus+=("${value#* }") ;;
+    gpu) read -r i b r <<<"$value"; idx+=("$i"); bus+=("$b"); render+=("${r:-}") ;;
     ignore-xids) for x in $value; do ignored[$x]=1; done ;;
     xid) meaning[${value%% *}]=${value#* } ;;
     *) die "${config}: unknown key '${key}'" ;;
@@ -62,12 +62,15 @@ short_bus() {
   printf '%s:%s\n' "${domain: -4}" "${b#*:}"
 }
 
-# NVIDIA GPUs the inventory gives no bus id: the driver's own answer.
+# GPUs the inventory gives no bus id: nvidia-smi's answer, or the AMD render node's device.
 for k in "${!idx[@]}"; do
   [ "${bus[$k]}" = "-" ] || continue
-  [ "$vendor" = nvidia ] || die "${config}: GPU ${idx[$k]} has no bus id (declare pciBusId in the inventory)"
-  found=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null | awk -F', *' -v i="${idx[$k]}" '$1 == i { print $2 }')
-  [ -n "$found" ] || die "GPU ${idx[$k]}: no bus id declared, and nvidia-smi does not name one"
+  if [ "$vendor" = nvidia ]; then
+    found=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null | awk -F', *' -v i="${idx[$k]}" '$1 == i { print $2 }')
+  else
+    found=$(basename "$(readlink -f "$ROOT/sys/class/drm/${render[$k]:-none}/device")")
+  fi
+  [[ $found =~ ^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$ ]] || die "GPU ${idx[$k]}: no bus id declared, and the host names none (declare pciBusId in the inventory)"
   bus[k]=$found
 done
 short=(); full=()

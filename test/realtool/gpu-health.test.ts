@@ -165,13 +165,12 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
     it("amdgpu: an all-clear RAS line changes nothing; a GPU reset lands the worker; so do uncorrectable RAS errors", async () => {
         const bus = withDomain("0000:03:00.0", domain);
         const device = `${run.root}/sys/bus/pci/devices/${domain}:03:00.0`;
-        spawnSync("mkdir", ["-p", `${device}/ras`]);
+        spawnSync("mkdir", ["-p", `${device}/ras`, `${run.root}/sys/class/drm/renderD128`]);
+        // No bus id declared: the watcher finds it from the render node's device link.
+        spawnSync("ln", ["-s", `../../../bus/pci/devices/${domain}:03:00.0`, `${run.root}/sys/class/drm/renderD128/device`]);
         spawnSync("sh", ["-c", 'printf "ue: 0\\nce: 0\\n" > "$1"', "sh", `${device}/ras/umc_err_count`]);
         run.startWorker();
-        await run.start(
-            { vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: bus }] },
-            { health: FAST },
-        );
+        await run.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a" }] }, { health: FAST });
         writeKmsg(kernelLine("amdgpu-ras-clear", bus));
         await sleep(2500);
         assert.strictEqual(run.workerState(), "running");

@@ -32,7 +32,12 @@ export function planGpuHealth(terms: GpuHealthTerms, plan?: WorkerGpuPlan): GpuH
     if (plan.selected.length === 0) return undefined;
     return {
         vendor: inv.vendor,
-        gpus: plan.selected.map((g) => ({ index: g.index, ...(g.pciBusId ? { busId: g.pciBusId } : {}) })),
+        gpus: plan.selected.map((g) => ({
+            index: g.index,
+            ...(g.pciBusId ? { busId: g.pciBusId } : {}),
+            // Without a declared bus id an AMD GPU is found by its render node (plan.ts's default name).
+            ...(!g.pciBusId && inv.vendor === "amd" ? { renderNode: g.renderNode ?? `renderD${128 + g.index}` } : {}),
+        })),
         nvswitch: inv.nvswitches > 0,
         ...(terms.workerUnit ? { workerUnit: terms.workerUnit } : {}),
         onFatal: given.onFatal ?? builtin(d?.onFatal, "health.onFatal"),

@@ -11,7 +11,13 @@ export interface GpuHealthSettings {
     /** The GPUs' vendor: whose kernel lines and tool the watcher reads. */
     vendor: "nvidia" | "amd";
     /** The selected GPUs, with their PCI bus id where the inventory declares it. */
-    gpus: { index: number; busId?: string }[];
+    gpus: {
+        index: number;
+        /** Its PCI bus id, as the inventory declares it. */
+        busId?: string;
+        /** AMD, where no bus id is declared: its DRM render node (renderD128), whose sysfs device names the bus id. */
+        renderNode?: string;
+    }[];
     /** The board has NVSwitches: a fatal SXid (a switch's) counts against every watched GPU. */
     nvswitch: boolean;
     /** The Concourse worker's unit it lands and starts again; absent: it only reports. */
@@ -56,8 +62,8 @@ export function renderHealthConfig(s: GpuHealthSettings): string {
         `settle-seconds ${s.settleSeconds}`,
         `dirty-grace-seconds ${s.dirtyGraceSeconds}`,
         `nvswitch ${s.nvswitch ? "yes" : "no"}`,
-        "# gpu INDEX BUS-ID (- where the inventory declares none: the watcher asks the vendor's tool)",
-        ...s.gpus.map((g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}`),
+        "# gpu INDEX BUS-ID, or - where the inventory declares none: the watcher asks nvidia-smi, or the AMD render node's sysfs device",
+        ...s.gpus.map((g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}`),
         "# Xids that do not land the worker; every other Xid does.",
         `ignore-xids ${s.ignoredXids.join(" ")}`,
         "# What each known Xid means (docs/gpu-health.md has the table).",
