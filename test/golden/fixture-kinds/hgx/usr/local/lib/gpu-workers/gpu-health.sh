@@ -1,0 +1,1 @@
+host script host/gpu-health.sh, sha256 d6331eb91ba6cebc2e761c34187bb369abffbb011a71bca665f082a4fe6d62ff

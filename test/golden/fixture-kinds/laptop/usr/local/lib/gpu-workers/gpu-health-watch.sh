@@ -1,0 +1,1 @@
+host script host/gpu-health-watch.sh, sha256 5e30d23621ad14794acc9a305baa4fe909bcb37e76b65f55f9661ab0c2605cbb
