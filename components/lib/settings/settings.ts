@@ -166,11 +166,9 @@ export const settingsSchema = z.strictObject({
                     description: `Xids that do not land the worker, besides the default list (${DEFAULT_IGNORED_XIDS.join(", ")}, as NVIDIA's device plugin)`,
                 }),
             fatalXids: z.array(xidCode).default([]).meta({ description: "Xids taken from that default list: they land the worker after all" }),
-            pollSeconds: seconds
-                .default(30)
-                .meta({
-                    description: "how often the vendor's tool is asked for a lost GPU, uncorrectable ECC errors, a row-remap failure and leftover processes",
-                }),
+            pollSeconds: seconds.default(30).meta({
+                description: "how often the vendor's tool is asked for a lost GPU, uncorrectable ECC errors, a row-remap failure and leftover processes",
+            }),
             settleSeconds: seconds
                 .default(300)
                 .meta({ description: "how long every GPU must poll healthy, after the last fatal event, before the worker is started again" }),
