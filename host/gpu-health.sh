@@ -55,7 +55,7 @@ check() {
 }
 
 remove() {
-  if systemctl cat "$unit" >/dev/null 2>&1; then systemctl disable --now "$unit" >/dev/null 2>&1 || true; fi
+  systemctl disable --now "$unit" >/dev/null 2>&1 || true
   rm -f "$stamp"
   rm -rf -- "$status_dir"
   # Its parent is the project's own folder under /run; it goes once nothing else is in it.
