@@ -67,9 +67,12 @@ export function writeKmsg(line: string): void {
     fs.writeFileSync("/dev/kmsg", `<4>${line}\n`);
 }
 
-const STANDIN_NVIDIA_SMI = `#!/bin/sh
-# stand-in nvidia-smi: answers from files the test puts in $ANSWERS; any other command line is refused
-dir=\${GH_ANSWERS:?}
+/** Where the stand-in nvidia-smi reads its answers when GH_ANSWERS is not set (in an instance). */
+export const ANSWERS_IN_INSTANCE = "/var/lib/gpu-health-answers";
+
+export const STANDIN_NVIDIA_SMI = `#!/bin/sh
+# stand-in nvidia-smi: answers from files the test puts in $GH_ANSWERS; any other command line is refused
+dir=\${GH_ANSWERS:-${ANSWERS_IN_INSTANCE}}
 case "$*" in
   "-q") f=q ;;
   "--query-compute-apps=gpu_bus_id,pid --format=csv,noheader") f=apps ;;
@@ -81,14 +84,16 @@ cat "$dir/$f.txt"
 exit 0
 `;
 
-/** A Concourse worker as it behaves on the signals: running; SIGUSR1 lands it, SIGUSR2 retires it, and it exits 0. */
-const STANDIN_WORKER = `#!/bin/bash
-state=$1
+/** A Concourse worker as it behaves on the signals: running; SIGUSR1 lands it, SIGUSR2 retires it, and it exits 0. It writes its state to `state`. */
+export function standinWorker(state: string): string {
+    return `#!/bin/bash
+state=${state}
 echo running >"$state"
 trap 'echo landing >"$state"; sleep 0.3; echo landed >"$state"; exit 0' USR1
 trap 'echo retiring >"$state"; sleep 0.3; echo retired >"$state"; exit 0' USR2
 while :; do sleep 0.1; done
 `;
+}
 
 /** systemd for one unit: is-active, kill --kill-whom=main --signal=SIG, start; anything else is refused. */
 const STANDIN_SYSTEMCTL = `#!/bin/bash
@@ -103,7 +108,7 @@ case "$1" in
     kill -s "\${sig#SIG}" "$(cat "$dir/$4.pid")" ;;
   start)
     alive "$2" && exit 0
-    setsid "$dir/worker" "$dir/$2.state" >/dev/null 2>&1 </dev/null &
+    setsid "$dir/worker" >/dev/null 2>&1 </dev/null &
     echo $! >"$dir/$2.pid" ;;
   *) echo "stand-in systemctl: unexpected: $*" >>"$dir/unexpected"; exit 97 ;;
 esac
@@ -125,7 +130,7 @@ export class WatcherRun {
         for (const d of [this.answers, this.systemd, path.join(this.dir, "bin"), this.root]) fs.mkdirSync(d, { recursive: true });
         fs.writeFileSync(path.join(this.dir, "bin", "nvidia-smi"), STANDIN_NVIDIA_SMI, { mode: 0o755 });
         fs.writeFileSync(path.join(this.dir, "bin", "systemctl"), STANDIN_SYSTEMCTL, { mode: 0o755 });
-        fs.writeFileSync(path.join(this.systemd, "worker"), STANDIN_WORKER, { mode: 0o755 });
+        fs.writeFileSync(path.join(this.systemd, "worker"), standinWorker(path.join(this.systemd, `${WORKER_UNIT}.state`)), { mode: 0o755 });
     }
 
     /** What nvidia-smi answers `-q` (and exits with) and `--query-compute-apps`. */
