@@ -82,6 +82,7 @@ done
 bad=(); why=(); xids=(); last_xid=(); good_since=(); dirty_since=()
 for k in "${!idx[@]}"; do bad[k]=0; why[k]=""; xids[k]=0; last_xid[k]=""; good_since[k]=""; dirty_since[k]=""; done
 acted="" # land or retire, once this watcher (or the one before it) signalled the worker
+waiting="" # the GPUs settled, the worker has not exited yet
 
 mkdir -p "$state_dir" || die "cannot create ${state_dir}"
 # A watcher restarted after it landed the worker keeps that duty: the GPUs settle again first.
@@ -104,9 +105,12 @@ write_state() {
     rows+="${idx[$k]}	${full[$k]}	$((1 - bad[k]))	${xids[$k]}	${last_xid[$k]}	${why[$k]}"$'\n'
     [ "${bad[$k]}" = 0 ] || any=1
   done
-  if [ "$any" = 1 ]; then
-    case "$acted" in land) word=landed ;; retire) word=retired ;; *) word=unhealthy ;; esac
-  fi
+  # The worker stays landed (or retired) until the watcher has started it again.
+  case "$acted" in
+    land) word=landed ;;
+    retire) word=retired ;;
+    *) [ "$any" = 0 ] || word=unhealthy ;;
+  esac
   put "$state_dir/gpus.tsv" "${rows%$'\n'}"
   put "$state_dir/status" "$word"
 }
@@ -290,9 +294,15 @@ poll() {
   done
   for k in "${!idx[@]}"; do [ "${bad[$k]}" = 0 ] || { write_state; return 0; }; done
   if [ -n "$acted" ]; then
-    if systemctl start "$worker_unit"; then
+    # A landing worker still runs its builds, and starting an active unit does nothing: wait until it exits.
+    if systemctl is-active --quiet "$worker_unit"; then
+      local doing=landing
+      [ "$acted" = land ] || doing=retiring
+      [ -n "$waiting" ] || log "every GPU healthy for ${settle}s: ${worker_unit} starts again once it has finished ${doing}"
+      waiting=1
+    elif systemctl start "$worker_unit"; then
       log "every GPU healthy for ${settle}s: started ${worker_unit} again (it registers running)"
-      acted=""
+      acted=""; waiting=""
     else
       log "could not start ${worker_unit}"
     fi

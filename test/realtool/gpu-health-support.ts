@@ -84,13 +84,17 @@ cat "$dir/$f.txt"
 exit 0
 `;
 
-/** A Concourse worker as it behaves on the signals: running; SIGUSR1 lands it, SIGUSR2 retires it, and it exits 0. It writes its state to `state`. */
+/**
+ * A Concourse worker as it behaves on the signals: running; SIGUSR1 lands it, SIGUSR2 retires
+ * it, and it exits 0. It writes its state to `state`. Landing takes a while (a real 8.2.5 worker
+ * without builds took about 50 s from landing to landed): longer than the tests' settle time.
+ */
 export function standinWorker(state: string): string {
     return `#!/bin/bash
 state=${state}
 echo running >"$state"
-trap 'echo landing >"$state"; sleep 0.3; echo landed >"$state"; exit 0' USR1
-trap 'echo retiring >"$state"; sleep 0.3; echo retired >"$state"; exit 0' USR2
+trap 'echo landing >"$state"; sleep 5; echo landed >"$state"; exit 0' USR1
+trap 'echo retiring >"$state"; sleep 5; echo retired >"$state"; exit 0' USR2
 while :; do sleep 0.1; done
 `;
 }
