@@ -47,6 +47,11 @@ export function capture(fixture: string, file: string, domain: string): string {
     return text.replace(/\b0{4,8}:([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b/g, `0000${domain}:$1`);
 }
 
+/** The gpu-fallen-off-bus capture's refusal, for the GPU at `bus`. */
+export function fallenOff(bus: string): string {
+    return capture("gpu-fallen-off-bus", "nvidia-smi-query.txt", "0000").replace(/[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]/, bus);
+}
+
 /** The recorded kernel line of `name`, with `bus` (any form) as its address. */
 export function kernelLine(name: string, bus: string): string {
     const row = fs

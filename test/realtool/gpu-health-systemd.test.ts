@@ -12,7 +12,7 @@ import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { CONCOURSE_PATHS, ConcourseWorkerSettings, CONCOURSE_UNIT, renderWorkerUnit } from "../../components/lib/links/concourse-worker/render";
 import { planGpuHealth } from "../../components/lib/links/gpu-health/plan";
 import { HEALTH_UNIT, renderGpuHealth } from "../../components/lib/links/gpu-health/render";
-import { capture, kernelLine, standinWorker, uniqueDomain, withDomain, writeKmsg } from "./gpu-health-support";
+import { ANSWERS_IN_INSTANCE, capture, fallenOff, kernelLine, standinWorker, uniqueDomain, withDomain, writeKmsg } from "./gpu-health-support";
 import { HealthInstance } from "./gpu-health-instance";
 
 const WORKER_STATE = "/run/concourse-standin.state";
@@ -47,6 +47,9 @@ describe("GPU health watcher under real systemd (LXD container; stand-in worker 
         writeKmsg(kernelLine("xid-13", bus));
         await until(() => exec("cat /run/gpu-workers/health/gpus.tsv").split("\t")[3] === "1", 10_000, "the Xid 13 to be counted");
         assert.strictEqual(workerState(), "running");
+        // The GPU is lost from then on: it does not settle, so nothing starts the worker.
+        inst!.put(`${ANSWERS_IN_INSTANCE}/q.txt`, fallenOff(bus), "0644");
+        inst!.put(`${ANSWERS_IN_INSTANCE}/q.exit`, "15", "0644");
         writeKmsg(kernelLine("xid-79", bus));
         const took = await until(() => workerState() === "landed", 10_000, "the worker to land");
         console.log(`      (landed ${took} ms after the Xid)`);
@@ -57,6 +60,10 @@ describe("GPU health watcher under real systemd (LXD container; stand-in worker 
     });
 
     it("healthy past the settle time, the watcher starts the worker's unit again", async () => {
+        await new Promise((r) => setTimeout(r, 4000));
+        assert.notStrictEqual(inst!.status(`systemctl is-active --quiet ${CONCOURSE_UNIT}`), 0, "still lost: the worker stays down");
+        inst!.put(`${ANSWERS_IN_INSTANCE}/q.txt`, capture("h100-vm-1x", "nvidia-smi-q.txt", domain), "0644");
+        inst!.exec(`rm ${ANSWERS_IN_INSTANCE}/q.exit`);
         await until(
             () => inst!.status(`systemctl is-active --quiet ${CONCOURSE_UNIT}`) === 0 && workerState() === "running",
             15_000,

@@ -8,7 +8,7 @@
 import * as assert from "assert";
 import { ChildProcess, spawn, spawnSync } from "child_process";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
-import { capture, kernelLine, kmsgProblem, uniqueDomain, WatcherRun, withDomain, writeKmsg } from "./gpu-health-support";
+import { capture, fallenOff, kernelLine, kmsgProblem, uniqueDomain, WatcherRun, withDomain, writeKmsg } from "./gpu-health-support";
 
 const FAST = { pollSeconds: 1, settleSeconds: 3, dirtyGraceSeconds: 2 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,11 +30,6 @@ function hgx(domain: string): GpuInventoryInput {
 /** The single H100 of the h100-vm-1x capture (00:06.0), in the run's domain. */
 function h100(domain: string): GpuInventoryInput {
     return { vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, pciBusId: withDomain("00000000:00:06.0", domain) }] };
-}
-
-/** The gpu-fallen-off-bus capture's refusal, for the GPU at `bus`. */
-function fallenOff(bus: string): string {
-    return capture("gpu-fallen-off-bus", "nvidia-smi-query.txt", "0000").replace(/[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]/, bus);
 }
 
 describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and worker)", function () {
