@@ -21,6 +21,7 @@ export { FabricManager, FabricManagerArgs } from "./chain/fabric-manager";
 export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm";
 export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "./chain/shared-gpu-board";
 export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
+export { GpuHealth, GpuHealthArgs } from "./chain/gpu-health";
 export {
     ConcourseWeb,
     ConcourseWebArgs,

@@ -18,6 +18,9 @@
 #      - NVIDIA_VISIBLE_DEVICES=all asked by the container is replaced by the selection;
 #      - a spec with CAP_SYS_ADMIN is refused, naming allowPrivileged;
 #      - datasets: read-only unless the folder's name says otherwise.
+# 3. The GPU health watcher (host/gpu-health-watch.sh, with the config the chain renders for
+#    every GPU nvidia-smi lists, policy none): it polls the real GPUs and reports each healthy,
+#    and its compute-apps query is captured for the fixtures.
 # Every check prints "ok" or "FAIL" with what was expected and what was found; the exit status
 # is the number of failures. Nothing outside DIR and a temporary folder is left changed.
 set -uo pipefail
@@ -230,7 +233,32 @@ check_datasets() {
   if [ "$o" = "$(printf 'weights\nscratch-written')" ]; then ok "datasets: models read-only, scratch_rw writable"; else fail "datasets: expected the weights, no write to models and a write to scratch_rw, got: $o"; fi
 }
 
-# --- GPU metrics: the collector with the real nvidia-smi carries the GPU's real numbers -------
+# --- 3. the health watcher on the real GPUs ---------------------------------------------------
+check_health_watcher() {
+  local conf="$work/gpu-health.conf" state="$work/health" pid rows
+  nvidia-smi --query-compute-apps=gpu_bus_id,pid --format=csv,noheader >"$out/fixture/tools/nvidia-smi-compute-apps.txt" 2>&1
+  # The config as the chain plans and renders it, for every GPU the driver lists.
+  nvidia-smi --query-gpu=index,pci.bus_id,name,memory.total --format=csv,noheader,nounits | node -e '
+    const [plan, render] = process.argv.slice(1).map((m) => require(m));
+    const gpus = require("fs").readFileSync(0, "utf8").trim().split("\n").map((l) => l.split(/, */))
+      .map(([i, b, name, mem]) => ({ index: Number(i), pciBusId: b, model: name, memoryMiB: Number(mem) }));
+    const settings = plan.planGpuHealth({ inventory: { vendor: "nvidia", nvswitches: 0, gpus: gpus.map((g) => ({ ...g, integrated: false, mig: [] })) }, health: { onFatal: "none", pollSeconds: 1, settleSeconds: 3 } });
+    process.stdout.write(render.renderHealthConfig(settings));
+  ' "$HERE/dist/components/lib/links/gpu-health/plan.js" "$HERE/dist/components/lib/links/gpu-health/render.js" >"$conf" || { fail "health watcher: could not render its config"; return 1; }
+  bash "$HERE/host/gpu-health-watch.sh" --config "$conf" --state-dir "$state" >"$out/gpu-health.log" 2>&1 &
+  pid=$!
+  sleep 5
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  rows=$(cat "$state/gpus.tsv" 2>/dev/null)
+  if [ "$(cat "$state/status" 2>/dev/null)" = healthy ] && [ -n "$rows" ] && ! cut -f3 <<<"$rows" | grep -qv '^1$'; then
+    ok "health watcher: every GPU healthy ($(cut -f1,2 <<<"$rows" | tr '\t\n' '= '))"
+  else
+    fail "health watcher: expected every GPU healthy, status $(cat "$state/status" 2>/dev/null), rows: ${rows}; it said: $(tail -n 5 "$out/gpu-health.log")"
+  fi
+}
+
+
+# --- 4. GPU metrics: the collector with the real nvidia-smi carries the GPU's real numbers -------
 check_metrics() {
   local prom="$work/textfile/gpu_workers.prom" total line
   if ! bash "$HERE/host/gpu-metrics.sh" collect --vendor nvidia --gpus 0 --textfile-dir "$work/textfile" \
@@ -247,7 +275,9 @@ check_metrics() {
   else fail "metrics: no temperature for GPU 0 in $prom"; fi
 }
 
+
 capture_fixture
+check_health_watcher
 check_metrics
 install_wrapper
 check_selected

@@ -26,6 +26,7 @@ const COMPONENTS = [
     "FabricServiceVm",
     "SharedGpuBoard",
     "ConcourseWorker",
+    "GpuHealth",
     "ConcourseWeb",
     "KubernetesGpuNodes",
 ];
@@ -57,6 +58,8 @@ const PUBLIC_FACE = [
     "Gpu",
     "GpuDriver",
     "GpuDriverArgs",
+    "GpuHealth",
+    "GpuHealthArgs",
     "GpuHost",
     "GpuHostArgs",
     "GpuInventory",

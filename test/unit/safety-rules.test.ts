@@ -48,7 +48,7 @@ describe("safety rules of the stack config, each pinned alone", () => {
         const cases: [string, string][] = [
             [
                 "defaults.colour",
-                "defaults: unknown key colour (defaults take only selection, verify, driver, toolkit, datasets, wrapper, metrics, containerd, fabricManager, concourse)",
+                "defaults: unknown key colour (defaults take only selection, verify, driver, toolkit, datasets, wrapper, metrics, containerd, fabricManager, health, concourse)",
             ],
             ["hosts.0.colour", "hosts[0]: unknown key colour"],
             ["hosts.0.transport.colour", "hosts[0].transport: unknown key colour"],

@@ -18,6 +18,7 @@ import { ContainerdRuntime } from "../containerd";
 import { ContainerToolkit } from "../container-toolkit";
 import { FabricManager } from "../fabric-manager";
 import { GpuDriver } from "../gpu-driver";
+import { GpuHealth } from "../gpu-health";
 import { GpuHost, GpuHostArgs, SshHostTransport } from "../gpu-host";
 import type { LxdServerArg } from "../host-access";
 import { HostAccessArgs } from "../host-steps-component";
@@ -118,8 +119,8 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
 
 /**
  * A whole GPU worker on one host: GpuHost, then GpuDriver -> ContainerToolkit ->
- * ContainerdRuntime -> RuncWrapper -> ConcourseWorker (and FabricManager on NVSwitch
- * boards), each waiting for the one before it. The resources come from planHost, the plan
+ * ContainerdRuntime -> RuncWrapper -> ConcourseWorker -> GpuHealth (and FabricManager on
+ * NVSwitch boards), each waiting for the one before it. The resources come from planHost, the plan
  * the offline render writes out.
  */
 export class GpuWorker extends pulumi.ComponentResource {
@@ -253,6 +254,7 @@ const LINK_COMPONENTS: { [K in LinkComponent]: LinkMaker<K> } = {
             },
             o,
         ),
+    GpuHealth: (link, access, _worker, o) => new GpuHealth(link.name, { ...access, planned: link }, o),
 };
 
 function createLink<K extends LinkComponent>(

@@ -8,6 +8,7 @@ import { containerToolkitLink } from "./container-toolkit/plan";
 import { containerdLink } from "./containerd/plan";
 import { fabricManagerLink } from "./fabric-manager/plan";
 import { gpuDriverLink } from "./gpu-driver/plan";
+import { gpuHealthLink } from "./gpu-health/plan";
 import { gpuMetricsLink } from "./gpu-metrics/plan";
 import type { LinkDef } from "./link";
 import { runcWrapperLink } from "./runc-wrapper/plan";
@@ -22,6 +23,7 @@ export const LINKS = {
     RuncWrapper: runcWrapperLink,
     WorkerValidator: workerValidatorLink,
     ConcourseWorker: concourseWorkerLink,
+    GpuHealth: gpuHealthLink,
     GpuMetrics: gpuMetricsLink,
 };
 

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
 import { PRIVILEGED_MODES } from "../gpu/plan";
 import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
+import { DEFAULT_IGNORED_XIDS, XID_RANGE } from "../gpu/xids";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
 import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
@@ -33,6 +34,20 @@ const driverVersion = z.string({ error: DRIVER_VERSION_ERROR }).regex(/^(preinst
 export const publicKey = publicKeyLine;
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(CONCOURSE_TAG, { error: "expected a tag of letters, digits and _.:=+,-" });
+
+/** An Xid code, as the settings name one. */
+const xidCode = z
+    .number({ error: `expected an Xid: an integer from ${XID_RANGE.min} to ${XID_RANGE.max}` })
+    .int({ error: `expected an Xid: an integer from ${XID_RANGE.min} to ${XID_RANGE.max}` })
+    .min(XID_RANGE.min, { error: `expected an Xid: an integer from ${XID_RANGE.min} to ${XID_RANGE.max}` })
+    .max(XID_RANGE.max, { error: `expected an Xid: an integer from ${XID_RANGE.min} to ${XID_RANGE.max}` });
+/** A time in whole seconds, from 1 up to a day. */
+const seconds = z
+    .number({ error: "expected whole seconds from 1 to 86400" })
+    .int({ error: "expected whole seconds from 1 to 86400" })
+    .min(1, { error: "expected whole seconds from 1 to 86400" })
+    .max(86400, { error: "expected whole seconds from 1 to 86400" });
+export const ON_FATAL_POLICIES = ["land", "retire", "none"] as const;
 
 /** How long a registration check waits for the web to list the worker as planned, in seconds. */
 export const REGISTRATION_TIMEOUT_SECONDS = 120;
@@ -150,6 +165,34 @@ export const settingsSchema = z.strictObject({
             }),
         })
         .meta({ description: "NVIDIA fabricmanager, on boards with NVSwitches" }),
+    health: z
+        .strictObject({
+            onFatal: z.enum(ON_FATAL_POLICIES, { error: "expected land, retire or none" }).default("land").meta({
+                description:
+                    "what a fatal GPU event does to the worker: `land` (no new builds, running ones finish; SIGUSR1), `retire` (SIGUSR2), or `none` (only the journal and the status file say so); the worker is started again once its GPUs are healthy for `settleSeconds` ([docs/gpu-health.md](docs/gpu-health.md))",
+            }),
+            ignoreXids: z
+                .array(xidCode)
+                .default([])
+                .meta({
+                    description: `Xids that do not land the worker, besides the default list (${DEFAULT_IGNORED_XIDS.join(", ")}, as NVIDIA's device plugin)`,
+                }),
+            fatalXids: z.array(xidCode).default([]).meta({ description: "Xids taken from that default list: they land the worker after all" }),
+            pollSeconds: seconds.default(30).meta({
+                description: "how often the vendor's tool is asked for a lost GPU, uncorrectable ECC errors, a row-remap failure and leftover processes",
+            }),
+            settleSeconds: seconds
+                .default(300)
+                .meta({ description: "how long every GPU must poll healthy, after the last fatal event, before the worker is started again" }),
+            dirtyGraceSeconds: seconds
+                .default(600)
+                .meta({ description: "how long a GPU may hold compute processes of no running container before that lands the worker" }),
+        })
+        .superRefine((h, ctx) => {
+            for (const code of h.ignoreXids.filter((c) => h.fatalXids.includes(c)))
+                ctx.addIssue({ code: "custom", path: ["fatalXids"], message: `Xid ${code} is in both ignoreXids and fatalXids` });
+        })
+        .meta({ description: "the GPU health watcher: what it does on a fatal GPU event" }),
     concourse: z
         .strictObject({
             version: version.default("7.14.2").meta({ description: "the Concourse release the worker runs (and, by default, the stack's web)" }),

@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# The GPU health watcher: the long-running loop its systemd unit runs (gpu-health.sh installs it).
+#   gpu-health-watch.sh --config FILE [--state-dir DIR]
+# It reads the kernel's messages as they come (dmesg --follow-new: none from before it started)
+# for NVIDIA Xid and SXid lines and amdgpu reset and RAS lines, and every poll-seconds asks the
+# vendor's tool (nvidia-smi; for AMD the amdgpu driver's sysfs) about each watched GPU: lost,
+# uncorrectable ECC errors, a row-remap failure, compute processes of no running container.
+# A fatal event on a watched GPU lands the worker's unit (SIGUSR1; retire: SIGUSR2; none: only
+# says so) and writes why to stdout (the journal). Once every GPU has polled healthy for
+# settle-seconds after its last fatal event, the unit is started again (it registers running).
+# Status: DIR/gpus.tsv (index, bus id, healthy 1|0, Xid count, last Xid, reason; tab-separated)
+# and DIR/status (healthy, landed, retired or unhealthy), each replaced whole when it changes.
+# A process "belongs to a running container" when its pid namespace is not the watcher's: a
+# container's processes end with its namespace, so one in ours outlived or never had one.
+set -uo pipefail
+
+ROOT=${GPU_WORKERS_ROOT:-}
+config=""; state_dir=/run/gpu-workers/health
+
+log() { printf 'gpu-health: %s\n' "$*"; }
+die() { printf 'gpu-health: %s\n' "$*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --state-dir) state_dir=$2; shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+[ -r "$config" ] || die "--config FILE is required and readable (got '${config}')"
+
+vendor=""; on_fatal=land; worker_unit=""; poll_seconds=30; settle=300; grace=600; nvswitch=no
+idx=(); bus=(); render=(); declare -A ignored=() meaning=()
+number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "${config}: ${1} must be a positive whole number, not '${2}'"; }
+while IFS= read -r line || [ -n "$line" ]; do
+  case "$line" in '' | '#'*) continue ;; esac
+  key=${line%% *}; value=${line#* }
+  case "$key" in
+    vendor) vendor=$value ;;
+    on-fatal) on_fatal=$value ;;
+    worker-unit) worker_unit=$value ;;
+    poll-seconds) number "$key" "$value"; poll_seconds=$value ;;
+    settle-seconds) number "$key" "$value"; settle=$value ;;
+    dirty-grace-seconds) number "$key" "$value"; grace=$value ;;
+    nvswitch) nvswitch=$value ;;
+    gpu) read -r i b r <<<"$value"; idx+=("$i"); bus+=("$b"); render+=("${r:-}") ;;
+    ignore-xids) for x in $value; do ignored[$x]=1; done ;;
+    xid) meaning[${value%% *}]=${value#* } ;;
+    *) die "${config}: unknown key '${key}'" ;;
+  esac
+done <"$config"
+case "$vendor" in nvidia | amd) ;; *) die "${config}: vendor must be nvidia or amd" ;; esac
+case "$on_fatal" in land | retire | none) ;; *) die "${config}: on-fatal must be land, retire or none" ;; esac
+[ "${#idx[@]}" -gt 0 ] || die "${config}: no gpu to watch"
+
+# 0000:3b:00 (NVRM), 00000000:3B:00.0 (nvidia-smi), 0000:03:00.0 (amdgpu) -> 0000:3b:00.
+short_bus() {
+  local b=${1,,}
+  b=${b#pci:}; b=${b%.*}
+  local domain=${b%%:*}
+  [ "${#domain}" -ge 4 ] || return 1
+  printf '%s:%s\n' "${domain: -4}" "${b#*:}"
+}
+
+# GPUs the inventory gives no bus id: nvidia-smi's answer, or the AMD render node's device.
+for k in "${!idx[@]}"; do
+  [ "${bus[$k]}" = "-" ] || continue
+  if [ "$vendor" = nvidia ]; then
+    found=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null | awk -F', *' -v i="${idx[$k]}" '$1 == i { print $2 }')
+  else
+    found=$(basename "$(readlink -f "$ROOT/sys/class/drm/${render[$k]:-none}/device")")
+  fi
+  [[ $found =~ ^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$ ]] || die "GPU ${idx[$k]}: no bus id declared, and the host names none (declare pciBusId in the inventory)"
+  bus[k]=$found
+done
+short=(); full=()
+for k in "${!idx[@]}"; do
+  short[k]=$(short_bus "${bus[$k]}") || die "${config}: '${bus[$k]}' is not a PCI bus id"
+  full[k]="${short[$k]}.${bus[$k]##*.}"
+done
+
+bad=(); why=(); xids=(); last_xid=(); good_since=(); dirty_since=()
+for k in "${!idx[@]}"; do bad[k]=0; why[k]=""; xids[k]=0; last_xid[k]=""; good_since[k]=""; dirty_since[k]=""; done
+acted="" # land or retire, once this watcher (or the one before it) signalled the worker
+waiting="" # the GPUs settled, the worker has not exited yet
+
+mkdir -p "$state_dir" || die "cannot create ${state_dir}"
+# A watcher restarted after it landed the worker keeps that duty: the GPUs settle again first.
+previous=$(cat "$state_dir/status" 2>/dev/null || true)
+case "$previous" in landed) acted=land ;; retired) acted=retire ;; esac
+if [ -n "$acted" ]; then
+  for k in "${!idx[@]}"; do bad[k]=1; why[k]="the worker was ${previous} before this watcher started"; done
+fi
+
+# Replaces FILE with CONTENT, whole, only when it differs.
+put() {
+  local file=$1 content=$2
+  [ "$(cat "$file" 2>/dev/null)" = "$content" ] && return 0
+  printf '%s\n' "$content" >"$file.tmp" && mv -f "$file.tmp" "$file"
+}
+
+write_state() {
+  local k rows="" word=healthy any=0
+  for k in "${!idx[@]}"; do
+    rows+="${idx[$k]}	${full[$k]}	$((1 - bad[k]))	${xids[$k]}	${last_xid[$k]}	${why[$k]}"$'\n'
+    [ "${bad[$k]}" = 0 ] || any=1
+  done
+  # The worker stays landed (or retired) until the watcher has started it again.
+  case "$acted" in
+    land) word=landed ;;
+    retire) word=retired ;;
+    *) [ "$any" = 0 ] || word=unhealthy ;;
+  esac
+  put "$state_dir/gpus.tsv" "${rows%$'\n'}"
+  put "$state_dir/status" "$word"
+}
+
+# Signals the worker once, as on-fatal says; a worker that is not running is none of ours.
+act() {
+  [ -z "$acted" ] || return 0
+  [ "$on_fatal" != none ] || return 0
+  [ -n "$worker_unit" ] || { log "no worker unit on this host: reporting only"; return 0; }
+  if ! systemctl is-active --quiet "$worker_unit"; then
+    log "${worker_unit} is not running: nothing to ${on_fatal}"
+    return 0
+  fi
+  local signal=SIGUSR1 what="no new builds, running ones finish"
+  [ "$on_fatal" = land ] || { signal=SIGUSR2; what="it leaves the cluster once its running builds finish"; }
+  if systemctl kill --kill-whom=main --signal="$signal" "$worker_unit"; then
+    acted=$on_fatal
+    log "${on_fatal} ${worker_unit} (${signal}): ${what}"
+  else
+    log "could not signal ${worker_unit} (${signal})"
+  fi
+}
+
+# A fatal event on watched GPU K: mark it, say why, act.
+fatal() {
+  local k=$1 reason=$2
+  good_since[k]=""
+  if [ "${bad[$k]}" = 0 ]; then
+    bad[k]=1; why[k]=$reason
+    log "GPU ${idx[$k]} (${full[$k]}) unhealthy: ${reason}"
+  elif [ "${why[$k]}" != "$reason" ]; then
+    why[k]=$reason
+    log "GPU ${idx[$k]} (${full[$k]}) still unhealthy: ${reason}"
+  fi
+  act
+  write_state
+}
+
+# The watched GPU at BUS (any form), or nothing.
+gpu_at() {
+  local s k
+  s=$(short_bus "$1") || return 1
+  for k in "${!idx[@]}"; do [ "${short[$k]}" = "$s" ] && { echo "$k"; return 0; }; done
+  return 1
+}
+
+XID_RE='NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+),'
+SXID_RE='SXid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+), (Non-fatal|Fatal)'
+AMD_RESET_RE='amdgpu ([0-9A-Fa-f:.]+): (amdgpu: )?GPU reset begin'
+# "N uncorrectable ... in umc block", newer kernels "socket: 0 N ..." or "N new ..."; never "no uncorrectable".
+AMD_RAS_RE='amdgpu ([0-9A-Fa-f:.]+): (.*[ :])?([0-9]+) (new )?uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block'
+
+on_kernel_line() {
+  local line=$1 k code name
+  if [[ $line =~ $XID_RE ]]; then
+    k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
+    code=${BASH_REMATCH[2]}; name=${meaning[$code]:-not in the watcher\'s table}
+    xids[k]=$((xids[k] + 1)); last_xid[k]=$code
+    if [ -n "${ignored[$code]:-}" ]; then
+      log "GPU ${idx[$k]} (${full[$k]}): Xid ${code} (${name}), ignored"
+      write_state
+    else
+      fatal "$k" "Xid ${code}: ${name}"
+    fi
+  elif [[ $line =~ $SXID_RE ]]; then
+    [ "$nvswitch" = yes ] || return 0
+    # An NVSwitch's error: it is on the fabric every GPU of the board uses.
+    if [ "${BASH_REMATCH[3]}" = Fatal ]; then
+      for k in "${!idx[@]}"; do fatal "$k" "fatal SXid ${BASH_REMATCH[2]} on NVSwitch ${BASH_REMATCH[1]}"; done
+    else
+      log "non-fatal SXid ${BASH_REMATCH[2]} on NVSwitch ${BASH_REMATCH[1]}, noted"
+    fi
+  elif [[ $line =~ $AMD_RESET_RE ]]; then
+    k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
+    fatal "$k" "amdgpu GPU reset (a job hung or the GPU failed)"
+  elif [[ $line =~ $AMD_RAS_RE ]]; then
+    k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
+    fatal "$k" "amdgpu RAS: ${BASH_REMATCH[3]} uncorrectable errors in the ${BASH_REMATCH[5]} block"
+  fi
+}
+
+# Lines "lost BUS", "seen BUS", "ecc BUS N", "remap BUS" from nvidia-smi -q (and its refusals).
+nvidia_poll() {
+  local out rc
+  out=$(nvidia-smi -q 2>&1); rc=$?
+  printf '%s\n' "$out" | awk -v rc="$rc" '
+    /^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]/ { gpu = $2; print "seen " gpu; sect = ""; sub_ = ""; next }
+    /Unable to determine the device handle for GPU/ {
+      if (match($0, /[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]/)) print "lost " substr($0, RSTART, RLENGTH); next }
+    gpu == "" { next }
+    /^    [^ ]/ { sect = $0; gsub(/^ +| +$/, "", sect); sub_ = ""; vol = 0; next }
+    sect == "ECC Errors" && /^        [^ ]/ { s = $0; gsub(/^ +| +$/, "", s); vol = (s == "Volatile"); sub_ = ""; next }
+    sect == "ECC Errors" && vol && /^            [^ ]/ && !/:/ { sub_ = $0; gsub(/^ +| +$/, "", sub_); next }
+    sect == "ECC Errors" && vol && /:/ {
+      split($0, kv, ":"); key = kv[1]; val = kv[2]; gsub(/^ +| +$/, "", key); gsub(/ /, "", val)
+      if ((key ~ /Uncorrectable/ || (sub_ == "Double Bit" && key == "Total")) && val ~ /^[0-9]+$/ && val > 0) print "ecc " gpu " " val
+      next }
+    sect == "Remapped Rows" && /Remapping Failure Occurred/ && /: *Yes/ { print "remap " gpu }
+    END { if (rc != 0) print "rc " rc }'
+}
+
+# The pids of compute processes of no running container, per watched GPU: "BUS PID".
+nvidia_strays() {
+  local me b pid ns
+  me=$(readlink /proc/self/ns/pid)
+  nvidia-smi --query-compute-apps=gpu_bus_id,pid --format=csv,noheader 2>/dev/null | while IFS=', ' read -r b pid; do
+    [[ $pid =~ ^[0-9]+$ ]] || continue
+    ns=$(readlink "/proc/${pid}/ns/pid" 2>/dev/null || true)
+    # Not visible here, or in our own pid namespace: no container of this worker holds it.
+    if [ -z "$ns" ] || [ "$ns" = "$me" ]; then echo "$b $pid"; fi
+  done
+}
+
+# Lines like nvidia_poll's, from the amdgpu driver's sysfs: the device, and its RAS counters.
+amd_poll() {
+  local k dev f ue
+  for k in "${!idx[@]}"; do
+    dev="$ROOT/sys/bus/pci/devices/${full[$k]}"
+    if [ ! -e "$dev" ]; then echo "lost ${full[$k]}"; continue; fi
+    echo "seen ${full[$k]}"
+    for f in "$dev"/ras/*_err_count; do
+      [ -r "$f" ] || continue
+      ue=$(sed -n 's/^ue: *\([0-9][0-9]*\).*/\1/p' "$f")
+      [ "${ue:-0}" -gt 0 ] && echo "ecc ${full[$k]} ${ue}"
+    done
+  done
+}
+
+poll() {
+  local now=$1 report strays k s problem line seen
+  if [ "$vendor" = nvidia ]; then report=$(nvidia_poll); strays=$(nvidia_strays); else report=$(amd_poll); strays=""; fi
+  declare -A found=() ecc=() remap=() lost=() stray=()
+  while read -r what b n; do
+    [ -n "$b" ] || continue
+    s=$(short_bus "$b") || continue
+    case "$what" in
+      seen) found[$s]=1 ;;
+      lost) lost[$s]=1 ;;
+      ecc) ecc[$s]=$n ;;
+      remap) remap[$s]=1 ;;
+    esac
+  done <<<"$report"
+  while read -r b n; do
+    [ -n "$b" ] || continue
+    s=$(short_bus "$b") || continue
+    stray[$s]="${stray[$s]:-}${stray[$s]:+,}$n"
+  done <<<"$strays"
+  for k in "${!idx[@]}"; do
+    s=${short[$k]}; problem=""
+    seen=${found[$s]:-}
+    if [ -n "${lost[$s]:-}" ] || [ -z "$seen" ]; then
+      line=$(printf '%s\n' "$report" | sed -n 's/^rc //p')
+      problem="lost: the vendor's tool no longer reaches it${line:+ (exit ${line})}"
+    elif [ -n "${ecc[$s]:-}" ]; then
+      problem="uncorrectable ECC errors (${ecc[$s]} since the driver loaded)"
+    elif [ -n "${remap[$s]:-}" ]; then
+      problem="row-remap failure (the GPU needs service)"
+    fi
+    if [ -n "${stray[$s]:-}" ]; then
+      if [ -z "${dirty_since[$k]}" ]; then
+        dirty_since[k]=$now
+        log "GPU ${idx[$k]} (${full[$k]}) holds processes of no running container (pid ${stray[$s]}): the worker lands after ${grace}s"
+      elif [ $((now - dirty_since[k])) -ge "$grace" ]; then
+        problem=${problem:-"dirty: compute processes of no running container (pid ${stray[$s]}) for ${grace}s"}
+      fi
+      [ -n "$problem" ] || [ "${bad[$k]}" = 0 ] || good_since[k]=""
+    else
+      dirty_since[k]=""
+    fi
+    if [ -n "$problem" ]; then
+      fatal "$k" "$problem"
+    elif [ "${bad[$k]}" = 1 ] && [ -z "${stray[$s]:-}" ]; then
+      if [ -z "${good_since[$k]}" ]; then
+        good_since[k]=$now
+        log "GPU ${idx[$k]} (${full[$k]}) polls healthy: healthy again after ${settle}s"
+      elif [ $((now - good_since[k])) -ge "$settle" ]; then
+        bad[k]=0; why[k]=""; good_since[k]=""
+        log "GPU ${idx[$k]} (${full[$k]}) healthy again"
+      fi
+    fi
+  done
+  for k in "${!idx[@]}"; do [ "${bad[$k]}" = 0 ] || { write_state; return 0; }; done
+  if [ -n "$acted" ]; then
+    # A landing worker still runs its builds, and starting an active unit does nothing: wait until it exits.
+    if systemctl is-active --quiet "$worker_unit"; then
+      local doing=landing
+      [ "$acted" = land ] || doing=retiring
+      [ -n "$waiting" ] || log "every GPU healthy for ${settle}s: ${worker_unit} starts again once it has finished ${doing}"
+      waiting=1
+    elif systemctl start "$worker_unit"; then
+      log "every GPU healthy for ${settle}s: started ${worker_unit} again (it registers running)"
+      acted=""; waiting=""
+    else
+      log "could not start ${worker_unit}"
+    fi
+  fi
+  write_state
+}
+
+coproc KMSG { exec dmesg --follow-new --notime 2>&1; }
+# shellcheck disable=SC2153 # coproc KMSG sets KMSG_PID
+kmsg_pid=$KMSG_PID
+exec {kmsg}<&"${KMSG[0]}"
+trap 'kill "$kmsg_pid" 2>/dev/null' EXIT
+trap 'exit 0' TERM INT
+# dmesg skips what the log held when it opened /dev/kmsg: wait until it has, then say so.
+for _ in $(seq 50); do
+  if find "/proc/${kmsg_pid}/fd" -lname /dev/kmsg 2>/dev/null | grep -q .; then break; fi
+  sleep 0.1
+done
+write_state
+gpus=""
+for k in "${!idx[@]}"; do gpus+=" ${idx[$k]}=${full[$k]}"; done
+log "watching GPUs${gpus}; on a fatal event: ${on_fatal}${worker_unit:+ ${worker_unit}}; polls every ${poll_seconds}s"
+
+next_poll=0
+while true; do
+  if IFS= read -r -t 1 line <&"$kmsg"; then
+    on_kernel_line "$line"
+  elif [ $? -le 128 ]; then
+    log "the kernel log reader (dmesg) stopped"
+    exit 1
+  fi
+  now=$EPOCHSECONDS
+  if [ "$now" -ge "$next_poll" ]; then
+    poll "$now"
+    next_poll=$((now + poll_seconds))
+  fi
+done

@@ -1,0 +1,209 @@
+/**
+ * The GPU health watcher (host/gpu-health-watch.sh) as a host runs it, with the config the chain
+ * renders: recorded driver lines go into the real kernel log (/dev/kmsg) with PCI addresses
+ * unique to this run, and the watcher reads them back through its own dmesg. nvidia-smi, systemd
+ * and the Concourse worker are stand-ins (gpu-health-support.ts): no GPU here, and no systemd.
+ * Under real systemd: gpu-health-systemd.test.ts; with a real Concourse worker: gpu-health-concourse.test.ts.
+ */
+import * as assert from "assert";
+import { ChildProcess, spawn, spawnSync } from "child_process";
+import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
+import { capture, fallenOff, kernelLine, kmsgProblem, uniqueDomain, WatcherRun, withDomain, writeKmsg } from "./gpu-health-support";
+
+const FAST = { pollSeconds: 1, settleSeconds: 3, dirtyGraceSeconds: 2 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The HGX capture's GPUs (0D..14 in PCI order), in the run's domain, with its four NVSwitches. */
+function hgx(domain: string): GpuInventoryInput {
+    return {
+        vendor: "nvidia",
+        nvswitches: 4,
+        gpus: ["0D", "0E", "0F", "10", "11", "12", "13", "14"].map((b, index) => ({
+            index,
+            model: "NVIDIA H100 80GB HBM3",
+            memoryMiB: 81559,
+            pciBusId: withDomain(`00000000:${b}:00.0`, domain),
+        })),
+    };
+}
+
+/** The single H100 of the h100-vm-1x capture (00:06.0), in the run's domain. */
+function h100(domain: string): GpuInventoryInput {
+    return { vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, pciBusId: withDomain("00000000:00:06.0", domain) }] };
+}
+
+describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and worker)", function () {
+    this.timeout(120_000);
+    let run: WatcherRun;
+    let domain: string;
+
+    before(function () {
+        const problem = kmsgProblem();
+        if (problem) throw new Error(`the watcher's test writes the kernel log: ${problem}`);
+    });
+    beforeEach(() => {
+        run = new WatcherRun();
+        domain = uniqueDomain();
+    });
+    afterEach(async () => {
+        const unexpected = run.unexpected();
+        await run.stop();
+        assert.strictEqual(unexpected, "", "a stand-in was asked what no capture answers");
+    });
+
+    it("Xid 13, and an Xid on a GPU not selected, change nothing; Xid 79 lands the worker within 10 s and says why; healthy past the settle time, it runs again", async () => {
+        const healthy = capture("hgx-h100-8x", "nvidia-smi-q.txt", domain);
+        run.answer(healthy);
+        run.startWorker();
+        await run.start(hgx(domain), { selection: [0, 1], health: FAST });
+        const [gpu0, gpu1, gpu2] = [0, 1, 2].map((i) => hgx(domain).gpus![i].pciBusId!);
+
+        writeKmsg(kernelLine("xid-13", gpu0));
+        writeKmsg(kernelLine("xid-79", gpu2));
+        await run.until(() => run.rows()[0][3] === "1", 5000, "the Xid 13 to be counted");
+        await sleep(3000);
+        assert.strictEqual(run.workerState(), "running");
+        assert.strictEqual(run.status(), "healthy");
+        assert.deepStrictEqual(run.rows(), [
+            ["0", `${domain}:0d:00.0`, "1", "1", "13", ""],
+            ["1", `${domain}:0e:00.0`, "1", "0", "", ""],
+        ]);
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): Xid 13 \(Graphics Engine Exception.*\), ignored/);
+        assert.doesNotMatch(run.logText(), /unhealthy|0f:00/);
+
+        writeKmsg(kernelLine("xid-79", gpu1));
+        const took = await run.until(() => ["landing", "landed"].includes(run.workerState()), 10_000, "the worker to land");
+        assert.ok(took < 10_000);
+        assert.match(run.logText(), new RegExp(`GPU 1 \\(${domain}:0e:00\\.0\\) unhealthy: Xid 79: GPU has fallen off the bus`));
+        await run.until(() => /land concourse-worker\.service \(SIGUSR1\)/.test(run.logText()), 2000, "the watcher to say it landed the worker");
+        await run.until(() => run.status() === "landed", 2000, "the status to say landed");
+        assert.deepStrictEqual(run.rows()[1], ["1", `${domain}:0e:00.0`, "0", "1", "79", "Xid 79: GPU has fallen off the bus"]);
+
+        // Still lost past the settle time: the worker stays landed.
+        run.answer(fallenOff(gpu1), 15);
+        await run.until(() => /GPU 1 \([0-9a-f:.]+\) (still )?unhealthy: lost/.test(run.logText()), 5000, "the poll to find GPU 1 lost");
+        await run.until(() => run.workerState() === "landed", 10_000, "the landing worker to exit landed");
+        await sleep(4500);
+        assert.strictEqual(run.workerState(), "landed");
+        assert.strictEqual(run.status(), "landed");
+
+        run.answer(healthy);
+        await run.until(() => run.workerState() === "running", 10_000, "the worker to run again");
+        await run.until(() => run.status() === "healthy", 3000, "the status to say healthy");
+        assert.match(run.logText(), /every GPU healthy for 3s: started concourse-worker\.service again/);
+        assert.deepStrictEqual(
+            run.rows().map((r) => r[2]),
+            ["1", "1"],
+        );
+    });
+
+    it("retire: Xid 48 retires the worker while the GPU reports uncorrectable ECC errors; Xid 31 is ignored", async () => {
+        const healthy = capture("h100-vm-1x", "nvidia-smi-q.txt", domain);
+        const dbe = healthy.replace(/(Volatile[\s\S]*?DRAM Uncorrectable\s+:) 0/, "$1 2");
+        assert.notStrictEqual(dbe, healthy);
+        run.answer(healthy);
+        run.startWorker();
+        await run.start(h100(domain), { health: { ...FAST, onFatal: "retire" } });
+        const gpu = h100(domain).gpus![0].pciBusId!;
+
+        writeKmsg(kernelLine("xid-31", gpu));
+        await run.until(() => run.rows()[0][4] === "31", 5000, "the Xid 31 to be counted");
+        assert.strictEqual(run.workerState(), "running");
+
+        writeKmsg(kernelLine("xid-48", gpu));
+        await run.until(() => run.workerState() === "retired", 10_000, "the worker to retire");
+        run.answer(dbe);
+        assert.strictEqual(run.status(), "retired");
+        assert.match(run.logText(), /unhealthy: Xid 48: Double Bit ECC Error/);
+        await run.until(() => /retire concourse-worker\.service \(SIGUSR2\)/.test(run.logText()), 2000, "the watcher to say it retired the worker");
+        await sleep(4500);
+        assert.strictEqual(run.workerState(), "retired", "the ECC count keeps the GPU unhealthy");
+        assert.match(run.logText(), /uncorrectable ECC errors \(2 since the driver loaded\)/);
+
+        run.answer(healthy);
+        await run.until(() => run.workerState() === "running", 10_000, "the worker to run again");
+    });
+
+    it("the poll alone: a row-remap failure lands the worker with no kernel line", async () => {
+        const healthy = capture("h100-vm-1x", "nvidia-smi-q.txt", domain);
+        const remap = healthy.replace(/(Remapping Failure Occurred\s+:) No/, "$1 Yes");
+        assert.notStrictEqual(remap, healthy);
+        run.answer(remap);
+        run.startWorker();
+        await run.start(h100(domain), { health: FAST });
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\) unhealthy: row-remap failure/);
+    });
+
+    it("fatalXids takes Xid 13 from the ignore list, and then it lands the worker", async () => {
+        run.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(h100(domain), { health: { ...FAST, fatalXids: [13] } });
+        writeKmsg(kernelLine("xid-13", h100(domain).gpus![0].pciBusId!));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+    });
+
+    it("SXid: a non-fatal one is noted, a fatal one on the board's NVSwitch lands the worker", async () => {
+        run.answer(capture("hgx-h100-8x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(hgx(domain), { selection: [0, 1, 2, 3], health: FAST });
+        const nvswitch = withDomain("00000000:0b:00.0", domain);
+        writeKmsg(kernelLine("sxid-nonfatal", nvswitch));
+        await run.until(() => run.logText().includes("non-fatal SXid 12028"), 5000, "the SXid to be noted");
+        await sleep(1500);
+        assert.strictEqual(run.workerState(), "running");
+        writeKmsg(kernelLine("sxid-fatal", nvswitch));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+        assert.match(run.logText(), new RegExp(`unhealthy: fatal SXid 20034 on NVSwitch ${domain}:0b:00\\.0`));
+    });
+
+    it("amdgpu: an all-clear RAS line changes nothing; a GPU reset lands the worker; so do uncorrectable RAS errors", async () => {
+        const bus = withDomain("0000:03:00.0", domain);
+        const device = `${run.root}/sys/bus/pci/devices/${domain}:03:00.0`;
+        spawnSync("mkdir", ["-p", `${device}/ras`, `${run.root}/sys/class/drm/renderD128`]);
+        // No bus id declared: the watcher finds it from the render node's device link.
+        spawnSync("ln", ["-s", `../../../bus/pci/devices/${domain}:03:00.0`, `${run.root}/sys/class/drm/renderD128/device`]);
+        spawnSync("sh", ["-c", 'printf "ue: 0\\nce: 0\\n" > "$1"', "sh", `${device}/ras/umc_err_count`]);
+        run.startWorker();
+        await run.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a" }] }, { health: FAST });
+        writeKmsg(kernelLine("amdgpu-ras-clear", bus));
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        writeKmsg(kernelLine("amdgpu-reset", bus));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+        assert.match(run.logText(), /unhealthy: amdgpu GPU reset/);
+        await run.until(() => run.workerState() === "running", 10_000, "the worker to run again");
+        writeKmsg(kernelLine("amdgpu-ras", bus));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land again");
+        assert.match(run.logText(), /amdgpu RAS: 2 uncorrectable errors in the umc block/);
+    });
+
+    it("dirty: a process of a container's pid namespace holds the GPU unnoticed; one of none lands the worker after the grace", async () => {
+        const healthy = capture("h100-vm-1x", "nvidia-smi-q.txt", domain);
+        const gpu = h100(domain).gpus![0].pciBusId!;
+        const children: ChildProcess[] = [];
+        try {
+            const contained = spawn("unshare", ["--pid", "--fork", "--mount-proc", "sleep", "60"], { stdio: "ignore" });
+            children.push(contained);
+            await sleep(300);
+            const inner = spawnSync("pgrep", ["-P", String(contained.pid)], { encoding: "utf8" }).stdout.trim();
+            assert.match(inner, /^[0-9]+$/, "the contained process");
+            run.answer(healthy, 0, `${gpu}, ${inner}\n`);
+            run.startWorker();
+            await run.start(h100(domain), { health: FAST });
+            await sleep(4000);
+            assert.strictEqual(run.workerState(), "running");
+            assert.doesNotMatch(run.logText(), /no running container/);
+
+            const stray = spawn("sleep", ["60"], { stdio: "ignore" });
+            children.push(stray);
+            run.answer(healthy, 0, `${gpu}, ${inner}\n${gpu}, ${stray.pid}\n`);
+            await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+            assert.match(run.logText(), new RegExp(`unhealthy: dirty: compute processes of no running container \\(pid ${stray.pid}\\) for 2s`));
+            run.answer(healthy);
+            await run.until(() => run.workerState() === "running", 10_000, "the worker to run again");
+        } finally {
+            for (const c of children) c.kill("SIGKILL");
+        }
+    });
+});
