@@ -10,7 +10,7 @@ import { planGpuHealth } from "../../components/lib/links/gpu-health/plan";
 import { HEALTH_UNIT, renderGpuHealth } from "../../components/lib/links/gpu-health/render";
 import { CONCOURSE_UNIT } from "../../components/lib/links/concourse-worker/render";
 import { ensureLxdTools, TestDaemon } from "./lxd-support";
-import { ANSWERS_IN_INSTANCE, kmsgProblem, STANDIN_NVIDIA_SMI } from "./gpu-health-support";
+import { ANSWERS_IN_INSTANCE, kmsgProblem, STANDIN_NVIDIA_SMI, waitFor } from "./gpu-health-support";
 
 export class HealthInstance {
     private constructor(
@@ -62,19 +62,8 @@ export class HealthInstance {
     }
 
     async until(ok: () => boolean, ms: number, what: string): Promise<number> {
-        const start = Date.now();
-        for (;;) {
-            try {
-                if (ok()) return Date.now() - start;
-            } catch {
-                // not there yet
-            }
-            if (Date.now() - start > ms) {
-                const journal = this.d.lxcResult("exec", this.name, "--", "journalctl", "-u", HEALTH_UNIT, "--no-pager", "-n", "20").stdout;
-                throw new Error(`waited ${ms} ms for ${what}; the watcher's journal:\n${journal}`);
-            }
-            await new Promise((r) => setTimeout(r, 250));
-        }
+        const journal = () => this.d.lxcResult("exec", this.name, "--", "journalctl", "-u", HEALTH_UNIT, "--no-pager", "-n", "20").stdout;
+        return waitFor(ok, ms, what, () => `the watcher's journal:\n${journal()}`, 250);
     }
 
     /** The stand-in nvidia-smi, answering `-q` with `q`, and the watcher as the chain renders and installs it for the GPU at `bus`. */

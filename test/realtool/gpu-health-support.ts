@@ -211,16 +211,7 @@ export class WatcherRun {
     }
 
     async until(ok: () => boolean, ms: number, what: string): Promise<number> {
-        const start = Date.now();
-        for (;;) {
-            try {
-                if (ok()) return Date.now() - start;
-            } catch {
-                // not there yet
-            }
-            if (Date.now() - start > ms) throw new Error(`waited ${ms} ms for ${what}; the watcher said:\n${this.logText()}`);
-            await new Promise((r) => setTimeout(r, 100));
-        }
+        return waitFor(ok, ms, what, () => `the watcher said:\n${this.logText()}`, 100);
     }
 
     /** Stops the watcher (its group: its dmesg too) and the stand-in worker, and removes the folder. */
@@ -244,5 +235,19 @@ export class WatcherRun {
             }
         }
         fs.rmSync(this.dir, { recursive: true, force: true });
+    }
+}
+
+/** Polls `ok` every `everyMs` until it holds (a throw counts as not yet), and returns how long that took; past `ms` it fails with `said()`. */
+export async function waitFor(ok: () => boolean, ms: number, what: string, said: () => string, everyMs: number): Promise<number> {
+    const start = Date.now();
+    for (;;) {
+        try {
+            if (ok()) return Date.now() - start;
+        } catch {
+            // not there yet
+        }
+        if (Date.now() - start > ms) throw new Error(`waited ${ms} ms for ${what}; ${said()}`);
+        await new Promise((r) => setTimeout(r, everyMs));
     }
 }

@@ -6,24 +6,13 @@
 import { ChildProcess, spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
-import * as net from "net";
 import * as path from "path";
 import { FIXTURES, writeFakeTool } from "../fixtures/discovery/run-fixture";
 import { ensureCommands } from "../support/tools";
+import { freePort } from "./lxd-support";
 import { HOST_DIR } from "./wrapper-support";
 
 export const METRICS_SCRIPT = path.join(HOST_DIR, "gpu-metrics.sh");
-
-function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once("error", reject);
-        s.listen(0, "127.0.0.1", () => {
-            const port = (s.address() as net.AddressInfo).port;
-            s.close(() => resolve(port));
-        });
-    });
-}
 
 /** A node exporter of the test's own: only its textfile collector, on 127.0.0.1. */
 export class TestNodeExporter {
