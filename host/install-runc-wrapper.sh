@@ -61,11 +61,13 @@ version_less() {
 }
 
 # fixed_in VERSION FIXES: whether VERSION has the fix, by its own release line's first fixed
-# release, or by being newer than every line's.
+# release, or by being newer than every line's. Builtins but for the comparison: it runs for
+# every CVE, and each process started costs the step more than the work.
 fixed_in() {
-  local version=$1 fix newest=""
+  local version=$1 fix newest="" major minor _
+  IFS=. read -r major minor _ <<<"$version"
   for fix in $2; do
-    [ "${fix%.*}" = "$(echo "$version" | cut -d. -f1,2)" ] && { version_less "$version" "$fix" && return 1 || return 0; }
+    [ "${fix%.*}" = "$major${minor:+.$minor}" ] && { version_less "$version" "$fix" && return 1 || return 0; }
     newest=$fix
   done
   ! version_less "$version" "$newest"
@@ -82,7 +84,7 @@ cve_check() {
   for entry in "${RUNC_CVES[@]}"; do
     IFS='|' read -r id fixes what <<<"$entry"
     fixed_in "${version%%+*}" "$fixes" && continue
-    grep -qw -- "$id" <<<"$changelog" && continue
+    [[ $changelog =~ (^|[^[:alnum:]_])$id([^[:alnum:]_]|$) ]] && continue
     found+=("gpu-workers-warning: runc $version at $real${package:+ (package $package)} is open to $id: $what; fixed in runc ${fixes// /, }")
   done
   [ ${#found[@]} -gt 0 ] || return 0
@@ -91,7 +93,11 @@ cve_check() {
   return 0
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+sha() {
+  local sum _
+  read -r sum _ < <(sha256sum "$1")
+  echo "$sum"
+}
 
 # state file lines: runc=PATH; installed=SHA256 of the wrapper that is (or is being put)
 # there; previous=SHA256 of a wrapper it replaces, present only while an update is under way.
@@ -127,7 +133,7 @@ replace_with() {
 # write_state INSTALLED [PREVIOUS]: always before the runtime path changes.
 write_state() {
   local tmp="$state.tmp"
-  mkdir -p "$(dirname "$state")"
+  [ -d "${state%/*}" ] || mkdir -p "${state%/*}"
   { printf 'runc=%s\ninstalled=%s\n' "$runc" "$1"
     if [ -n "${2:-}" ]; then printf 'previous=%s\n' "$2"; fi
   } > "$tmp"
@@ -188,7 +194,7 @@ install() {
     say "$runc was replaced since the wrapper was installed (package upgrade?): keeping the new runc as the real one"
   fi
   write_state "$wanted"
-  mkdir -p "$(dirname "$aside")"
+  [ -d "${aside%/*}" ] || mkdir -p "${aside%/*}"
   replace_with "$runc" "$aside"
   replace_with "$wrapper" "$runc"
   chmod 0755 "$runc"

@@ -41,7 +41,7 @@ records_of() {
 # aside (keep), or notes that nothing is (adopt: what is there is ours).
 claim() {
   records_of "$1"
-  mkdir -p "$r/users"
+  [ -d "$r/users" ] || mkdir -p "$r/users"
   if ! { [ -e "$r/original" ] || [ -L "$r/original" ] || [ -e "$r/absent" ]; }; then
     if [ "$2" = keep ] && { [ -e "$p" ] || [ -L "$p" ]; }; then
       cp -a "$p" "$r/original.tmp"
@@ -73,24 +73,37 @@ release_path() {
 
 # ---- a file's bytes
 
-# The file $1 holds the bytes of `$sum`.
-has_sum() { printf '%s  %s\n' "$sum" "$1" | sha256sum -c --quiet - >/dev/null 2>&1; }
-
 wrong_bytes() { echo "$1: the bytes for it are not sha256 $sum" >&2; }
 
 # The path holds the bytes of the file $3, with mode $2.
-holds_already() { cmp -s "$3" "$1" && [ "$(stat -c %a "$1")" = "$2" ]; }
+holds_already() { [ -e "$1" ] && cmp -s "$3" "$1" && [ "$(stat -c %a "$1")" = "$2" ]; }
 
-# Writes the path from the file $3 with mode $2, in one rename. The temp file is private (umask
-# 077) until its mode is set, so a secret is never readable by others on the way; bytes that
-# are not `$sum` never move in place.
+# Makes the folder of the path $1 where it is missing.
+folder_of() {
+  local dir=${1%/*}
+  [ -d "${dir:-/}" ] || mkdir -p "${dir:-/}"
+}
+
+# Writes the path from the file $3 (verified: it holds `$sum`) with mode $2, in one rename. The
+# temp file is private (umask 077) until its mode is set, so a secret is never readable by others
+# on the way; a copy that differs from $3 never moves in place.
 put() {
   local tmp="$1.gpu-workers.tmp"
-  if ! { mkdir -p "$(dirname "$1")" && (umask 077 && cat "$3" >"$tmp") && { has_sum "$tmp" || { wrong_bytes "$1"; false; }; } &&
+  if ! { folder_of "$1" && private_copy "$3" "$tmp" && { cmp -s "$3" "$tmp" || { wrong_bytes "$1"; false; }; } &&
     chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
     rm -f "$tmp"
     exit 1
   fi
+}
+
+# Copies the file $1 (stdin when none) to $2, made under umask 077. In this shell, not a
+# subshell: a set writes a dozen files, and each process started on a host costs more than the work.
+private_copy() {
+  umask 077
+  if [ -n "$1" ]; then cat "$1" >"$2"; else cat >"$2"; fi
+  local status=$?
+  umask "$umask"
+  return $status
 }
 
 # ---- a set's stdin
@@ -116,26 +129,45 @@ next_file() {
 
 found() { next_file "$1" "$2" || die "file set: the stdin does not hold $1 where expected"; }
 
-# A text file's part of the stdin goes to the private folder `$w`, as file $i, checked there;
-# its trailing newline is read off after it (a stdin cut short fails the sum).
-verify_text() {
+# Files to check against their sums, all by one sha256sum once the stdin is read (checks), and
+# what to say for each that fails (misfits).
+checks=(); misfits=()
+to_check() {
+  checks+=("$sum  $1")
+  misfits+=("$2")
+}
+
+# A text file's part of the stdin goes to the private folder `$w`, as file $i, to be checked
+# there; its trailing newline is read off after it (a stdin cut short fails the sum).
+read_text() {
   local rest
   found "$1" text
   head -c "$n" >"$w/$i"
   IFS= read -r rest || :
-  has_sum "$w/$i" || { wrong_bytes "$1"; exit 1; }
+  to_check "$w/$i" "$1: the bytes for it are not sha256 $sum"
 }
 
 # A binary's staged copy is checked where it is; with none (a set rewritten for another file,
 # or a mode change) the path must hold those bytes already.
-verify_binary() {
+read_binary() {
   found "$1" staged
   local s="$staging/$sum"
   if [ -f "$s" ]; then
-    has_sum "$s" || { wrong_bytes "$1"; exit 1; }
+    to_check "$s" "$1: the bytes for it are not sha256 $sum"
   else
-    has_sum "$1" || { echo "$1: no staged copy, and the file is not sha256 $sum" >&2; exit 1; }
+    to_check "$1" "$1: no staged copy, and the file is not sha256 $sum"
   fi
+}
+
+# Every file to check holds its sum; the first that does not is named, and the set fails.
+verify_all() {
+  [ ${#checks[@]} -gt 0 ] || return 0
+  printf '%s\n' "${checks[@]}" | sha256sum -c --quiet - >/dev/null 2>&1 && return 0
+  local j
+  for j in "${!checks[@]}"; do
+    printf '%s\n' "${checks[j]}" | sha256sum -c --quiet - >/dev/null 2>&1 || { echo "${misfits[j]}" >&2; exit 1; }
+  done
+  exit 1
 }
 
 # A path that holds those bytes with that mode is left alone (its inode too).
@@ -168,13 +200,14 @@ place() {
   i=0
   for ((k = 0; k < $#; k += 3)); do
     case ${args[k]} in
-      text) verify_text "${args[k + 1]}" ;;
-      binary) verify_binary "${args[k + 1]}" ;;
+      text) read_text "${args[k + 1]}" ;;
+      binary) read_binary "${args[k + 1]}" ;;
       *) die "place: unknown kind '${args[k]}' (text or binary)" ;;
     esac
     sums+=("$sum")
     i=$((i + 1))
   done
+  verify_all
   i=0
   for ((k = 0; k < $#; k += 3)); do
     sum=${sums[i]}
@@ -190,7 +223,7 @@ write() {
   case $#:${3:-} in 3:keep | 3:adopt) ;; *) die "usage: placed-files.sh write STATE-DIR OWNER PATH MODE keep|adopt" ;; esac
   claim "$1" "$3"
   local tmp="$1.gpu-workers.tmp"
-  if ! { mkdir -p "$(dirname "$1")" && (umask 077 && cat >"$tmp") && chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
+  if ! { folder_of "$1" && private_copy "" "$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
     rm -f "$tmp"
     exit 1
   fi
@@ -213,6 +246,7 @@ owner_is() {
 
 main() {
   local action=${1:-}
+  umask=$(umask)
   case "$action" in
     place) [ $# -ge 4 ] || die "usage: placed-files.sh place STATE-DIR STAGING-DIR OWNER [KIND PATH MODE]..."; state=$2 staging=$3; owner_is "$4"; shift 4; place "$@" ;;
     write) [ $# -ge 3 ] || die "usage: placed-files.sh write STATE-DIR OWNER PATH MODE keep|adopt"; state=$2; owner_is "$3"; shift 3; write "$@" ;;

@@ -161,18 +161,27 @@ drop_tree() {
 
 # Remounts every mount at or below DIR read-only, keeping the flags a user namespace locks
 # (nosuid, nodev, noexec, the atime ones), which a remount must repeat. Mount points come from
-# mountinfo, their spaces and other odd bytes as octal escapes. Only mount runs as a process:
-# a host has dozens of mounts, and a pipeline for each cost the step seconds of CPU.
+# mountinfo, their spaces and other odd bytes as octal escapes. Left as they are: mounts that
+# are read-only already (a bind keeps its source's flag), and those below /proc, /sys and /dev,
+# which the runtime covers with mounts of its own (the check inside exempts them alike).
+# Only mount runs as a process: a host has dozens of mounts, and each process costs the step.
 read_only_below() {
   local target options option keep _
   local -a flags
   while read -r _ _ _ _ target options _; do
     printf -v target '%b' "$target"
-    case "$target" in "$1" | "$1"/*) ;; *) continue ;; esac
-    keep=""
+    case "$target" in
+      "$1"/proc/* | "$1"/sys/* | "$1"/dev/*) continue ;;
+      "$1" | "$1"/*) ;;
+      *) continue ;;
+    esac
     IFS=, read -ra flags <<<"$options"
+    keep=""
     for option in "${flags[@]}"; do
-      case "$option" in nosuid | nodev | noexec | noatime | nodiratime | relatime | strictatime) keep="$keep,$option" ;; esac
+      case "$option" in
+        ro) continue 2 ;;
+        nosuid | nodev | noexec | noatime | nodiratime | relatime | strictatime) keep="$keep,$option" ;;
+      esac
     done
     mount -o "remount,bind,ro$keep" "$target" 2>/dev/null || die "cannot make $target read-only for the validator's containers"
   done </proc/self/mountinfo
