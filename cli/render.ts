@@ -11,7 +11,15 @@ import { parse } from "yaml";
 import { parseStack } from "../stacks/checks/stack";
 import { namespaceKeysOf } from "../stacks/config/namespace-keys";
 import { RawStackConfig, StackConfigError } from "../stacks/config/stack";
-import { MISSING_PLACEHOLDER, RenderedCluster, renderClusters, RenderedContent, RenderedHost, renderStack } from "../stacks/render/offline-render";
+import {
+    MISSING_PLACEHOLDER,
+    RENDER_ARTIFACTS,
+    RenderedCluster,
+    renderClusters,
+    RenderedContent,
+    RenderedHost,
+    renderPlans,
+} from "../stacks/render/offline-render";
 
 /** Where a cluster's objects go: a folder no host can have (a host's name is a DNS label, which has no `_`). */
 export const KUBERNETES_DIR = "_kubernetes";
@@ -111,8 +119,9 @@ function main(): void {
     try {
         // Paths in the stack (a release uploaded from here) are the project folder's, as for pulumi up.
         const raw = readStackFile(projectDir, stack);
-        hosts = renderStack(raw, projectDir);
-        clusters = renderClusters(parseStack(raw));
+        const parsed = parseStack(raw, { baseDir: projectDir, artifacts: RENDER_ARTIFACTS });
+        hosts = renderPlans(parsed.plans);
+        clusters = renderClusters(parsed);
     } catch (e) {
         if (e instanceof StackConfigError) {
             console.error(e.message);

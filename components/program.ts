@@ -11,6 +11,8 @@ export * from "./index";
 // WORKER_DEFAULTS by this rule: plain objects merge key by key, the values in WHOLE_VALUES and
 // everything else are replaced).
 export { mergeSettings, isPlainObject, WHOLE_VALUES } from "./lib/settings/settings";
+// The one parse of a worker's settings, which the stack config's hosts go through as GpuWorker's own arguments do.
+export { parseSettings } from "./lib/settings/settings";
 // The value forms the schemas are built from, so that the program's own config (stacks/config/schema.ts)
 // accepts and refuses values exactly as the components do, with the same messages.
 export { port, version, absolutePath } from "./lib/settings/settings";
@@ -30,6 +32,9 @@ export { ArtifactSource, LOCAL_ARTIFACTS, UNREAD_ARTIFACTS, DIGEST_NOT_TAKEN, lo
 
 // Plans without Pulumi for a shared board, a web and a cluster's GPU nodes, as `npm run render` writes them out.
 export { boardSpec } from "./chain/shared-gpu-board";
+// The one plan of a worker and of a shared board from their arguments: the program plans each once and hands the plan over (`planned`).
+export { planWorker, WorkerPlanning } from "./chain/gpu-worker";
+export { planSharedBoard } from "./chain/shared-gpu-board";
 export { webSpec } from "./chain/concourse-web";
 export { kubernetesGpuNodesObjects } from "./chain/kubernetes-gpu-nodes";
 export type { KubeObject, PlannedObject } from "./lib/kubernetes/objects";

@@ -6,23 +6,28 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
+import { LOCAL_ARTIFACTS } from "../components/program";
 import { parseStack } from "./checks/stack";
 import { namespaceKeysOf } from "./config/namespace-keys";
 import { StackConfigError } from "./config/stack";
 import { buildFleet } from "./resources/fleet";
 
-function readStack(config: pulumi.Config) {
+/** The stack config, validated and planned once, for the files this machine uploads (their digests taken). */
+function readStack(config: pulumi.Config, baseDir: string) {
     try {
         const keys = namespaceKeysOf(pulumi.runtime.allConfig());
-        return parseStack({
-            defaults: config.getObject("defaults"),
-            hosts: config.getObject("hosts"),
-            web: config.getObject("web"),
-            kubernetes: config.getObject("kubernetes"),
-            allowNoHosts: config.getObject("allowNoHosts"),
-            hostSteps: config.get("hostSteps"),
-            keys,
-        });
+        return parseStack(
+            {
+                defaults: config.getObject("defaults"),
+                hosts: config.getObject("hosts"),
+                web: config.getObject("web"),
+                kubernetes: config.getObject("kubernetes"),
+                allowNoHosts: config.getObject("allowNoHosts"),
+                hostSteps: config.get("hostSteps"),
+                keys,
+            },
+            { baseDir, artifacts: LOCAL_ARTIFACTS },
+        );
     } catch (e) {
         // Config mistakes are the user's to fix: say what and where, without a stack trace.
         if (e instanceof StackConfigError) throw new pulumi.RunError(e.message);
@@ -47,7 +52,7 @@ function projectDirectory(): string {
 /** Declares the whole stack and returns its outputs. */
 export function runProgram() {
     const config = new pulumi.Config("gpu-workers");
-    const fleet = buildFleet(readStack(config), (key) => config.requireSecret(key), projectDirectory());
+    const fleet = buildFleet(readStack(config, projectDirectory()), (key) => config.requireSecret(key));
     return {
         /** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
         workers: Object.fromEntries(

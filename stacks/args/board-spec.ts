@@ -16,6 +16,7 @@ export function boardSpecOf(board: BoardConfig, baseDir = process.cwd(), web?: S
     return boardSpec(
         board.name,
         boardArgs(board, () => SECRET_PLACEHOLDER, baseDir, web),
-        artifacts,
+        // The stack's settings were parsed whole by its config stage.
+        { artifacts, settingsParsed: true },
     );
 }

@@ -1,28 +1,31 @@
 /**
- * Whether the planner can meet every shared board's workers, each board planned as `up` would
- * plan it (through stacks/args/, with no binary hashed).
+ * Each shared board's plan with its workers, made once as `up` makes it (through stacks/args/),
+ * and whether the planner can meet every board's workers.
  */
-import { GpuWorkerArgsError, PartitionPlanError, planBoard, UNREAD_ARTIFACTS } from "../../components/program";
-import { boardSpecOf } from "../args/board-spec";
+import { GpuWorkerArgsError, PartitionPlanError } from "../../components/program";
+import type { BoardPlan } from "../../components/program";
+import type { StackWeb } from "../args/component-args";
 import { collectBoards } from "../config/boards";
 import type { ParsedHost } from "../config/host-config";
+import type { PartPlans } from "./host-plans";
+import { PlanContext, planStackBoard } from "./stack-plans";
 
-/** What planning each board with its workers refuses, at the worker's path where the request is its. */
-export function boardPlanProblems(hosts: ParsedHost[]): string[] {
-    const problems: string[] = [];
+/** Each board's plan (collectBoards' order), and what planning it refuses, at the worker's path where the request is its. */
+export function planBoards(hosts: ParsedHost[], context: PlanContext, web?: StackWeb): PartPlans<BoardPlan> {
+    const result: PartPlans<BoardPlan> = { plans: [], problems: [], unreported: [] };
     for (const { board, at, workersAt } of collectBoards(hosts)) {
+        result.plans.push(undefined);
         try {
-            // Only checked: no binary is hashed for it.
-            planBoard(boardSpecOf(board, undefined, undefined, UNREAD_ARTIFACTS));
+            result.plans[result.plans.length - 1] = planStackBoard(board, context, web);
         } catch (e) {
             // A request the planner cannot meet is the worker's (or, as a whole, the board's); any other
             // planning error (a worker's GPU plan, a GPU without a PCI address) is the board's.
             // A worker's own settings (its TSA, say) are reported at their own paths.
-            if (e instanceof GpuWorkerArgsError) continue;
-            if (e instanceof PartitionPlanError && e.request !== undefined) problems.push(`hosts[${workersAt[e.request]}].board: ${e.message}`);
-            else if (e instanceof Error) problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
+            if (e instanceof GpuWorkerArgsError) result.unreported.push(e);
+            else if (e instanceof PartitionPlanError && e.request !== undefined) result.problems.push(`hosts[${workersAt[e.request]}].board: ${e.message}`);
+            else if (e instanceof Error) result.problems.push(`hosts[${at}] (board ${board.name}): ${e.message}`);
             else throw e;
         }
     }
-    return problems;
+    return result;
 }

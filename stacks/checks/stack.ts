@@ -1,8 +1,9 @@
 /**
- * Validates the raw stack config and applies defaults: the config read part by part
- * (stacks/config/), and where a part is read, the checks of its plan (here). Every problem is
+ * Validates the raw stack config, applies defaults and plans it: the config read part by part
+ * (stacks/config/), and where a part is read, its plan, made once (here). Every problem is
  * collected and reported together, in that order, each with its path (`hosts[2].gpus[0].index: ...`).
  */
+import { UNREAD_ARTIFACTS } from "../../components/program";
 import { collectBoards, boardRefProblems } from "../config/boards";
 import { crossHostProblems } from "../config/cross-host-checks";
 import { parseHost, toolkitProblems, wholeHost } from "../config/host-config";
@@ -12,16 +13,29 @@ import { unknownKeyProblems } from "../config/namespace-keys";
 import { HOSTS_NOT_A_LIST_PROBLEM, NO_HOSTS_PROBLEM, parseStackOptions, RawStackConfig, StackConfig, StackConfigError } from "../config/stack";
 import { checkedHosts, parseWeb, releaseDefaults, webHostProblems } from "../config/web-config";
 import type { HostConfig } from "../config/schema";
-import { boardPlanProblems } from "./board-plans";
-import { hostPlanProblems } from "./host-plans";
+import { planBoards } from "./board-plans";
+import { planHosts } from "./host-plans";
+import { PlanContext, planStackWeb, StackPlans } from "./stack-plans";
+
+/** The validated stack with its plans, made once as it was checked: what the fleet builds from and the render writes. */
+export interface PlannedStack extends StackConfig {
+    /** The web's, each host's (as `hosts`) and each board's (as `boards`). */
+    plans: StackPlans;
+    /** What the plans were made for. */
+    plannedFor: PlanContext;
+}
 
 /** The hosts that are workers on their own (boards and their workers: parseStack). Throws like parseStack. */
 export function parseStackConfig(raw: RawStackConfig): HostConfig[] {
     return parseStack(raw).hosts;
 }
 
-/** Validates the whole stack config, web and boards included; throws StackConfigError listing every problem. */
-export function parseStack(raw: RawStackConfig): StackConfig {
+/**
+ * Validates and plans the whole stack config, web and boards included; throws StackConfigError
+ * listing every problem. By default it plans from the current folder with no file hashed (plans
+ * only checked); `up` plans with the digests of what it uploads (LOCAL_ARTIFACTS).
+ */
+export function parseStack(raw: RawStackConfig, context: PlanContext = { baseDir: process.cwd(), artifacts: UNREAD_ARTIFACTS }): PlannedStack {
     const problems: string[] = raw.keys === undefined ? [] : unknownKeyProblems(raw.keys, [raw.defaults, raw.hosts, raw.web, raw.kubernetes]);
     const defaults = parseDefaults(raw.defaults);
     const { options, problems: optionProblems } = parseStackOptions(raw);
@@ -29,22 +43,46 @@ export function parseStack(raw: RawStackConfig): StackConfig {
     if (!Array.isArray(raw.hosts)) throw new StackConfigError([...problems, HOSTS_NOT_A_LIST_PROBLEM]);
     if (raw.hosts.length === 0 && !options?.allowNoHosts) problems.push(NO_HOSTS_PROBLEM);
     const hosts = raw.hosts.map((entry, i) => parseHost(entry, i, defaults));
-    problems.push(...hosts.flatMap((h) => h.problems));
-    problems.push(...crossHostProblems(hosts), ...hostPlanProblems(hosts));
-    problems.push(...boardRefProblems(hosts), ...boardPlanProblems(hosts));
-    problems.push(...toolkitProblems(hosts));
+    // The web is read first and reported after the hosts: its workers plan with its TSA and URL.
     const web = raw.web === undefined ? undefined : parseWeb(raw.web, releaseDefaults(defaults));
+    const unreported: unknown[] = [];
+    const webPlan = web?.web ? attempt(() => planStackWeb(web.web!, context), unreported) : undefined;
+    const hostPlans = planHosts(hosts, context, webPlan?.forWorkers);
+    const boardPlans = planBoards(hosts, context, webPlan?.forWorkers);
+    unreported.push(...hostPlans.unreported, ...boardPlans.unreported);
+    problems.push(...hosts.flatMap((h) => h.problems));
+    problems.push(...crossHostProblems(hosts), ...hostPlans.problems);
+    problems.push(...boardRefProblems(hosts), ...boardPlans.problems);
+    problems.push(...toolkitProblems(hosts));
     if (web) problems.push(...web.problems);
     if (!web || web.web) problems.push(...webHostProblems(web?.web, checkedHosts(hosts)));
     const kubernetes = raw.kubernetes === undefined ? undefined : parseKubernetes(raw.kubernetes, nodeCandidates(raw.hosts, hosts));
     if (kubernetes) problems.push(...kubernetes.problems);
     if (problems.length > 0) throw new StackConfigError(problems);
-    // No problems means every host parsed whole.
+    // What `up` would stop on, though the config is sound (a release file missing): as `up` would say it.
+    if (unreported.length > 0) throw unreported[0];
+    // No problems means every host parsed whole, and planned.
     return {
         hosts: hosts.flatMap((h) => wholeHost(h) ?? []),
         boards: collectBoards(hosts).map(({ board }) => board),
         ...(web?.web ? { web: web.web } : {}),
         ...(kubernetes?.kubernetes ? { kubernetes: kubernetes.kubernetes } : {}),
         hostSteps: options!.hostSteps,
+        plans: {
+            ...(webPlan ? { web: webPlan.plan } : {}),
+            hosts: hostPlans.plans.flatMap((p) => p ?? []),
+            boards: boardPlans.plans.flatMap((p) => p ?? []),
+        },
+        plannedFor: context,
     };
+}
+
+/** What `make` returns, or undefined, its error kept to be thrown if nothing else is wrong. */
+function attempt<T>(make: () => T, unreported: unknown[]): T | undefined {
+    try {
+        return make();
+    } catch (e) {
+        unreported.push(e);
+        return undefined;
+    }
 }

@@ -7,8 +7,8 @@ import { z } from "zod";
 import {
     DEFAULT_PARTITION_TABLE,
     isPlainObject,
-    mergeSettings,
     normalizeFabricMode,
+    parseSettings,
     partitionIdProblem,
     partitionTable,
     toolkitVersion,
@@ -17,18 +17,7 @@ import {
 } from "../../components/program";
 import { describe, formatPath, issuesOf } from "./issues";
 import { checkLayer, covered, Layer, SETTINGS_KEYS } from "./layer";
-import {
-    BoardFabric,
-    boardFabricSchema,
-    BoardRef,
-    boardRefSchema,
-    BUILTIN_DEFAULTS,
-    HostConfig,
-    hostEntrySchema,
-    Settings,
-    settingsSchema,
-    transportSchema,
-} from "./schema";
+import { BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
 const HOST_KEYS = new Set<string>(["name", "renamedFrom", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
@@ -175,8 +164,8 @@ function hostFabric(raw: Record<string, unknown>, prefix: string, defaults: Laye
 
 /** The host's settings: the built-in defaults, then the stack's, then its own; what is still missing or wrong. */
 function hostSettings(prefix: string, defaults: Layer, own: Layer, reported: string[]): Part<Settings> {
-    const merged = mergeSettings(mergeSettings(BUILTIN_DEFAULTS, defaults.settings), own.settings);
-    const settings = settingsSchema.safeParse(merged, { reportInput: true });
+    // The built-in defaults (BUILTIN_DEFAULTS, the components' own) are the first layer parseSettings lays these over.
+    const settings = parseSettings([defaults.settings, own.settings], settingsSchema);
     if (settings.success) return { value: settings.data, problems: [] };
     return {
         problems: settings.error.issues.flatMap((issue) => {

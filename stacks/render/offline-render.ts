@@ -1,7 +1,7 @@
 /**
- * The offline render: the plan of each host (planHost, the same one GpuWorker builds from)
- * written out with no Pulumi engine and no host: every file at its host path, and a
- * manifest of the steps, files and tags.
+ * The offline render: the plan of each host (the one the stack's checks make and GpuWorker
+ * builds from) written out with no Pulumi engine and no host: every file at its host path, and
+ * a manifest of the steps, files and tags.
  */
 import * as crypto from "crypto";
 import * as fs from "fs";
@@ -13,26 +13,20 @@ import {
     BoardPlan,
     HostPlan,
     LOCAL_ARTIFACTS,
-    planBoard,
     linkOf,
-    planHost,
     PlannedFile,
-    planWebHost,
     planWorkerAdmission,
     WebPlan,
-    webSpec,
-    workerSpec,
 } from "../../components/program";
 import type { Artifact, PlannedStep } from "../../components/program";
-import * as pulumi from "@pulumi/pulumi";
-import { boardSpecOf, SECRET_PLACEHOLDER } from "../args/board-spec";
-import { kubernetesArgs, StackWeb, webArgs, workerArgs } from "../args/component-args";
+import { SECRET_PLACEHOLDER } from "../args/board-spec";
+import { kubernetesArgs } from "../args/component-args";
 import { parseStack } from "../checks/stack";
+import { GENERATED_PLACEHOLDER, planValidStack, StackPlans } from "../checks/stack-plans";
 import type { HostConfig } from "../config/schema";
 import type { RawStackConfig, StackConfig } from "../config/stack";
 
-export { SECRET_PLACEHOLDER };
-export const GENERATED_PLACEHOLDER = "[generated during up]";
+export { SECRET_PLACEHOLDER, GENERATED_PLACEHOLDER, StackPlans };
 /** A file uploaded from here that is not there yet (a release tarball not built yet): the render says so; `up` would fail. */
 export const MISSING_PLACEHOLDER = "[not on this machine yet]";
 
@@ -182,43 +176,18 @@ export function renderBoardPlan(plan: BoardPlan): RenderedHost[] {
     return [board, ...plan.workers.map(renderPlan)];
 }
 
-export interface StackPlans {
-    web?: WebPlan;
-    hosts: HostPlan[];
-    boards: BoardPlan[];
+/** A stack's plans as the render writes them: the web's with what each worker places and runs on its host to be admitted. */
+export function renderedPlans(plans: StackPlans): StackPlans {
+    return plans.web ? { ...plans, web: withAdmissions(plans.web, [...plans.hosts, ...plans.boards.flatMap((b) => b.workers)]) } : plans;
 }
 
-/**
- * The plans of a stack, through the same mapping `pulumi up` takes (stacks/args/);
- * what only `up` knows (secrets, generated keys) stands in as placeholders.
- */
+/** The plans of a stack validated otherwise than by parseStack (which plans as it checks), as the render writes them. */
 export function planStack(
     stack: Pick<StackConfig, "hosts" | "web"> & Partial<Pick<StackConfig, "boards">>,
     baseDir: string,
     artifacts: ArtifactSource = RENDER_ARTIFACTS,
 ): StackPlans {
-    const secret = () => SECRET_PLACEHOLDER;
-    let web: StackWeb | undefined;
-    let webPlan: WebPlan | undefined;
-    if (stack.web) {
-        webPlan = planWebHost(webSpec(stack.web.name, webArgs(stack.web, secret, baseDir), artifacts));
-        web = {
-            config: stack.web,
-            forWorkers: {
-                tsaHost: webPlan.tsaForWorkers?.host,
-                tsaPort: webPlan.tsaForWorkers?.port,
-                // An output: the key is the web's, generated during up.
-                tsaPublicKey: pulumi.output(GENERATED_PLACEHOLDER),
-                url: webPlan.settings.externalUrl,
-                username: webPlan.settings.mainTeamUser,
-                password: SECRET_PLACEHOLDER,
-            },
-        };
-    }
-    const hosts = stack.hosts.map((host) => planHost(workerSpec(host.name, workerArgs(host, secret, baseDir, web), artifacts)));
-    const boards = (stack.boards ?? []).map((board) => planBoard(boardSpecOf(board, baseDir, web, artifacts)));
-    if (webPlan) webPlan = withAdmissions(webPlan, [...hosts, ...boards.flatMap((b) => b.workers)]);
-    return { ...(webPlan ? { web: webPlan } : {}), hosts, boards };
+    return renderedPlans(planValidStack(stack, { baseDir, artifacts }));
 }
 
 /** The web's plan with what each worker of the stack places and runs on the web's host to be admitted. */
@@ -235,9 +204,14 @@ export function renderHost(host: HostConfig, baseDir = process.cwd()): RenderedH
     return renderPlan(planStack({ hosts: [host] }, baseDir).hosts[0]);
 }
 
-export function renderStack(raw: RawStackConfig, baseDir = process.cwd(), artifacts: ArtifactSource = RENDER_ARTIFACTS): RenderedHost[] {
-    const plans = planStack(parseStack(raw), baseDir, artifacts);
+/** Every host of a stack's plans, rendered: the web, the hosts of their own, each board and its workers. */
+export function renderPlans(stackPlans: StackPlans): RenderedHost[] {
+    const plans = renderedPlans(stackPlans);
     return [...(plans.web ? [renderWebPlan(plans.web)] : []), ...plans.hosts.map(renderPlan), ...plans.boards.flatMap(renderBoardPlan)];
+}
+
+export function renderStack(raw: RawStackConfig, baseDir = process.cwd(), artifacts: ArtifactSource = RENDER_ARTIFACTS): RenderedHost[] {
+    return renderPlans(parseStack(raw, { baseDir, artifacts }).plans);
 }
 
 /** A Kubernetes cluster of the stack, rendered: its objects as KubernetesGpuNodes makes them, and as one YAML stream. */

@@ -1,14 +1,15 @@
 /**
  * Turns the validated stack config into components: the web node when the stack has one, one
  * GpuWorker per host and one SharedGpuBoard per shared board, their arguments made by
- * stacks/args/ (the offline render goes through the same mapping).
+ * stacks/args/ and each handed the plan the stack's checks made of it (stacks/checks/).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ConcourseWeb, GpuWorker, HostStepTransport, KubernetesGpuNodes, SharedGpuBoard } from "../../components/program";
+import { ConcourseWeb, GpuWorker, HostStepTransport, KubernetesGpuNodes, SharedGpuBoard, UNREAD_ARTIFACTS } from "../../components/program";
+import type { BoardPlan } from "../../components/program";
 import { boardArgs } from "../args/board-args";
 import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "../args/component-args";
+import type { PlannedStack } from "../checks/stack";
 import type { BoardConfig } from "../config/schema";
-import type { StackConfig } from "../config/stack";
 
 export interface Fleet {
     web?: ConcourseWeb;
@@ -27,19 +28,36 @@ function renamed(from: string | undefined): pulumi.ComponentResourceOptions | un
     return from ? { aliases: [{ name: from }] } : undefined;
 }
 
-function buildBoards(boards: BoardConfig[], secret: SecretLookup, baseDir: string, web?: StackWeb, hostSteps?: HostStepTransport): SharedGpuBoard[] {
-    return boards.map((board) => new SharedGpuBoard(board.name, boardArgs(board, secret, baseDir, web, hostSteps)));
+function buildBoards(
+    boards: BoardConfig[],
+    plans: BoardPlan[],
+    secret: SecretLookup,
+    baseDir: string,
+    web?: StackWeb,
+    hostSteps?: HostStepTransport,
+): SharedGpuBoard[] {
+    return boards.map((board, i) => new SharedGpuBoard(board.name, { ...boardArgs(board, secret, baseDir, web, hostSteps), planned: plans[i] }));
 }
 
 /**
  * The web first, then the workers, each admitting itself at the web and converging after it,
  * and the shared boards with theirs; then the Kubernetes clusters the hosts are nodes of.
  */
-export function buildFleet(stack: StackConfig, secret: SecretLookup, baseDir: string): Fleet {
-    const web = stack.web ? new ConcourseWeb(stack.web.name, webArgs(stack.web, secret, baseDir, stack.hostSteps), renamed(stack.web.renamedFrom)) : undefined;
+export function buildFleet(stack: PlannedStack, secret: SecretLookup): Fleet {
+    const { plans, plannedFor } = stack;
+    // What is applied must carry the digests of what is uploaded: a plan made only to be checked has none.
+    if (plannedFor.artifacts === UNREAD_ARTIFACTS)
+        throw new Error("buildFleet: the stack was planned with no digest taken; plan it for up (parseStack with LOCAL_ARTIFACTS)");
+    const baseDir = plannedFor.baseDir;
+    const web = stack.web
+        ? new ConcourseWeb(stack.web.name, { ...webArgs(stack.web, secret, baseDir, stack.hostSteps), planned: plans.web }, renamed(stack.web.renamedFrom))
+        : undefined;
     const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
-    const own = stack.hosts.map((host) => new GpuWorker(host.name, workerArgs(host, secret, baseDir, stackWeb, stack.hostSteps), renamed(host.renamedFrom)));
-    const boards = buildBoards(stack.boards, secret, baseDir, stackWeb, stack.hostSteps);
+    const own = stack.hosts.map(
+        (host, i) =>
+            new GpuWorker(host.name, { ...workerArgs(host, secret, baseDir, stackWeb, stack.hostSteps), planned: plans.hosts[i] }, renamed(host.renamedFrom)),
+    );
+    const boards = buildBoards(stack.boards, plans.boards, secret, baseDir, stackWeb, stack.hostSteps);
     // The cluster's objects wait for no host: a pod that lands before its node's runtime is in place fails to start, and the kubelet retries.
     const clusters = (stack.kubernetes?.clusters ?? []).map((cluster) => new KubernetesGpuNodes(cluster.name, kubernetesArgs(cluster, stack.hosts, secret)));
     return { ...(web ? { web } : {}), workers: [...own, ...boards.flatMap((b) => b.workers)], boards, clusters };

@@ -10,6 +10,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
+import { LOCAL_ARTIFACTS } from "../../components/chain/artifacts";
 import { ownerId } from "../../components/lib/host/owner-records";
 import type { HostStepTransport } from "../../components/lib/host/step-transport";
 import { parseStack } from "../../stacks/checks/stack";
@@ -55,7 +56,7 @@ function withRelease(raw: RawStackConfig, release: string): RawStackConfig {
 
 async function graphOf(raw: RawStackConfig, baseDir: string, hostSteps: HostStepTransport) {
     const g = recordGraph();
-    buildFleet(parseStack({ ...raw, hostSteps }), () => pulumi.secret("key"), baseDir);
+    buildFleet(parseStack({ ...raw, hostSteps }, { baseDir, artifacts: LOCAL_ARTIFACTS }), () => pulumi.secret("key"));
     await settle(g);
     const of = (types: string[]) => new Map(g.resources.filter((r) => types.includes(r.type)).map((r) => [r.name, r]));
     return { commands: of(HOST_COMMAND_TYPES), uploads: of(HOST_UPLOAD_TYPES), types: new Set(g.resources.map((r) => r.type)) };

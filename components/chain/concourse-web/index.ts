@@ -90,6 +90,12 @@ export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
      * once retired. Default: none.
      */
     authorizedWorkerKeys?: pulumi.Input<pulumi.Input<string>[]>;
+    /**
+     * The web's plan, made from these same arguments (`planWebHost(webSpec(name, args))`): a program
+     * that planned its whole stack first (its workers plan with the web's TSA and URL) hands it over,
+     * and the web builds from it, planning nothing again. Default: planned here from the arguments.
+     */
+    planned?: WebPlan;
 }
 
 /** Where a worker places its key to be admitted: the web's host, and how to tell the web. */
@@ -122,7 +128,7 @@ export class ConcourseWebArgsError extends Error {}
 
 /** The web's host and settings as planning sees them, defaults applied and checked. */
 export function webSpec(name: string, args: ConcourseWebArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WebSpec {
-    const { transport, hostSteps: _steps, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
+    const { transport, hostSteps: _steps, planned: _planned, version, binary, postgres, authorizedWorkerKeys: _keys, tls, ...rest } = args;
     const settings = webSettingsSchema.safeParse(rest);
     const problems = settings.success ? [] : settings.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     let database: WebDatabase | undefined;
@@ -181,7 +187,7 @@ export class ConcourseWeb extends HostStepsComponent {
 
     constructor(name: string, args: ConcourseWebArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:concourse:ConcourseWeb", name, opts);
-        this.plan = planWebHost(webSpec(name, args));
+        this.plan = args.planned ?? planWebHost(webSpec(name, args));
         this.hostSteps = args.hostSteps;
         const { connection, reachable } = reachHost(this, name, args.transport, this.plan.access);
         const password = new GeneratedSecret(`${name}-password`, { kind: "password" }, { parent: this });

@@ -5,8 +5,8 @@ import type { HostStepTransport } from "../../lib/host/step-transport";
 import { onTransport, Transport } from "../../lib/host/transport";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import type { LinkComponent } from "../../lib/links/table";
-import { planHost, PlannedLink } from "../../lib/plan/host-plan";
-import { mergeSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, settingsSchema, WORKER_DEFAULTS } from "../../lib/settings/settings";
+import { HostPlan, planHost, PlannedLink } from "../../lib/plan/host-plan";
+import { parseSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, WorkerSettings } from "../../lib/settings/settings";
 import { lxdWorkerTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
 import { workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
@@ -74,13 +74,31 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
      * 0..N-1). Default: none.
      */
     fabricPartition?: WorkerFabricPartition;
+    /**
+     * The worker's plan, made from these same arguments (`planHost(workerSpec(name, args))`): a
+     * program that validated and planned its whole stack first hands each worker its own, and the
+     * worker builds from it, parsing and planning nothing again. Default: planned here from the arguments.
+     */
+    planned?: HostPlan;
 }
 
 export class GpuWorkerArgsError extends Error {}
 
+/** How a worker's spec and plan are made. */
+export interface WorkerPlanning {
+    /** Where the digests of the files uploaded from here come from. Default: LOCAL_ARTIFACTS (this checkout's, hashed once per run). */
+    artifacts?: ArtifactSource;
+    /**
+     * The arguments' settings are whole as parseSettings returned them (a program's config stage
+     * parsed them, with the components' schema or its extension): taken as they are, not parsed again.
+     */
+    settingsParsed?: boolean;
+}
+
 /** The worker's settings with defaults applied and checked, and its host as planning sees it. */
-export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): WorkerSpec {
-    const { transport, hostSteps: _steps, inventory, concourse, fabricPartition, ...rest } = args;
+export function workerSpec(name: string, args: GpuWorkerArgs, planning: WorkerPlanning = {}): WorkerSpec {
+    const { transport, hostSteps: _steps, planned: _planned, inventory, concourse, fabricPartition, ...rest } = args;
+    const artifacts = planning.artifacts ?? LOCAL_ARTIFACTS;
     const { workerPrivateKey: _secret, web, registration, tsaPublicKey, ...given } = concourse ?? {};
     // The web of the stack fills in the TSA where the worker names none; a key known only at up is rendered then.
     const concourseSettings = {
@@ -89,8 +107,8 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
         ...((given.tsaPort ?? web?.tsaPort) ? { tsaPort: given.tsaPort ?? web?.tsaPort } : {}),
         ...(typeof tsaPublicKey === "string" ? { tsaPublicKey } : {}),
     };
-    const merged = mergeSettings(WORKER_DEFAULTS, { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) });
-    const parsed = settingsSchema.safeParse(merged);
+    const layer = { ...rest, ...(concourse ? { concourse: concourseSettings } : {}) };
+    const parsed = planning.settingsParsed ? { success: true as const, data: layer as WorkerSettings } : parseSettings([layer]);
     const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     const workDir = parsed.success ? workDirAndDatasetsProblem(parsed.data.concourse.workDir, parsed.data.datasets.root) : undefined;
     if (workDir) problems.push(`concourse.workDir: ${workDir}`);
@@ -117,11 +135,16 @@ export function workerSpec(name: string, args: GpuWorkerArgs, artifacts: Artifac
     };
 }
 
+/** The one plan of a worker from its arguments: its spec (the settings parsed once), then planHost. */
+export function planWorker(name: string, args: GpuWorkerArgs, planning: WorkerPlanning = {}): HostPlan {
+    return planHost(workerSpec(name, args, planning));
+}
+
 /**
  * A whole GPU worker on one host: GpuHost, then GpuDriver -> ContainerToolkit ->
  * ContainerdRuntime -> RuncWrapper -> ConcourseWorker -> GpuHealth (and FabricManager on
  * NVSwitch boards), each waiting for the one before it. The resources come from planHost, the plan
- * the offline render writes out.
+ * the offline render writes out (`planned`, when the program made it already).
  */
 export class GpuWorker extends pulumi.ComponentResource {
     /** The host's name (this component's name). */
@@ -136,8 +159,7 @@ export class GpuWorker extends pulumi.ComponentResource {
     constructor(name: string, args: GpuWorkerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:worker:GpuWorker", name, {}, opts);
         this.hostName = name;
-        const spec = workerSpec(name, args);
-        const plan = planHost(spec);
+        const plan = args.planned ?? planWorker(name, args);
         const gpuHost = new GpuHost(
             plan.hostComponent,
             {

@@ -4,16 +4,18 @@ import { DEFAULT_PARTITION_TABLE, FabricPartition, partitionTable } from "../../
 import { GpuInventory } from "../../lib/gpu/inventory";
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { SSH_USER_DEFAULT } from "../../lib/host/transport-defaults";
-import { BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
+import { BoardPlan, BoardSpec, planBoard, ServiceVmSpec, serviceVmSpec } from "../../lib/plan/board-plan";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import { driftCheckCommand, HostDriftGuard } from "../../providers/drift";
-import { ArtifactSource, LOCAL_ARTIFACTS } from "../artifacts";
 import { FabricServiceVm } from "../fabric-service-vm";
 import { GpuHost, SshHostTransport } from "../gpu-host";
-import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, workerSpec } from "../gpu-worker";
+import { GpuWorker, GpuWorkerArgs, GpuWorkerLxdTransport, WorkerPlanning, workerSpec } from "../gpu-worker";
 
 /** One worker of a shared board: an LXD VM on the board's LXD server with one fabric partition's GPUs. */
-export interface SharedGpuBoardWorker extends Omit<GpuWorkerArgs, "transport" | "hostSteps" | "inventory" | "selection" | "fabricManager" | "fabricPartition"> {
+export interface SharedGpuBoardWorker extends Omit<
+    GpuWorkerArgs,
+    "transport" | "hostSteps" | "inventory" | "selection" | "fabricManager" | "fabricPartition" | "planned"
+> {
     /** The worker's name: its resources and its Concourse worker are named from it. Example: "hgx-a-w1". */
     name: string;
     /** How many GPUs: the planner picks a partition of that size. Give this, or `partition`. Example: 4. */
@@ -48,10 +50,16 @@ export interface SharedGpuBoardArgs {
     serviceVm: Partial<ServiceVmSpec> & { image: string };
     /** The board's workers, each an LXD VM with the GPUs of its fabric partition. */
     workers: SharedGpuBoardWorker[];
+    /**
+     * The board's plan, made from these same arguments (`planBoard(boardSpec(name, args))`): a program
+     * that validated and planned its whole stack first hands it over, and the board and its workers
+     * build from it, parsing and planning nothing again. Default: planned here from the arguments.
+     */
+    planned?: BoardPlan;
 }
 
 /** The board as planning sees it: its settings with defaults applied, each worker's spec without an inventory yet. */
-export function boardSpec(name: string, args: SharedGpuBoardArgs, artifacts: ArtifactSource = LOCAL_ARTIFACTS): BoardSpec {
+export function boardSpec(name: string, args: SharedGpuBoardArgs, planning: WorkerPlanning = {}): BoardSpec {
     return {
         name,
         user: args.ssh.user ?? SSH_USER_DEFAULT,
@@ -66,10 +74,15 @@ export function boardSpec(name: string, args: SharedGpuBoardArgs, artifacts: Art
                 inventory: _board,
                 fabricPartition: _none,
                 ...spec
-            } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory }, artifacts);
+            } = workerSpec(worker, { ...settings, transport: { lxd: { ...lxd, type: "virtual-machine" } }, inventory: args.inventory }, planning);
             return { spec, ask: { ...(gpus !== undefined ? { gpus } : {}), ...(partition !== undefined ? { partition } : {}) } };
         }),
     };
+}
+
+/** The one plan of a shared board from its arguments: its spec (each worker's settings parsed once), then planBoard. */
+export function planSharedBoard(name: string, args: SharedGpuBoardArgs, planning: WorkerPlanning = {}): BoardPlan {
+    return planBoard(boardSpec(name, args, planning));
 }
 
 /**
@@ -90,7 +103,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
     constructor(name: string, args: SharedGpuBoardArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:board:SharedGpuBoard", name, {}, opts);
         this.boardName = name;
-        const plan = planBoard(boardSpec(name, args));
+        const plan = args.planned ?? planSharedBoard(name, args);
         const host = new GpuHost(
             plan.hostComponent,
             {
@@ -118,6 +131,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
             },
             { parent: this, dependsOn: [host, guard] },
         );
+        // Each worker builds from its part of the board's plan (its partition's GPUs, its own host plan).
         this.workers = args.workers.map(({ name: worker, gpus: _gpus, partition: _partition, lxd, ...settings }, i) => {
             const spec = plan.workerSpecs[i];
             return new GpuWorker(
@@ -130,6 +144,7 @@ export class SharedGpuBoard extends pulumi.ComponentResource {
                     selection: spec.selection,
                     fabricManager: spec.fabricManager,
                     fabricPartition: spec.fabricPartition,
+                    planned: plan.workers[i],
                 },
                 { parent: this, dependsOn: [this.serviceVm] },
             );

@@ -290,3 +290,14 @@ export function mergeSettings(base: unknown, override: unknown, at = ""): unknow
     for (const [key, value] of Object.entries(override)) out[key] = mergeSettings(base[key], value, at ? `${at}.${key}` : key);
     return out;
 }
+
+/**
+ * The one parse of a worker's settings: the layers over WORKER_DEFAULTS, each over the one before,
+ * checked by the schema (the components' own, or a program's extension of it). A stack's hosts and
+ * GpuWorker alone both take their settings from here, and a plan made from settings parsed here is
+ * never parsed again (GpuWorker given `planned`).
+ */
+export function parseSettings<S extends z.ZodType = typeof settingsSchema>(layers: unknown[], schema?: S): z.ZodSafeParseResult<z.output<S>> {
+    const merged = layers.reduce((base: unknown, layer) => mergeSettings(base, layer), WORKER_DEFAULTS);
+    return (schema ?? settingsSchema).safeParse(merged, { reportInput: true }) as z.ZodSafeParseResult<z.output<S>>;
+}
