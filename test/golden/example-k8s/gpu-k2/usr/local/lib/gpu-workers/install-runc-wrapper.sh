@@ -1,1 +1,1 @@
-host script host/install-runc-wrapper.sh, sha256 dbfc8c0dbf945118405142a6291562dd18d5d80ae989aff2735a8b16fac1d06d
+host script host/install-runc-wrapper.sh, sha256 cb24280916daad1502c7c31b5e13bdad54b57ff6f3a483c2a049f65bfd655179

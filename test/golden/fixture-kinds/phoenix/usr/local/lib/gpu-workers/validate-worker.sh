@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 eeccb16878d922f609da08225fb0bc277e55136a10fdc37ac21c1f7d060ae06d
+host script host/validate-worker.sh, sha256 a72928d88a3bbe90084558073bd53f76cce7b7ace6ee78a45474cedc54754895
