@@ -5,10 +5,10 @@
  */
 import * as assert from "assert";
 import { claimCommand, deleteSum, KEPT_MARK, OWNER_RECORDS_SCRIPT, OWNERS_DIR, releaseCommand, slotDir } from "../../components/lib/host/owner-records";
-import { readHostScript } from "../../components/lib/host/scripts";
+import { carriedScript } from "../../components/lib/host/scripts";
 import { shellQuote } from "../../components/lib/host/steps";
 
-const script = readHostScript(OWNER_RECORDS_SCRIPT);
+const script = carriedScript(OWNER_RECORDS_SCRIPT);
 const run = `bash -c ${shellQuote(script)} owner-records.sh`;
 
 describe("owner records' commands", () => {

@@ -7,7 +7,7 @@
 import * as assert from "assert";
 import { fileSetStdin, PLACED_FILES_SCRIPT, placeFileSetCommand, removeFilesCommand, writeFileCommand } from "../../components/lib/host/placed-files";
 import { sha256Text } from "../../components/lib/file-hash";
-import { readHostScript } from "../../components/lib/host/scripts";
+import { carriedScript } from "../../components/lib/host/scripts";
 import { HostFile, shellQuote } from "../../components/lib/host/steps";
 import { fileSetContents } from "../support/pulumi-graph";
 
@@ -66,7 +66,7 @@ describe("file set layout", () => {
 
     it("its commands carry host/placed-files.sh and its arguments (through sudo for another login); the secret's is not among them", () => {
         const odd = [...files, binary, { path: "/etc/a b/it's", mode: "0600", content: "x" }];
-        const run = `bash -c ${shellQuote(readHostScript(PLACED_FILES_SCRIPT))} placed-files.sh`;
+        const run = `bash -c ${shellQuote(carriedScript(PLACED_FILES_SCRIPT))} placed-files.sh`;
         assert.strictEqual(
             placeFileSetCommand(odd, "w-files.abc", "root"),
             `${run} place /var/lib/gpu-workers .gpu-workers-staging w-files.abc text /etc/gpu-workers/a.json 644 text /usr/local/lib/gpu-workers/b.sh 755` +

@@ -62,7 +62,20 @@ export function hostScriptFile(name: string): HostFile {
  * never in an argument of a process.
  */
 export function scriptCommand(name: string, args: string[]): string {
-    return shellCommand(["bash", "-c", readHostScript(name), name, ...args]);
+    return shellCommand(["bash", "-c", carriedScript(name), name, ...args]);
+}
+
+/**
+ * host/<name> as a command carries it: its comment lines and blank lines left out (they stay in
+ * host/, where they are read). The engine keeps a command's text several times in each
+ * resource's state, and writes the whole state after every step of a fleet: the comments were
+ * a third of it. A carried script holds no here-document, whose lines would be data.
+ */
+export function carriedScript(name: string): string {
+    const text = readHostScript(name);
+    if (/<<-?\s*['"]?[A-Za-z_]/.test(text)) throw new Error(`host script ${name}: a command cannot carry a script with a here-document`);
+    const code = text.split("\n").filter((line) => !/^\s*(#.*)?$/.test(line));
+    return `${code.join("\n")}\n`;
 }
 
 /**

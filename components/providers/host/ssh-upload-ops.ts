@@ -1,11 +1,15 @@
 /**
  * The operations of the `builtin` transport's upload (ssh-command.ts), loaded when the provider
- * runs: as CopyToRemote, the file's bytes go to `remotePath` as the login user (streamed, to a
- * part file renamed into place); a change of `triggers` copies again as a new resource, any other
- * change copies again in place; the delete leaves the copy (the file set that installs it drops it).
+ * runs: as CopyToRemote, the file's bytes go to `remotePath` as the login user (to a part file
+ * renamed into place); a change of `triggers` copies again as a new resource, any other change
+ * copies again in place; the delete leaves the copy (the file set that installs it drops it).
+ * The bytes travel gzipped and the host's gzip (every distribution has it) restores them: a
+ * host's sshd spends CPU on each byte it receives, and the binaries shrink by half. The file set
+ * that installs the copy checks its sha256.
  */
 import { randomUUID } from "crypto";
 import * as fs from "fs";
+import { gzipSync } from "zlib";
 import { shellCommand } from "../../lib/host/steps";
 import { runOverSsh, SshTarget } from "./ssh";
 import { connectionFailures, endpoint, succeeded, triggersChanged } from "./ssh-command-ops";
@@ -33,12 +37,27 @@ export async function diff(_id: string, olds: SshUploadState, news: SshUploadInp
     return { changes, replaces, deleteBeforeReplace: false };
 }
 
+/** Each source gzipped once per provider process (every host of a fleet gets the same binaries), keyed by its path, size and time. */
+const gzipped = new Map<string, Buffer>();
+
+function gzippedSource(source: string): Buffer {
+    const stat = fs.statSync(source);
+    const key = `${source}\0${stat.size}\0${stat.mtimeMs}`;
+    let bytes = gzipped.get(key);
+    if (!bytes) {
+        // The fastest level: on binaries it gives nearly the best level's size, at a fraction of its CPU.
+        bytes = gzipSync(fs.readFileSync(source), { level: 1 });
+        gzipped.set(key, bytes);
+    }
+    return bytes;
+}
+
 async function copy(inputs: SshUploadInputs): Promise<SshUploadState> {
     if (!fs.existsSync(inputs.source)) throw new Error(`${endpoint(inputs.connection)}: cannot upload ${inputs.source}: it does not exist`);
     const target = shellCommand([inputs.remotePath]);
     const part = shellCommand([`${inputs.remotePath}.part`]);
-    const command = `umask 077 && mkdir -p -- "$(dirname -- ${target})" && cat > ${part} && mv -f -- ${part} ${target}`;
-    succeeded(inputs.connection, `upload of ${inputs.source}`, await runOverSsh(inputs.connection, command, fs.createReadStream(inputs.source)));
+    const command = `umask 077 && mkdir -p -- "$(dirname -- ${target})" && gzip -dc > ${part} && mv -f -- ${part} ${target}`;
+    succeeded(inputs.connection, `upload of ${inputs.source}`, await runOverSsh(inputs.connection, command, gzippedSource(inputs.source)));
     return { ...inputs, triggers: inputs.triggers ?? [] };
 }
 
