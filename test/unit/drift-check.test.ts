@@ -4,7 +4,7 @@ import { spawnSync } from "child_process";
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
-import { readHostScript } from "../../components/lib/host/scripts";
+import { carriedScript } from "../../components/lib/host/scripts";
 import { shellQuote } from "../../components/lib/host/steps";
 import { DRIFT_CHECK_SCRIPT, driftCheckCommand, renderDriftCheck } from "../../components/lib/render/drift-check";
 import { makeScratch, scratchName } from "../support/scratch";
@@ -53,7 +53,7 @@ describe("drift check", () => {
     });
 
     it("its command carries host/drift-check.sh; its stdin is one line per file and per check: data, not shell", () => {
-        assert.strictEqual(driftCheckCommand("root"), `bash -c ${shellQuote(readHostScript(DRIFT_CHECK_SCRIPT))} drift-check.sh`);
+        assert.strictEqual(driftCheckCommand("root"), `bash -c ${shellQuote(carriedScript(DRIFT_CHECK_SCRIPT))} drift-check.sh`);
         assert.strictEqual(driftCheckCommand("ubuntu"), `sudo -n sh -c ${shellQuote(driftCheckCommand("root"))}`);
         assert.deepStrictEqual(lines().split("\n"), [
             `file ${sha("content\n")} ${odd}`,
