@@ -68,8 +68,8 @@ export function scriptCommand(name: string, args: string[]): string {
 /**
  * host/<name> as a command carries it: its comment lines and blank lines left out (they stay in
  * host/, where they are read). The engine keeps a command's text several times in each
- * resource's state, and writes the whole state after every step of a fleet: the comments were
- * a third of it. A carried script holds no here-document, whose lines would be data.
+ * resource's state, and writes the whole state after every step of a fleet: without them a
+ * host's state is a sixth smaller. A carried script holds no here-document, whose lines would be data.
  */
 export function carriedScript(name: string): string {
     const text = readHostScript(name);
