@@ -159,13 +159,16 @@ read_binary() {
   fi
 }
 
+# Whether each "SUM  FILE" line given holds.
+sums_hold() { printf '%s\n' "$@" | sha256sum -c --quiet - >/dev/null 2>&1; }
+
 # Every file to check holds its sum; the first that does not is named, and the set fails.
 verify_all() {
   [ ${#checks[@]} -gt 0 ] || return 0
-  printf '%s\n' "${checks[@]}" | sha256sum -c --quiet - >/dev/null 2>&1 && return 0
+  sums_hold "${checks[@]}" && return 0
   local j
   for j in "${!checks[@]}"; do
-    printf '%s\n' "${checks[j]}" | sha256sum -c --quiet - >/dev/null 2>&1 || { echo "${misfits[j]}" >&2; exit 1; }
+    sums_hold "${checks[j]}" || { echo "${misfits[j]}" >&2; exit 1; }
   done
   exit 1
 }
