@@ -9,11 +9,13 @@ import * as pulumi from "@pulumi/pulumi";
 import { planSharedBoard, planWebHost, planWorker, webSpec } from "../../components/program";
 import type { ArtifactSource, BoardPlan, HostPlan, WebPlan, WorkerPlanning } from "../../components/program";
 import { boardArgs } from "../args/board-args";
-import { SECRET_PLACEHOLDER } from "../args/board-spec";
 import { StackWeb, webArgs, workerArgs } from "../args/component-args";
 import type { BoardConfig, HostConfig } from "../config/schema";
 import type { StackConfig } from "../config/stack";
 import type { WebConfig } from "../config/web-schema";
+
+/** What stands for a secret value where only the plan is wanted. */
+export const SECRET_PLACEHOLDER = "[secret]";
 
 /** What stands for a key generated during `up` (the web's TSA key) where only the plan is wanted. */
 export const GENERATED_PLACEHOLDER = "[generated during up]";

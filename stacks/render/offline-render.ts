@@ -19,10 +19,9 @@ import {
     WebPlan,
 } from "../../components/program";
 import type { Artifact, PlannedStep } from "../../components/program";
-import { SECRET_PLACEHOLDER } from "../args/board-spec";
 import { kubernetesArgs } from "../args/component-args";
 import { parseStack } from "../checks/stack";
-import { GENERATED_PLACEHOLDER, planValidStack, StackPlans } from "../checks/stack-plans";
+import { GENERATED_PLACEHOLDER, planValidStack, SECRET_PLACEHOLDER, StackPlans } from "../checks/stack-plans";
 import type { HostConfig } from "../config/schema";
 import type { RawStackConfig, StackConfig } from "../config/stack";
 

@@ -9,12 +9,10 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { planBoard } from "../../components/lib/plan/board-plan";
 import { planHostAccess } from "../../components/lib/plan/host-access";
 import { renderAccessUserData } from "../../components/lib/render/lxd-access";
 import { renderServiceVmUserData } from "../../components/lib/fabric/service-vm";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { boardSpecOf } from "../../stacks/args/board-spec";
 import { parseStack } from "../../stacks/checks/stack";
 import { exampleStack } from "../fixtures/stacks/boards";
 import { ensureCommands } from "../support/tools";
@@ -22,7 +20,7 @@ import { ensureCommands } from "../support/tools";
 describe("cloud-init user-data against cloud-init's schema", function () {
     this.timeout(120_000);
     let dir: string;
-    const plan = () => planBoard(boardSpecOf(parseStack(exampleStack()).boards[0]));
+    const plan = () => parseStack(exampleStack()).plans.boards[0];
 
     before(() => {
         ensureCommands(["cloud-init"], ["cloud-init"]);

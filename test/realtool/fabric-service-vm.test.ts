@@ -17,8 +17,6 @@ import * as os from "os";
 import * as path from "path";
 import { promisify } from "util";
 import { parseStack } from "../../stacks/checks/stack";
-import { boardSpecOf } from "../../stacks/args/board-spec";
-import { planBoard } from "../../components/lib/plan/board-plan";
 import {
     FabricServiceVmSettings,
     renderServiceVmDomain,
@@ -36,7 +34,7 @@ const VFIO_SCRIPT = path.join(REPO, "host", "nvswitch-vfio.sh");
 const run = promisify(execFile);
 
 function exampleSettings(): FabricServiceVmSettings {
-    return planBoard(boardSpecOf(parseStack(exampleStack()).boards[0])).serviceVm.settings;
+    return parseStack(exampleStack()).plans.boards[0].serviceVm.settings;
 }
 
 function hostdevCount(xml: string): number {

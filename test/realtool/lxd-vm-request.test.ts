@@ -21,10 +21,8 @@ import * as path from "path";
 import * as ops from "../../components/providers/lxd/instance-ops";
 import { lxdInstanceProblems } from "../../components/lib/lxd/validate";
 import { planHostAccess } from "../../components/lib/plan/host-access";
-import { planBoard } from "../../components/lib/plan/board-plan";
 import { renderAccessUserData } from "../../components/lib/render/lxd-access";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
-import { boardSpecOf } from "../../stacks/args/board-spec";
 import { parseStack } from "../../stacks/checks/stack";
 import { exampleStack } from "../fixtures/stacks/boards";
 import { ensureCommands } from "../support/tools";
@@ -48,7 +46,7 @@ describe("a shared board's worker VM against LXD's own validation (real daemon, 
             if (!lxd) continue;
             Object.assign(lxd, { server: { socket: d.socket }, network, address: `${subnet}.${10 + i}`, sshAddress: "127.0.0.1" });
         }
-        const plan = planBoard(boardSpecOf(parseStack(raw).boards[0]));
+        const plan = parseStack(raw).plans.boards[0];
         const access = planHostAccess("hgx-a-w1-host", "GpuHost", plan.workers[0].hostTransport);
         const user = generateOpensshKeyPair("login");
         const host = generateOpensshKeyPair("host");

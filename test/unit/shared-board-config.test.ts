@@ -6,8 +6,6 @@
  */
 import * as assert from "assert";
 import { parseStack } from "../../stacks/checks/stack";
-import { boardSpecOf } from "../../stacks/args/board-spec";
-import { planBoard } from "../../components/lib/plan/board-plan";
 import { boardHost, boardStack, boardWorker, exampleStack } from "../fixtures/stacks/boards";
 import { problemsOf } from "../support/stack-problems";
 
@@ -26,7 +24,7 @@ describe("shared boards in the stack config", () => {
                 ["hgx-a-w2", { name: "hgx-a", gpus: 4 }],
             ],
         );
-        const plan = planBoard(boardSpecOf(board));
+        const plan = stack.plans.boards[0];
         assert.deepStrictEqual(
             plan.partitions.map((p) => [p.worker, p.partition.id, p.partition.modules]),
             [
@@ -60,7 +58,7 @@ describe("shared boards in the stack config", () => {
     });
 
     it("one of four and two of two; a partition by id; a clash between ids, named on the worker", () => {
-        const plan = planBoard(boardSpecOf(parseStack(boardStack([{ gpus: 2 }, { gpus: 4 }, { partition: 6 }])).boards[0]));
+        const plan = parseStack(boardStack([{ gpus: 2 }, { gpus: 4 }, { partition: 6 }])).plans.boards[0];
         assert.deepStrictEqual(
             plan.partitions.map((p) => p.partition.id),
             [5, 1, 6],
@@ -133,7 +131,7 @@ describe("shared boards in the stack config", () => {
             { id: 22, modules: [1, 2, 3, 4] },
         ];
         assert.deepStrictEqual(
-            planBoard(boardSpecOf(parseStack(custom).boards[0])).partitions.map((p) => p.partition.id),
+            parseStack(custom).plans.boards[0].partitions.map((p) => p.partition.id),
             [20, 21],
         );
         (custom.hosts[0] as { fabric: Record<string, unknown> }).fabric.partitionTable = "hgx-b200";
