@@ -65,6 +65,9 @@ export function scriptCommand(name: string, args: string[]): string {
     return shellCommand(["bash", "-c", carriedScript(name), name, ...args]);
 }
 
+/** Each carried script, made once per run: every command of every host carries one. */
+const carriedCache = new Map<string, string>();
+
 /**
  * host/<name> as a command carries it: its comment lines and blank lines left out (they stay in
  * host/, where they are read). The engine keeps a command's text several times in each
@@ -72,10 +75,17 @@ export function scriptCommand(name: string, args: string[]): string {
  * host's state is a sixth smaller. A carried script holds no here-document, whose lines would be data.
  */
 export function carriedScript(name: string): string {
-    const text = readHostScript(name);
-    if (/<<-?\s*['"]?[A-Za-z_]/.test(text)) throw new Error(`host script ${name}: a command cannot carry a script with a here-document`);
-    const code = text.split("\n").filter((line) => !/^\s*(#.*)?$/.test(line));
-    return `${code.join("\n")}\n`;
+    let carried = carriedCache.get(name);
+    if (carried === undefined) {
+        const text = readHostScript(name);
+        if (/<<-?\s*['"]?[A-Za-z_]/.test(text)) throw new Error(`host script ${name}: a command cannot carry a script with a here-document`);
+        carried = `${text
+            .split("\n")
+            .filter((line) => !/^\s*(#.*)?$/.test(line))
+            .join("\n")}\n`;
+        carriedCache.set(name, carried);
+    }
+    return carried;
 }
 
 /**
