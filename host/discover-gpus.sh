@@ -41,8 +41,14 @@ json_string() {
     END { printf "\"" }'
 }
 
-# json_string of a literal word.
-json_word() { printf '%s' "$1" | json_string; }
+# json_string of a literal word. Words of printable characters but quotes and backslashes (keys,
+# sysfs ids) need no escapes: those are written without the two processes json_string costs.
+json_word() {
+  case $1 in
+    *[![:print:]]* | *[\"\\]*) printf '%s' "$1" | json_string ;;
+    *) printf '"%s"' "$1" ;;
+  esac
+}
 
 # JSON array of string literals from the arguments.
 json_array() {
@@ -113,8 +119,14 @@ if have nvidia-smi; then
     [ -e "$entry" ] && has_switches=yes
   done
   for dev in "$ROOT"/sys/bus/pci/devices/*; do
-    if [ -r "$dev/vendor" ] && [ -r "$dev/class" ] && [ "$(tr -d '\n' < "$dev/vendor")" = 0x10de ]; then
-      case "$(tr -d '\n' < "$dev/class")" in 0x0680*) has_switches=yes ;; esac
+    { [ -r "$dev/vendor" ] && [ -r "$dev/class" ]; } || continue
+    # sysfs values are one line each, read by the shell itself: a host has dozens of PCI
+    # functions, and a process each costs.
+    vendor=""; class=""
+    IFS= read -r vendor 2> /dev/null < "$dev/vendor"
+    IFS= read -r class 2> /dev/null < "$dev/class"
+    if [ "$vendor" = 0x10de ]; then
+      case "$class" in 0x0680*) has_switches=yes ;; esac
     fi
   done
   if [ "$has_switches" = yes ]; then
@@ -141,10 +153,11 @@ if [ -d "$ROOT/sys/bus/pci/devices" ]; then
   : > "$TMP/pci"
   for dev in "$ROOT"/sys/bus/pci/devices/*; do
     [ -r "$dev/vendor" ] || continue
-    vendor=$(tr -d '\n' < "$dev/vendor")
+    vendor=""; device=""; class=""
+    IFS= read -r vendor 2> /dev/null < "$dev/vendor"
     case "$vendor" in 0x10de|0x1002) ;; *) continue ;; esac
-    device=$(tr -d '\n' < "$dev/device" 2> /dev/null)
-    class=$(tr -d '\n' < "$dev/class" 2> /dev/null)
+    IFS= read -r device 2> /dev/null < "$dev/device"
+    IFS= read -r class 2> /dev/null < "$dev/class"
     add_member "$TMP/pci" "${dev##*/}" "$(json_array "$vendor" "$device" "$class")"
   done
   add_source pci-devices "{$(cat "$TMP/pci")}"

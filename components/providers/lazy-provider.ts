@@ -22,68 +22,44 @@
    than on each line: the comments inside its body are rendered with it into every resource's state.) */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
-import type { ProviderId } from "./registry";
-
-/** What an operations module exports: the provider's operations, with `remove` for delete. */
-type ProviderOps = Omit<pulumi.dynamic.ResourceProvider, "delete"> & { remove?: pulumi.dynamic.ResourceProvider["delete"] };
+import type { ProviderId, ProviderOperations } from "./registry";
 
 /**
  * Builds a provider whose methods load provider `id` through the registry at `registryPath` (no
- * extension). Its code runs in the provider process, rendered by providerModule with plain strings
- * for its arguments, so it refers to nothing outside itself: modules are require()d inside, and
- * the types are erased. Where the registry is TypeScript sources and no loader is installed, it
- * transpiles on require with the project's compiler. Comments inside its body go into every
- * resource's state: keep them out.
+ * extension) and call its operation (registry.ts's providerOf fills in the ones it leaves out).
+ * Its code runs in the provider process, rendered by providerModule with plain strings for its
+ * arguments, so it refers to nothing outside itself: modules are require()d inside, and the types
+ * are erased. Where the registry is TypeScript sources and no loader is installed, it transpiles
+ * on require with the project's compiler. Its text goes into every dynamic resource's state
+ * twice (inputs and outputs), and the engine writes the whole state after every step: keep it
+ * short, and comments out of its body.
  */
 export function makeLazyProvider(id: string, registryPath: string, registryFromProgram: string, label: string): pulumi.dynamic.ResourceProvider {
-    const load = (): ProviderOps => {
+    const load = (): ProviderOperations => {
         const nodePath = require("path") as typeof import("path");
         const fs = require("fs") as typeof import("fs");
-        const candidates = [nodePath.resolve(process.cwd(), registryFromProgram), registryPath];
-        const found = candidates.find((c: string) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
+        const places = [nodePath.resolve(process.cwd(), registryFromProgram), registryPath];
+        const found = places.find((c) => fs.existsSync(`${c}.js`) || fs.existsSync(`${c}.ts`));
         if (!found)
             throw new Error(
-                `${label} provider: cannot find its implementation at ${candidates.join(" or ")}; run pulumi from the project that defined the resource`,
+                `${label} provider: cannot find its implementation at ${places.join(" or ")}; run pulumi from the project that defined the resource`,
             );
         if (!fs.existsSync(`${found}.js`) && !require.extensions[".ts"]) {
             const ts = require(require.resolve("typescript", { paths: [process.cwd(), nodePath.dirname(found)] })) as typeof import("typescript");
-            require.extensions[".ts"] = (m, filename) => {
-                const source = fs.readFileSync(filename, "utf8");
-                const out = ts.transpileModule(source, {
-                    fileName: filename,
-                    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-                });
-                (m as NodeJS.Module & { _compile(code: string, filename: string): void })._compile(out.outputText, filename);
+            require.extensions[".ts"] = (m, file) => {
+                const options = { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true };
+                (m as NodeJS.Module & { _compile(code: string, file: string): void })._compile(
+                    ts.transpileModule(fs.readFileSync(file, "utf8"), { fileName: file, compilerOptions: options }).outputText,
+                    file,
+                );
             };
         }
-        return (require(found) as typeof import("./registry")).loadProviderModule(id) as ProviderOps;
+        return (require(found) as typeof import("./registry")).providerOf(id, label);
     };
-    return {
-        async check(olds, news) {
-            const m = load();
-            return m.check ? m.check(olds, news) : { inputs: news };
-        },
-        async diff(id, olds, news) {
-            const m = load();
-            return m.diff ? m.diff(id, olds, news) : {};
-        },
-        async create(inputs) {
-            return load().create(inputs);
-        },
-        async read(id, props) {
-            const m = load();
-            return m.read ? m.read(id, props) : { id, props };
-        },
-        async update(id, olds, news) {
-            const m = load();
-            if (!m.update) throw new Error(`${label} provider: ${id} cannot be updated in place`);
-            return m.update(id, olds, news);
-        },
-        async delete(id, props) {
-            const m = load();
-            if (m.remove) await m.remove(id, props);
-        },
-    };
+    const ops: Record<string, unknown> = {};
+    for (const op of ["check", "diff", "create", "read", "update", "delete"] as const)
+        ops[op] = async (...args: unknown[]) => (load()[op] as (...a: unknown[]) => unknown)(...args);
+    return ops as unknown as pulumi.dynamic.ResourceProvider;
 }
 
 /**
@@ -92,7 +68,8 @@ export function makeLazyProvider(id: string, registryPath: string, registryFromP
  */
 export function providerModule(id: string, registryPath: string, registryFromProgram: string, label: string): string {
     const args = [id, registryPath, registryFromProgram, label].map((arg) => JSON.stringify(arg)).join(", ");
-    return `exports.handler = () => (${makeLazyProvider.toString()})(${args});\n`;
+    // Without its indentation: the code holds no text that spans lines.
+    return `exports.handler = () => (${makeLazyProvider.toString().replace(/\n\s+/g, "\n")})(${args});\n`;
 }
 
 const REGISTRY = path.join(__dirname, "registry");

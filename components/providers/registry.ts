@@ -8,6 +8,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
+import type * as pulumi from "@pulumi/pulumi";
 
 export const PROVIDER_MODULES = {
     "host-command": "./host/legacy-host-command-ops",
@@ -40,6 +41,34 @@ export function loadProviderModule(id: string): unknown {
     if (!relative) throw new Error(`no dynamic provider named ${id} (known: ${Object.keys(PROVIDER_MODULES).join(", ")})`);
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module is chosen by id at call time, so it cannot be a static import
     return require(path.join(__dirname, relative));
+}
+
+/** What an operations module exports: the provider's operations, with `remove` for delete. */
+type ProviderOps = Omit<pulumi.dynamic.ResourceProvider, "delete"> & { remove?: pulumi.dynamic.ResourceProvider["delete"] };
+
+/** Every operation of a dynamic provider but configure, which these providers never need. */
+export type ProviderOperations = Required<Omit<pulumi.dynamic.ResourceProvider, "configure">>;
+
+/**
+ * Provider `id` with every operation the engine may call: those its module leaves out do what the
+ * engine does without them (check and read keep what they are given, diff leaves the decision to
+ * the engine, delete does nothing), and update, left out, refuses.
+ */
+export function providerOf(id: string, label: string): ProviderOperations {
+    const m = loadProviderModule(id) as ProviderOps;
+    return {
+        check: async (olds, news) => (m.check ? m.check(olds, news) : { inputs: news }),
+        diff: async (resourceId, olds, news) => (m.diff ? m.diff(resourceId, olds, news) : {}),
+        create: async (inputs) => m.create(inputs),
+        read: async (resourceId, props) => (m.read ? m.read(resourceId, props) : { id: resourceId, props }),
+        update: async (resourceId, olds, news) => {
+            if (!m.update) throw new Error(`${label} provider: ${resourceId} cannot be updated in place`);
+            return m.update(resourceId, olds, news);
+        },
+        delete: async (resourceId, props) => {
+            if (m.remove) await m.remove(resourceId, props);
+        },
+    };
 }
 
 /** Writes the stubs of EARLIER_PATHS under `compiledRoot` (the folder holding components/). */
