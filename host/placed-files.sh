@@ -85,22 +85,31 @@ folder_of() {
 }
 
 # Writes the path from the file $3 (verified: it holds `$sum`) with mode $2, in one rename. The
-# temp file is private (umask 077) until its mode is set, so a secret is never readable by others
-# on the way; a copy that differs from $3 never moves in place.
+# temp file is private (umask 077) until install sets its mode, so a secret is never readable by
+# others on the way; a copy that differs from $3 never moves in place.
 put() {
   local tmp="$1.gpu-workers.tmp"
-  if ! { folder_of "$1" && private_copy "$3" "$tmp" && { cmp -s "$3" "$tmp" || { wrong_bytes "$1"; false; }; } &&
-    chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
+  if ! { folder_of "$1" && private_install "$2" "$3" "$tmp" && { cmp -s "$3" "$tmp" || { wrong_bytes "$1"; false; }; } &&
+    mv -f "$tmp" "$1"; }; then
     rm -f "$tmp"
     exit 1
   fi
 }
 
-# Copies the file $1 (stdin when none) to $2, made under umask 077. In this shell, not a
-# subshell: a set writes a dozen files, and each process started on a host costs more than the work.
+# Copies the file $2 to $3 with mode $1, made under umask 077 (one process for the copy and the mode).
+private_install() {
+  umask 077
+  install -m "$1" -- "$2" "$3"
+  local status=$?
+  umask "$umask"
+  return $status
+}
+
+# Copies stdin to $1, made under umask 077. In this shell, not a subshell: each process started
+# on a host costs more than the work.
 private_copy() {
   umask 077
-  if [ -n "$1" ]; then cat "$1" >"$2"; else cat >"$2"; fi
+  cat >"$1"
   local status=$?
   umask "$umask"
   return $status
@@ -211,6 +220,13 @@ place() {
     i=$((i + 1))
   done
   verify_all
+  # Every record folder a claim below needs, made at once: each process started costs the step.
+  local missing=()
+  for ((k = 0; k < $#; k += 3)); do
+    records_of "${args[k + 1]}"
+    [ -d "$r/users" ] || missing+=("$r/users")
+  done
+  [ ${#missing[@]} -eq 0 ] || mkdir -p "${missing[@]}"
   i=0
   for ((k = 0; k < $#; k += 3)); do
     sum=${sums[i]}
@@ -226,7 +242,7 @@ write() {
   case $#:${3:-} in 3:keep | 3:adopt) ;; *) die "usage: placed-files.sh write STATE-DIR OWNER PATH MODE keep|adopt" ;; esac
   claim "$1" "$3"
   local tmp="$1.gpu-workers.tmp"
-  if ! { folder_of "$1" && private_copy "" "$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
+  if ! { folder_of "$1" && private_copy "$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$1"; }; then
     rm -f "$tmp"
     exit 1
   fi

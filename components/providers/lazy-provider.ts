@@ -17,9 +17,8 @@
  *
  * The operations module exports any of check, diff, create, read, update and remove (for delete).
  */
-/* eslint-disable @typescript-eslint/no-require-imports, @typescript-eslint/no-unsafe-assignment -- makeLazyProvider's code runs in the
-   provider process, so it require()s at call time, and passes Pulumi's untyped inputs and state through unread. (Directives here rather
-   than on each line: the comments inside its body are rendered with it into every resource's state.) */
+/* eslint-disable @typescript-eslint/no-require-imports -- makeLazyProvider's code runs in the provider process, so it require()s at call
+   time. (A directive here rather than on each line: the comments inside its body are rendered with it into every resource's state.) */
 import * as path from "path";
 import type * as pulumi from "@pulumi/pulumi";
 import type { ProviderId, ProviderOperations } from "./registry";

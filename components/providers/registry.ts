@@ -57,10 +57,10 @@ export type ProviderOperations = Required<Omit<pulumi.dynamic.ResourceProvider, 
 export function providerOf(id: string, label: string): ProviderOperations {
     const m = loadProviderModule(id) as ProviderOps;
     return {
-        check: async (olds, news) => (m.check ? m.check(olds, news) : { inputs: news }),
+        check: async (olds, news: unknown) => (m.check ? m.check(olds, news) : { inputs: news }),
         diff: async (resourceId, olds, news) => (m.diff ? m.diff(resourceId, olds, news) : {}),
         create: async (inputs) => m.create(inputs),
-        read: async (resourceId, props) => (m.read ? m.read(resourceId, props) : { id: resourceId, props }),
+        read: async (resourceId, props: unknown) => (m.read ? m.read(resourceId, props) : { id: resourceId, props }),
         update: async (resourceId, olds, news) => {
             if (!m.update) throw new Error(`${label} provider: ${resourceId} cannot be updated in place`);
             return m.update(resourceId, olds, news);
