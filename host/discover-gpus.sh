@@ -91,6 +91,16 @@ add_file() {
 
 have() { command -v "$1" > /dev/null 2>&1; }
 
+# pci_ids DEV: the PCI function DEV's vendor, device and class from sysfs (one line each), each
+# empty where it cannot be read. Read by the shell itself: a host has dozens of PCI functions,
+# and a process each costs.
+pci_ids() {
+  vendor=""; device=""; class=""
+  IFS= read -r vendor 2> /dev/null < "$1/vendor"
+  IFS= read -r device 2> /dev/null < "$1/device"
+  IFS= read -r class 2> /dev/null < "$1/class"
+}
+
 # --- NVIDIA ---------------------------------------------------------------------------
 if have nvidia-smi; then
   query_ok=no
@@ -120,11 +130,7 @@ if have nvidia-smi; then
   done
   for dev in "$ROOT"/sys/bus/pci/devices/*; do
     { [ -r "$dev/vendor" ] && [ -r "$dev/class" ]; } || continue
-    # sysfs values are one line each, read by the shell itself: a host has dozens of PCI
-    # functions, and a process each costs.
-    vendor=""; class=""
-    IFS= read -r vendor 2> /dev/null < "$dev/vendor"
-    IFS= read -r class 2> /dev/null < "$dev/class"
+    pci_ids "$dev"
     if [ "$vendor" = 0x10de ]; then
       case "$class" in 0x0680*) has_switches=yes ;; esac
     fi
@@ -153,11 +159,8 @@ if [ -d "$ROOT/sys/bus/pci/devices" ]; then
   : > "$TMP/pci"
   for dev in "$ROOT"/sys/bus/pci/devices/*; do
     [ -r "$dev/vendor" ] || continue
-    vendor=""; device=""; class=""
-    IFS= read -r vendor 2> /dev/null < "$dev/vendor"
+    pci_ids "$dev"
     case "$vendor" in 0x10de|0x1002) ;; *) continue ;; esac
-    IFS= read -r device 2> /dev/null < "$dev/device"
-    IFS= read -r class 2> /dev/null < "$dev/class"
     add_member "$TMP/pci" "${dev##*/}" "$(json_array "$vendor" "$device" "$class")"
   done
   add_source pci-devices "{$(cat "$TMP/pci")}"
