@@ -16,6 +16,7 @@ fly=$(ensure_fly "$url")
 if ! "$fly" -t "$target" status >/dev/null 2>&1; then
   user=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).username)' "$web")
   password=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).password)' "$web")
-  "$fly" -t "$target" login -c "$url" -u "$user" -p "$password" >/dev/null
+  # One argument: a password of an earlier release may begin with "-", which fly reads after -p as an option.
+  "$fly" -t "$target" login -c "$url" -u "$user" --password="$password" >/dev/null
 fi
 exec "$fly" -t "$target" "$@"

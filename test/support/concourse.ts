@@ -99,7 +99,8 @@ export class Fly {
 
     /** Logs in as a user would type it; a failure names the user, never the password. */
     login(url: string, username: string, password: string): void {
-        const r = this.run(["login", "-c", url, "-u", username, "-p", password]);
+        // One argument: a password of an earlier release may begin with "-", which fly reads after -p as an option.
+        const r = this.run(["login", "-c", url, "-u", username, `--password=${password}`]);
         if (r.status !== 0) throw new Error(`fly login -c ${url} -u ${username} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`);
     }
 
