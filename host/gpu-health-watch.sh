@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU health watcher: the long-running loop its systemd unit runs (gpu-health.sh installs it).
 #   gpu-health-watch.sh --config FILE [--state-dir DIR]
-# It reads the kernel's messages as they come (dmesg --follow-new: none from before it started)
-# for NVIDIA Xid and SXid lines and amdgpu reset and RAS lines, and every poll-seconds asks the
+# It reads the kernel's own records as they come (/dev/kmsg: none from before it started) for
+# NVIDIA Xid and SXid lines and amdgpu reset and RAS lines, and every poll-seconds asks the
 # vendor's tool (nvidia-smi; for AMD the amdgpu driver's sysfs) about each watched GPU: lost,
 # uncorrectable ECC errors, a row-remap failure, compute processes of no running container.
 # A fatal event on a watched GPU lands the worker's unit (SIGUSR1; retire: SIGUSR2; none: only
@@ -12,9 +12,17 @@
 # and DIR/status (healthy, landed, retired or unhealthy), each replaced whole when it changes.
 # A process "belongs to a running container" when its pid namespace is not the watcher's: a
 # container's processes end with its namespace, so one in ours outlived or never had one.
+#
+# Only the kernel is believed (docs/gpu-health.md#what-the-watcher-believes): a record counts when
+# its facility is 0, which userspace cannot write to /dev/kmsg, and when its message starts with
+# the driver's whole line layout. Records are read as /dev/kmsg gives them, one a line with the
+# kernel's escapes (a line break in a message is \x0a): dmesg would undo those, and a file name
+# with a line break in a segfault line would then start a line of its own.
+# GPU_WORKERS_KMSG (tests only) reads the records from another file, such as a FIFO.
 set -uo pipefail
 
 ROOT=${GPU_WORKERS_ROOT:-}
+KMSG_SOURCE=${GPU_WORKERS_KMSG:-/dev/kmsg}
 config=""; state_dir=/run/gpu-workers/health
 
 log() { printf 'gpu-health: %s\n' "$*"; }
@@ -157,11 +165,21 @@ gpu_at() {
   return 1
 }
 
-XID_RE='NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+),'
-SXID_RE='SXid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+), (Non-fatal|Fatal)'
-AMD_RESET_RE='amdgpu ([0-9A-Fa-f:.]+): (amdgpu: )?GPU reset begin'
-# "N uncorrectable ... in umc block", newer kernels "socket: 0 N ..." or "N new ..."; never "no uncorrectable".
-AMD_RAS_RE='amdgpu ([0-9A-Fa-f:.]+): (.*[ :])?([0-9]+) (new )?uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block'
+# The drivers' own line layouts, anchored at the message's start (test/fixtures/gpu-health/
+# source.md says where each comes from). A user's text reaches the kernel's own records only
+# behind a prefix of its own: a segfault line starts with the process name, at most 15
+# characters, then "[pid]: segfault", which completes none of these prefixes.
+HEX4='[0-9A-Fa-f]{4}' HEX2='[0-9A-Fa-f]{2}'
+# NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+# (older drivers: no pid and name). NVRM names the GPU by domain:bus:device.
+XID_RE="^NVRM: Xid \(PCI:(${HEX4}:${HEX2}:${HEX2})\): ([0-9]+), "
+# nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up
+SXID_RE="^nvidia-nvswitch[0-9]+: SXid \(PCI:(${HEX4}:${HEX2}:${HEX2}\.[0-7])\): ([0-9]+), (Non-fatal|Fatal), "
+# amdgpu 0000:03:00.0: amdgpu: GPU reset begin!
+AMDGPU="^amdgpu (${HEX4}:${HEX2}:${HEX2}\.[0-7]): (amdgpu: )?"
+AMD_RESET_RE="${AMDGPU}GPU reset begin!"
+# "N uncorrectable ... in umc block", newer kernels after "socket: S, die: D" or as "N new ..."; never "no uncorrectable".
+AMD_RAS_RE="${AMDGPU}(socket: [0-9]+(, die: [0-9]+)?,? )?([0-9]+) (new )?uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block"
 
 on_kernel_line() {
   local line=$1 k code name
@@ -188,28 +206,26 @@ on_kernel_line() {
     fatal "$k" "amdgpu GPU reset (a job hung or the GPU failed)"
   elif [[ $line =~ $AMD_RAS_RE ]]; then
     k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
-    fatal "$k" "amdgpu RAS: ${BASH_REMATCH[3]} uncorrectable errors in the ${BASH_REMATCH[5]} block"
+    fatal "$k" "amdgpu RAS: ${BASH_REMATCH[5]} uncorrectable errors in the ${BASH_REMATCH[7]} block"
   fi
 }
 
-# Lines "lost BUS", "seen BUS", "ecc BUS N", "remap BUS" from nvidia-smi -q (and its refusals).
+# Lines "lost BUS", "seen BUS", "ecc BUS N", "remap BUS" and "rc N" from nvidia-smi's CSV
+# answers, which hold bus ids, numbers and words alone: -q's free text carries process names,
+# which a task chooses (the answers: docs/gpu-health.md#what-the-watcher-believes).
 nvidia_poll() {
-  local out rc
-  out=$(nvidia-smi -q 2>&1); rc=$?
-  printf '%s\n' "$out" | awk -v rc="$rc" '
-    /^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]/ { gpu = $2; print "seen " gpu; sect = ""; sub_ = ""; next }
-    /Unable to determine the device handle for GPU/ {
+  local out rc remap
+  out=$(nvidia-smi --query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total --format=csv,noheader,nounits 2>&1); rc=$?
+  # GPUs without a row remapper (before Ampere) answer [N/A] there, or refuse the query.
+  remap=$(nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.failure --format=csv,noheader 2>/dev/null)
+  printf '%s\n' "$out" | awk -F', *' -v rc="$rc" '
+    /^Unable to determine the device handle for GPU / {
       if (match($0, /[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]/)) print "lost " substr($0, RSTART, RLENGTH); next }
-    gpu == "" { next }
-    /^    [^ ]/ { sect = $0; gsub(/^ +| +$/, "", sect); sub_ = ""; vol = 0; next }
-    sect == "ECC Errors" && /^        [^ ]/ { s = $0; gsub(/^ +| +$/, "", s); vol = (s == "Volatile"); sub_ = ""; next }
-    sect == "ECC Errors" && vol && /^            [^ ]/ && !/:/ { sub_ = $0; gsub(/^ +| +$/, "", sub_); next }
-    sect == "ECC Errors" && vol && /:/ {
-      split($0, kv, ":"); key = kv[1]; val = kv[2]; gsub(/^ +| +$/, "", key); gsub(/ /, "", val)
-      if ((key ~ /Uncorrectable/ || (sub_ == "Double Bit" && key == "Total")) && val ~ /^[0-9]+$/ && val > 0) print "ecc " gpu " " val
-      next }
-    sect == "Remapped Rows" && /Remapping Failure Occurred/ && /: *Yes/ { print "remap " gpu }
+    $1 ~ /^[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]$/ {
+      print "seen " $1
+      if ($2 ~ /^[0-9]+$/ && $2 > 0) print "ecc " $1 " " $2 }
     END { if (rc != 0) print "rc " rc }'
+  printf '%s\n' "$remap" | awk -F', *' '$1 ~ /^[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]$/ && ($2 ~ /^[Yy]es$/ || $2 ~ /^[1-9][0-9]*$/) { print "remap " $1 }'
 }
 
 # The pids of compute processes of no running container, per watched GPU: "BUS PID".
@@ -310,28 +326,44 @@ poll() {
   write_state
 }
 
-coproc KMSG { exec dmesg --follow-new --notime 2>&1; }
+# The newest record's sequence number as the watcher starts: what the log held before is not news.
+# A non-blocking read gives every record the log holds, then stops.
+last_seq=$(dd if="$KMSG_SOURCE" iflag=nonblock bs=65536 status=none 2>/dev/null | sed -n 's/^[0-9]*,\([0-9]*\),.*/\1/p' | tail -n 1)
+last_seq=${last_seq:-"-1"}
+# One read of /dev/kmsg is one record: dd reads it whole (bash's read would take a byte at a
+# time, which /dev/kmsg refuses) and goes on past records the kernel overwrote (EPIPE).
+coproc KMSG { exec dd if="$KMSG_SOURCE" bs=65536 conv=noerror status=none; }
 # shellcheck disable=SC2153 # coproc KMSG sets KMSG_PID
 kmsg_pid=$KMSG_PID
 exec {kmsg}<&"${KMSG[0]}"
 trap 'kill "$kmsg_pid" 2>/dev/null' EXIT
 trap 'exit 0' TERM INT
-# dmesg skips what the log held when it opened /dev/kmsg: wait until it has, then say so.
-for _ in $(seq 50); do
-  if find "/proc/${kmsg_pid}/fd" -lname /dev/kmsg 2>/dev/null | grep -q .; then break; fi
-  sleep 0.1
-done
 write_state
 gpus=""
 for k in "${!idx[@]}"; do gpus+=" ${idx[$k]}=${full[$k]}"; done
 log "watching GPUs${gpus}; on a fatal event: ${on_fatal}${worker_unit:+ ${worker_unit}}; polls every ${poll_seconds}s"
 
+# A record: "PRIORITY,SEQUENCE,MICROSECONDS,FLAGS[,...];MESSAGE", then lines of " KEY=VALUE".
+# The priority is facility * 8 + level; facility 0 is the kernel's own.
+on_record() {
+  [[ $1 =~ ^([0-9]+),([0-9]+),[^\;]*\; ]] || return 0
+  local priority=${BASH_REMATCH[1]} seq=${BASH_REMATCH[2]}
+  [ "$seq" -gt "$last_seq" ] || return 0
+  last_seq=$seq
+  [ $((priority >> 3)) -eq 0 ] || return 0
+  on_kernel_line "${1#*;}"
+}
+
 next_poll=0
+partial="" # a line the read's timeout cut: its rest comes with the next read
 while true; do
   if IFS= read -r -t 1 line <&"$kmsg"; then
-    on_kernel_line "$line"
-  elif [ $? -le 128 ]; then
-    log "the kernel log reader (dmesg) stopped"
+    on_record "$partial$line"
+    partial=""
+  elif [ $? -gt 128 ]; then
+    partial+=$line
+  else
+    log "the kernel log reader (dd of ${KMSG_SOURCE}) stopped"
     exit 1
   fi
   now=$EPOCHSECONDS

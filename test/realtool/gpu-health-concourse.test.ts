@@ -17,7 +17,7 @@ import {
 import { Fly, flyFor } from "../support/concourse";
 import { pendingWithout, release } from "../support/supplied";
 import { freePort } from "./lxd-support";
-import { capture, kernelLine, uniqueDomain, withDomain, writeKmsg } from "./gpu-health-support";
+import { capture, kernelLine, uniqueDomain, withDomain } from "./gpu-health-support";
 import { HealthInstance } from "./gpu-health-instance";
 
 const WORKER = "gpu-health-w";
@@ -88,7 +88,7 @@ describe("GPU health watcher with a real Concourse worker", function () {
     });
 
     it("Xid 79 lands the real worker within 10 s (fly workers: landing, landed)", async () => {
-        writeKmsg(kernelLine("xid-79", bus));
+        inst!.kernel(kernelLine("xid-79", bus));
         const took = await inst!.until(() => ["landing", "landed"].includes(state()), 10_000, "fly workers to show the worker landing");
         console.log(`      (${state()} ${took} ms after the Xid)`);
         assert.match(inst!.journal(), /unhealthy: Xid 79: GPU has fallen off the bus/);

@@ -1,7 +1,9 @@
 /**
- * What the GPU health watcher's test runs it with: the real kernel log (lines written to
- * /dev/kmsg, read back by the watcher's own dmesg), the config the chain renders, and stand-ins
- * for what cannot run here: nvidia-smi (answering with the discovery fixtures' real captures,
+ * What the GPU health watcher's test runs it with: the kernel's records (a FIFO that the test
+ * writes recorded driver lines to as kernel-facility records, in /dev/kmsg's own format: only
+ * the kernel can write facility 0 to /dev/kmsg, so recorded lines cannot go there; the
+ * forgeries' test reads the real kernel log), the config the chain renders, and stand-ins for
+ * what cannot run here: nvidia-smi (answering with the discovery fixtures' real captures,
  * refusing any other command line), and systemd with a Concourse worker (a process that, as
  * Concourse's does, exits 0 once SIGUSR1 has landed it or SIGUSR2 retired it).
  */
@@ -18,17 +20,51 @@ export const WATCHER = path.join(PACKAGE_ROOT, "host", "gpu-health-watch.sh");
 export const DISCOVERY = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery");
 const KMSG_LINES = path.join(PACKAGE_ROOT, "test", "fixtures", "gpu-health", "kmsg-lines.tsv");
 
-/** Why the watcher's test cannot run here, or undefined: it writes the real kernel log. */
+/** Why the forgeries' test cannot run here, or undefined: it reads the real kernel log and makes processes crash. */
 export function kmsgProblem(): string | undefined {
-    if (process.getuid?.() !== 0) return "writing /dev/kmsg needs root";
+    if (process.getuid?.() !== 0) return "reading /dev/kmsg and running processes as nobody need root";
     try {
-        fs.accessSync("/dev/kmsg", fs.constants.W_OK | fs.constants.R_OK);
+        fs.accessSync("/dev/kmsg", fs.constants.R_OK | fs.constants.W_OK);
     } catch {
         return "/dev/kmsg is not readable and writable here";
     }
-    const help = spawnSync("dmesg", ["--help"], { encoding: "utf8" });
-    if (!/--follow-new/.test(help.stdout ?? "")) return "this dmesg has no --follow-new (util-linux 2.38 has)";
     return undefined;
+}
+
+/**
+ * The kernel's side of /dev/kmsg for a watcher under test (GPU_WORKERS_KMSG): a FIFO, held open
+ * here so that the watcher's reader never meets its end, taking records as /dev/kmsg gives them:
+ * `PRIORITY,SEQUENCE,MICROSECONDS,-;MESSAGE`, the message escaped as the kernel escapes it.
+ */
+export class KmsgSeam {
+    readonly path: string;
+    private readonly fd: number;
+    private seq = 0;
+
+    constructor(dir: string) {
+        this.path = path.join(dir, "kmsg");
+        const made = spawnSync("mkfifo", ["-m", "0600", this.path], { encoding: "utf8" });
+        if (made.status !== 0) throw new Error(`mkfifo ${this.path}: ${made.stderr}`);
+        // Read and write: the open does not wait for a reader, and the FIFO never reaches its end.
+        this.fd = fs.openSync(this.path, fs.constants.O_RDWR);
+    }
+
+    /** One record; the drivers print these lines at warning level (4) in the kernel's facility (0). */
+    record(message: string, facility = 0, level = 4): void {
+        this.seq += 1;
+        let escaped = "";
+        for (const b of Buffer.from(message, "utf8")) escaped += b < 0x20 || b >= 0x7f || b === 0x5c ? `\\x${b.toString(16).padStart(2, "0")}` : String.fromCharCode(b);
+        this.write(`${facility * 8 + level},${this.seq},${Math.round(performance.now() * 1000)},-;${escaped}\n`);
+    }
+
+    /** Bytes as they are: a record in parts, or one the test lays out itself. */
+    write(text: string): void {
+        fs.writeSync(this.fd, text);
+    }
+
+    close(): void {
+        fs.closeSync(this.fd);
+    }
 }
 
 /** A PCI domain unique to this run: its kernel lines match no other run's GPUs, nor old lines. */
@@ -67,20 +103,51 @@ export function kernelLine(name: string, bus: string): string {
         .replace("{pci}", `${domain}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase());
 }
 
-/** Puts `line` in the kernel log, at warning level as the drivers print these. */
-export function writeKmsg(line: string): void {
-    fs.writeFileSync("/dev/kmsg", `<4>${line}\n`);
+/** In an instance, the test's seam folder (a disk device: kernel records, answers); below /var, which systemd mounts nothing over. */
+export const SEAM_IN_INSTANCE = "/var/lib/gpu-health-seam";
+/** The kernel's recorded segfault line for a process crashing in the file `file` (its name: the file name's first 15 characters). */
+export function segfaultLine(file: string): string {
+    const row = fs
+        .readFileSync(KMSG_LINES, "utf8")
+        .split("\n")
+        .find((l) => l.startsWith("segfault\t"))!;
+    return row.slice("segfault\t".length).replace("{comm}", file.slice(0, 15)).replace("{file}", file);
+}
+
+/**
+ * File names that hold a driver's line, as a task can make them (any text but `/`): what a
+ * hostile task names a program it crashes in, so that the kernel's segfault line carries it.
+ * `nvrm` is a watched GPU's address as NVRM prints it (0000:3b:00), `pci` a device's (0000:03:00.0).
+ */
+export function forgedNames(nvrm: string, pci: string): string[] {
+    const lines = [
+        `NVRM: Xid (PCI:${nvrm}): 79, x`,
+        `SXid (PCI:${pci}): 12028, Fatal x`,
+        `nvidia-nvswitch0: SXid (PCI:${pci}): 20034, Fatal, x`,
+        `amdgpu ${pci}: amdgpu: GPU reset begin!`,
+        `amdgpu ${pci}: amdgpu: 2 uncorrectable hardware errors detected in umc block`,
+    ];
+    // A line break in the name: dmesg prints it as one, and the forged line then starts a line.
+    return [...lines, ...lines.map((l) => `a\n${l}`)];
 }
 
 /** Where the stand-in nvidia-smi reads its answers when GH_ANSWERS is not set (in an instance). */
-export const ANSWERS_IN_INSTANCE = "/var/lib/gpu-health-answers";
+export const ANSWERS_IN_INSTANCE = `${SEAM_IN_INSTANCE}/answers`;
+
+/** The watcher's questions to nvidia-smi, and the answer file of each. */
+export const SMI_QUERIES = {
+    gpus: "--query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total --format=csv,noheader,nounits",
+    remap: "--query-remapped-rows=gpu_bus_id,remapped_rows.failure --format=csv,noheader",
+    apps: "--query-compute-apps=gpu_bus_id,pid --format=csv,noheader",
+} as const;
 
 export const STANDIN_NVIDIA_SMI = `#!/bin/sh
 # stand-in nvidia-smi: answers from files the test puts in $GH_ANSWERS; any other command line is refused
 dir=\${GH_ANSWERS:-${ANSWERS_IN_INSTANCE}}
 case "$*" in
-  "-q") f=q ;;
-  "--query-compute-apps=gpu_bus_id,pid --format=csv,noheader") f=apps ;;
+${Object.entries(SMI_QUERIES)
+    .map(([f, q]) => `  "${q}") f=${f} ;;`)
+    .join("\n")}
   *) echo "stand-in nvidia-smi: unexpected arguments: $*" | tee -a "$dir/unexpected" >&2; exit 97 ;;
 esac
 [ -f "$dir/$f.txt" ] || { echo "stand-in nvidia-smi: no answer for: $*" | tee -a "$dir/unexpected" >&2; exit 98; }
@@ -88,6 +155,40 @@ cat "$dir/$f.txt"
 [ -f "$dir/$f.exit" ] && exit "$(cat "$dir/$f.exit")"
 exit 0
 `;
+
+/**
+ * What nvidia-smi answers the watcher's two GPU queries on the machine a `-q` capture was taken
+ * on (derived, test/fixtures/gpu-health/source.md): per GPU its bus id and the sum of its volatile
+ * uncorrectable ECC counts (`[N/A]` where the capture has none), and whether a row remap failed.
+ * A refusal in place of a capture (a GPU fallen off the bus) is the answer to both.
+ */
+export function smiAnswers(q: string): { gpus: string; remap: string } {
+    const sections = q.split(/^(?=GPU [0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$)/m).filter((t) => t.startsWith("GPU "));
+    if (sections.length === 0) return { gpus: q, remap: q };
+    const rows = sections.map((text) => {
+        const bus = /^GPU (\S+)/.exec(text)![1];
+        const volatile = /^ {8}Volatile\n((?: {12}.*\n)+)/m.exec(text)?.[1];
+        const counts = volatile ? [...volatile.matchAll(/Uncorrectable[^:]*: (\d+)/g)].map((m) => Number(m[1])) : [];
+        const ecc = counts.length > 0 ? String(counts.reduce((a, b) => a + b, 0)) : "[N/A]";
+        const failure = /Remapping Failure Occurred\s+: (\w+)/.exec(text)?.[1] ?? "[N/A]";
+        return { gpus: `${bus}, ${ecc}`, remap: `${bus}, ${failure}` };
+    });
+    return { gpus: rows.map((r) => r.gpus).join("\n") + "\n", remap: rows.map((r) => r.remap).join("\n") + "\n" };
+}
+
+/** Puts the answers of `q` (a capture, or a refusal with its exit code) in folder `dir`, each file replaced whole. */
+export function putAnswers(dir: string, q: string, exit = 0, apps = ""): void {
+    const answers = smiAnswers(q);
+    const put = (name: string, text: string) => {
+        fs.writeFileSync(path.join(dir, `${name}.new`), text);
+        fs.renameSync(path.join(dir, `${name}.new`), path.join(dir, name));
+    };
+    put("gpus.txt", answers.gpus);
+    put("gpus.exit", String(exit));
+    put("remap.txt", answers.remap);
+    put("remap.exit", String(exit));
+    put("apps.txt", apps);
+}
 
 /**
  * A Concourse worker as it behaves on the signals: running; SIGUSR1 lands it, SIGUSR2 retires
@@ -133,21 +234,28 @@ export class WatcherRun {
     readonly state = path.join(this.dir, "state");
     readonly root = path.join(this.dir, "root");
     readonly log = path.join(this.dir, "watcher.log");
+    /** The kernel's records the watcher reads; undefined: the real kernel log. */
+    readonly kmsg?: KmsgSeam;
     private child?: ChildProcess;
 
-    constructor() {
+    /** `realKernelLog`: the watcher reads /dev/kmsg itself, as on a host. */
+    constructor(opts: { realKernelLog?: boolean } = {}) {
         for (const d of [this.answers, this.systemd, path.join(this.dir, "bin"), this.root]) fs.mkdirSync(d, { recursive: true });
+        if (!opts.realKernelLog) this.kmsg = new KmsgSeam(this.dir);
         fs.writeFileSync(path.join(this.dir, "bin", "nvidia-smi"), STANDIN_NVIDIA_SMI, { mode: 0o755 });
         fs.writeFileSync(path.join(this.dir, "bin", "systemctl"), STANDIN_SYSTEMCTL, { mode: 0o755 });
         fs.writeFileSync(path.join(this.systemd, "worker"), standinWorker(path.join(this.systemd, `${WORKER_UNIT}.state`)), { mode: 0o755 });
     }
 
-    /** What nvidia-smi answers `-q` (and exits with) and `--query-compute-apps`. */
+    /** What nvidia-smi answers, from a `-q` capture (and its exit code), and `--query-compute-apps`. */
     answer(q: string, exit = 0, apps = ""): void {
-        fs.writeFileSync(path.join(this.answers, "q.txt.new"), q);
-        fs.renameSync(path.join(this.answers, "q.txt.new"), path.join(this.answers, "q.txt"));
-        fs.writeFileSync(path.join(this.answers, "q.exit"), String(exit));
-        fs.writeFileSync(path.join(this.answers, "apps.txt"), apps);
+        putAnswers(this.answers, q, exit, apps);
+    }
+
+    /** A driver's line, as a kernel record the watcher reads. */
+    kernel(line: string): void {
+        if (!this.kmsg) throw new Error("this watcher reads the real kernel log, where only the kernel writes");
+        this.kmsg.record(line);
     }
 
     /** Starts the stand-in worker unit (it registers running). */
@@ -171,6 +279,7 @@ export class WatcherRun {
             GH_ANSWERS: this.answers,
             GH_SYSTEMD: this.systemd,
             GPU_WORKERS_ROOT: this.root,
+            ...(this.kmsg ? { GPU_WORKERS_KMSG: this.kmsg.path } : {}),
         };
     }
 
@@ -214,7 +323,7 @@ export class WatcherRun {
         return waitFor(ok, ms, what, () => `the watcher said:\n${this.logText()}`, 100);
     }
 
-    /** Stops the watcher (its group: its dmesg too) and the stand-in worker, and removes the folder. */
+    /** Stops the watcher (its group: its kernel log reader too) and the stand-in worker, and removes the folder. */
     async stop(): Promise<void> {
         const child = this.child;
         if (child?.pid && child.exitCode === null && child.signalCode === null) {
@@ -234,6 +343,7 @@ export class WatcherRun {
                 // already exited
             }
         }
+        this.kmsg?.close();
         fs.rmSync(this.dir, { recursive: true, force: true });
     }
 }

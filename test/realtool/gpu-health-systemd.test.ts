@@ -4,15 +4,15 @@
  * there as on a host; the Concourse worker's unit is the one the chain renders, its binary a
  * stand-in that lands on SIGUSR1 and exits 0 as Concourse's does (so the unit's own
  * Restart=on-failure decides what happens next), and nvidia-smi a stand-in answering with a
- * real capture. Xid lines go into the host's kernel log, which the container reads through
- * /dev/kmsg (a privileged container, with the device).
+ * real capture. Xid lines reach the watcher as kernel records through the test's seam
+ * (gpu-health-instance.ts).
  */
 import * as assert from "assert";
 import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { CONCOURSE_PATHS, ConcourseWorkerSettings, CONCOURSE_UNIT, renderWorkerUnit } from "../../components/lib/links/concourse-worker/render";
 import { planGpuHealth } from "../../components/lib/links/gpu-health/plan";
 import { HEALTH_UNIT, renderGpuHealth } from "../../components/lib/links/gpu-health/render";
-import { ANSWERS_IN_INSTANCE, capture, fallenOff, kernelLine, standinWorker, uniqueDomain, withDomain, writeKmsg } from "./gpu-health-support";
+import { capture, fallenOff, kernelLine, standinWorker, uniqueDomain, withDomain } from "./gpu-health-support";
 import { HealthInstance } from "./gpu-health-instance";
 
 const WORKER_STATE = "/run/concourse-standin.state";
@@ -44,13 +44,12 @@ describe("GPU health watcher under real systemd (LXD container; stand-in worker 
     });
 
     it("Xid 13 changes nothing; Xid 79 lands the worker within 10 s (the unit stays down) and the journal says why", async () => {
-        writeKmsg(kernelLine("xid-13", bus));
+        inst!.kernel(kernelLine("xid-13", bus));
         await until(() => exec("cat /run/gpu-workers/health/gpus.tsv").split("\t")[3] === "1", 10_000, "the Xid 13 to be counted");
         assert.strictEqual(workerState(), "running");
         // The GPU is lost from then on: it does not settle, so nothing starts the worker.
-        inst!.put(`${ANSWERS_IN_INSTANCE}/q.txt`, fallenOff(bus), "0644");
-        inst!.put(`${ANSWERS_IN_INSTANCE}/q.exit`, "15", "0644");
-        writeKmsg(kernelLine("xid-79", bus));
+        inst!.answer(fallenOff(bus), 15);
+        inst!.kernel(kernelLine("xid-79", bus));
         const took = await until(() => workerState() === "landed", 10_000, "the worker to land");
         console.log(`      (landed ${took} ms after the Xid)`);
         await until(() => inst!.status(`systemctl is-active --quiet ${CONCOURSE_UNIT}`) !== 0, 5000, "the worker's unit to stop");
@@ -62,8 +61,7 @@ describe("GPU health watcher under real systemd (LXD container; stand-in worker 
     it("healthy past the settle time, the watcher starts the worker's unit again", async () => {
         await new Promise((r) => setTimeout(r, 4000));
         assert.notStrictEqual(inst!.status(`systemctl is-active --quiet ${CONCOURSE_UNIT}`), 0, "still lost: the worker stays down");
-        inst!.put(`${ANSWERS_IN_INSTANCE}/q.txt`, capture("h100-vm-1x", "nvidia-smi-q.txt", domain), "0644");
-        inst!.exec(`rm ${ANSWERS_IN_INSTANCE}/q.exit`);
+        inst!.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
         await until(
             () => inst!.status(`systemctl is-active --quiet ${CONCOURSE_UNIT}`) === 0 && workerState() === "running",
             15_000,

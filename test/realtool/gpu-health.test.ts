@@ -1,14 +1,17 @@
 /**
  * The GPU health watcher (host/gpu-health-watch.sh) as a host runs it, with the config the chain
- * renders: recorded driver lines go into the real kernel log (/dev/kmsg) with PCI addresses
- * unique to this run, and the watcher reads them back through its own dmesg. nvidia-smi, systemd
- * and the Concourse worker are stand-ins (gpu-health-support.ts): no GPU here, and no systemd.
+ * renders: recorded driver lines reach it as the kernel's own records (the record format of
+ * /dev/kmsg, through a FIFO: only the kernel writes facility 0 there), with PCI addresses unique
+ * to this run. nvidia-smi, systemd and the Concourse worker are stand-ins (gpu-health-support.ts):
+ * no GPU here, and no systemd. What a task can write to the real kernel log: gpu-health-forgery.test.ts.
  * Under real systemd: gpu-health-systemd.test.ts; with a real Concourse worker: gpu-health-concourse.test.ts.
  */
 import * as assert from "assert";
 import { ChildProcess, spawn, spawnSync } from "child_process";
+import * as fs from "fs";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
-import { capture, fallenOff, kernelLine, kmsgProblem, uniqueDomain, WatcherRun, withDomain, writeKmsg } from "./gpu-health-support";
+import { XID_TABLE } from "../../components/lib/gpu/xids";
+import { capture, fallenOff, forgedNames, kernelLine, segfaultLine, uniqueDomain, WatcherRun, withDomain } from "./gpu-health-support";
 
 const FAST = { pollSeconds: 1, settleSeconds: 3, dirtyGraceSeconds: 2 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,15 +35,11 @@ function h100(domain: string): GpuInventoryInput {
     return { vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, pciBusId: withDomain("00000000:00:06.0", domain) }] };
 }
 
-describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and worker)", function () {
+describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, systemd and worker)", function () {
     this.timeout(120_000);
     let run: WatcherRun;
     let domain: string;
 
-    before(function () {
-        const problem = kmsgProblem();
-        if (problem) throw new Error(`the watcher's test writes the kernel log: ${problem}`);
-    });
     beforeEach(() => {
         run = new WatcherRun();
         domain = uniqueDomain();
@@ -58,8 +57,8 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         await run.start(hgx(domain), { selection: [0, 1], health: FAST });
         const [gpu0, gpu1, gpu2] = [0, 1, 2].map((i) => hgx(domain).gpus![i].pciBusId!);
 
-        writeKmsg(kernelLine("xid-13", gpu0));
-        writeKmsg(kernelLine("xid-79", gpu2));
+        run.kernel(kernelLine("xid-13", gpu0));
+        run.kernel(kernelLine("xid-79", gpu2));
         await run.until(() => run.rows()[0][3] === "1", 5000, "the Xid 13 to be counted");
         await sleep(3000);
         assert.strictEqual(run.workerState(), "running");
@@ -71,7 +70,7 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): Xid 13 \(Graphics Engine Exception.*\), ignored/);
         assert.doesNotMatch(run.logText(), /unhealthy|0f:00/);
 
-        writeKmsg(kernelLine("xid-79", gpu1));
+        run.kernel(kernelLine("xid-79", gpu1));
         const took = await run.until(() => ["landing", "landed"].includes(run.workerState()), 10_000, "the worker to land");
         assert.ok(took < 10_000);
         assert.match(run.logText(), new RegExp(`GPU 1 \\(${domain}:0e:00\\.0\\) unhealthy: Xid 79: GPU has fallen off the bus`));
@@ -106,11 +105,11 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         await run.start(h100(domain), { health: { ...FAST, onFatal: "retire" } });
         const gpu = h100(domain).gpus![0].pciBusId!;
 
-        writeKmsg(kernelLine("xid-31", gpu));
+        run.kernel(kernelLine("xid-31", gpu));
         await run.until(() => run.rows()[0][4] === "31", 5000, "the Xid 31 to be counted");
         assert.strictEqual(run.workerState(), "running");
 
-        writeKmsg(kernelLine("xid-48", gpu));
+        run.kernel(kernelLine("xid-48", gpu));
         await run.until(() => run.workerState() === "retired", 10_000, "the worker to retire");
         run.answer(dbe);
         assert.strictEqual(run.status(), "retired");
@@ -139,7 +138,7 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         run.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
         run.startWorker();
         await run.start(h100(domain), { health: { ...FAST, fatalXids: [13] } });
-        writeKmsg(kernelLine("xid-13", h100(domain).gpus![0].pciBusId!));
+        run.kernel(kernelLine("xid-13", h100(domain).gpus![0].pciBusId!));
         await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
     });
 
@@ -148,11 +147,11 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         run.startWorker();
         await run.start(hgx(domain), { selection: [0, 1, 2, 3], health: FAST });
         const nvswitch = withDomain("00000000:0b:00.0", domain);
-        writeKmsg(kernelLine("sxid-nonfatal", nvswitch));
+        run.kernel(kernelLine("sxid-nonfatal", nvswitch));
         await run.until(() => run.logText().includes("non-fatal SXid 12028"), 5000, "the SXid to be noted");
         await sleep(1500);
         assert.strictEqual(run.workerState(), "running");
-        writeKmsg(kernelLine("sxid-fatal", nvswitch));
+        run.kernel(kernelLine("sxid-fatal", nvswitch));
         await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
         assert.match(run.logText(), new RegExp(`unhealthy: fatal SXid 20034 on NVSwitch ${domain}:0b:00\\.0`));
     });
@@ -166,14 +165,14 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         spawnSync("sh", ["-c", 'printf "ue: 0\\nce: 0\\n" > "$1"', "sh", `${device}/ras/umc_err_count`]);
         run.startWorker();
         await run.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a" }] }, { health: FAST });
-        writeKmsg(kernelLine("amdgpu-ras-clear", bus));
+        run.kernel(kernelLine("amdgpu-ras-clear", bus));
         await sleep(2500);
         assert.strictEqual(run.workerState(), "running");
-        writeKmsg(kernelLine("amdgpu-reset", bus));
+        run.kernel(kernelLine("amdgpu-reset", bus));
         await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
         assert.match(run.logText(), /unhealthy: amdgpu GPU reset/);
         await run.until(() => run.workerState() === "running", 10_000, "the worker to run again");
-        writeKmsg(kernelLine("amdgpu-ras", bus));
+        run.kernel(kernelLine("amdgpu-ras", bus));
         await run.until(() => run.workerState() === "landed", 10_000, "the worker to land again");
         assert.match(run.logText(), /amdgpu RAS: 2 uncorrectable errors in the umc block/);
     });
@@ -205,5 +204,79 @@ describe("GPU health watcher (real kernel log; stand-in nvidia-smi, systemd and 
         } finally {
             for (const c of children) c.kill("SIGKILL");
         }
+    });
+
+    it("only the kernel's records count: the driver's own Xid 79 line in any other facility (where a process's write to /dev/kmsg lands) changes nothing", async () => {
+        run.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(h100(domain), { health: FAST });
+        const line = kernelLine("xid-79", h100(domain).gpus![0].pciBusId!);
+        for (const facility of [1, 3, 23]) run.kmsg!.record(line, facility);
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        assert.deepStrictEqual(run.rows()[0].slice(2), ["1", "0", "", ""], "not even counted");
+        run.kernel(line);
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land on the kernel's own record");
+    });
+
+    it("the driver's layout from the message's start: the kernel's segfault lines of programs named as driver lines change nothing, line breaks and all", async () => {
+        run.answer(capture("hgx-h100-8x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(hgx(domain), { selection: [0, 1], health: FAST });
+        const gpu0 = hgx(domain).gpus![0].pciBusId!;
+        const nvrm = kernelLine("xid-79", gpu0).match(/PCI:([^)]+)\)/)![1];
+        for (const name of forgedNames(nvrm, `${domain}:0b:00.0`)) run.kernel(segfaultLine(name));
+        // The same text behind any prefix of the kernel's: never the driver's line.
+        run.kernel(`traps: ${kernelLine("xid-79", gpu0)}`);
+        run.kernel(` ${kernelLine("sxid-fatal", withDomain("0000:0b:00.0", domain))}`);
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        assert.doesNotMatch(run.logText(), /unhealthy|SXid/);
+        assert.deepStrictEqual(run.rows()[0].slice(2), ["1", "0", "", ""]);
+        run.kernel(kernelLine("sxid-fatal", withDomain("0000:0b:00.0", domain)));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land on the driver's own line");
+    });
+
+    it("amdgpu's layout from the message's start: segfault lines of programs named as its reset and RAS lines change nothing", async () => {
+        const bus = withDomain("0000:03:00.0", domain);
+        fs.mkdirSync(`${run.root}/sys/bus/pci/devices/${domain}:03:00.0`, { recursive: true });
+        run.startWorker();
+        await run.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: bus }] }, { health: FAST });
+        for (const name of forgedNames(`${domain}:03:00`, `${domain}:03:00.0`)) run.kernel(segfaultLine(name));
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        assert.doesNotMatch(run.logText(), /unhealthy/);
+        run.kernel(kernelLine("amdgpu-ras", bus));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land on the driver's own line");
+    });
+
+    it("an Xid the watcher's table does not know is fatal", async () => {
+        const unknown = 157;
+        assert.ok(!XID_TABLE.some((x) => x.code === unknown), "the test needs an Xid outside the table");
+        run.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(h100(domain), { health: FAST });
+        run.kernel(kernelLine("xid-79", h100(domain).gpus![0].pciBusId!).replace("): 79, ", `): ${unknown}, `));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
+        assert.match(run.logText(), new RegExp(`unhealthy: Xid ${unknown}: not in the watcher's table`));
+    });
+
+    it("a record the read's timeout cut in two is read as one: its second half is never a record of its own", async () => {
+        run.answer(capture("h100-vm-1x", "nvidia-smi-q.txt", domain));
+        run.startWorker();
+        await run.start(h100(domain), { health: FAST });
+        const line = kernelLine("xid-79", h100(domain).gpus![0].pciBusId!);
+        // A message whose rest, read alone, would be a kernel record holding the driver's line.
+        run.kmsg!.write(`6,900,1,-;a process wrote `);
+        await sleep(1500);
+        run.kmsg!.write(`4,901,2,-;${line}\n`);
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        // The driver's own line, cut by the timeout: it lands the worker once whole.
+        const cut = line.indexOf("79,");
+        run.kmsg!.write(`4,902,3,-;${line.slice(0, cut)}`);
+        await sleep(1500);
+        run.kmsg!.write(`${line.slice(cut)}\n`);
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
     });
 });
