@@ -295,6 +295,21 @@ export class WatcherRun {
         await this.until(() => this.logText().includes("gpu-health: watching"), 10_000, "the watcher to start");
     }
 
+    /** Whether a process of the watcher's (its process group) holds the real /dev/kmsg open. */
+    readsKernelLog(): boolean {
+        const group = this.child?.pid;
+        for (const pid of fs.readdirSync("/proc").filter((p) => /^[0-9]+$/.test(p))) {
+            try {
+                const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+                if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) !== group) continue;
+                if (fs.readdirSync(`/proc/${pid}/fd`).some((fd) => fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === "/dev/kmsg")) return true;
+            } catch {
+                // gone meanwhile
+            }
+        }
+        return false;
+    }
+
     logText(): string {
         return fs.existsSync(this.log) ? fs.readFileSync(this.log, "utf8") : "";
     }
