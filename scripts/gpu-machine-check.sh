@@ -62,6 +62,9 @@ capture_fixture() {
   nvidia-smi -q >"$fx/tools/nvidia-smi-q.txt"
   # host/gpu-metrics.sh's query: the fixtures' nvidia-smi-metrics.txt
   nvidia-smi --query-gpu=index,pci.bus_id,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw --format=csv,noheader,nounits >"$fx/tools/nvidia-smi-metrics.txt"
+  # host/gpu-health-watch.sh's two polls (test/fixtures/gpu-health/source.md derives them from -q)
+  nvidia-smi --query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total --format=csv,noheader,nounits >"$fx/tools/nvidia-smi-health.txt"
+  nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.failure --format=csv,noheader >"$fx/tools/nvidia-smi-remapped-rows.txt" 2>&1 || true
   cp /proc/driver/nvidia/version "$fx/root/proc/driver/nvidia/version"
   local dev
   for dev in /sys/bus/pci/devices/*; do
