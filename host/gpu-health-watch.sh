@@ -8,8 +8,12 @@
 # A fatal event on a watched GPU lands the worker's unit (SIGUSR1; retire: SIGUSR2; none: only
 # says so) and writes why to stdout (the journal). Once every GPU has polled healthy for
 # settle-seconds after its last fatal event, the unit is started again (it registers running).
+# With "pool yes" (GPUs handed out per task) a fatal event takes that GPU out of the pool alone
+# (the runc wrapper reads gpus.tsv and hands its units to no new container): the worker lands
+# only when no GPU is healthy, and starts again once one has settled.
 # Status: DIR/gpus.tsv (index, bus id, healthy 1|0, Xid count, last Xid, reason; tab-separated)
-# and DIR/status (healthy, landed, retired or unhealthy), each replaced whole when it changes.
+# and DIR/status (healthy, degraded: some GPUs out of the pool, landed, retired or unhealthy),
+# each replaced whole when it changes.
 # A process "belongs to a running container" when its pid namespace is not the watcher's: a
 # container's processes end with its namespace, so one in ours outlived or never had one.
 #
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 [ -r "$config" ] || die "--config FILE is required and readable (got '${config}')"
 
-vendor=""; on_fatal=land; worker_unit=""; poll_seconds=30; settle=300; grace=600; nvswitch=no
+vendor=""; on_fatal=land; worker_unit=""; poll_seconds=30; settle=300; grace=600; nvswitch=no; pool=no
 idx=(); bus=(); render=(); declare -A ignored=() meaning=()
 number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "${config}: ${1} must be a positive whole number, not '${2}'"; }
 while IFS= read -r line || [ -n "$line" ]; do
@@ -51,6 +55,7 @@ while IFS= read -r line || [ -n "$line" ]; do
     settle-seconds) number "$key" "$value"; settle=$value ;;
     dirty-grace-seconds) number "$key" "$value"; grace=$value ;;
     nvswitch) nvswitch=$value ;;
+    pool) pool=$value ;;
     gpu) read -r i b r <<<"$value"; idx+=("$i"); bus+=("$b"); render+=("${r:-}") ;;
     ignore-xids) for x in $value; do ignored[$x]=1; done ;;
     xid) meaning[${value%% *}]=${value#* } ;;
@@ -59,6 +64,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 done <"$config"
 case "$vendor" in nvidia | amd) ;; *) die "${config}: vendor must be nvidia or amd" ;; esac
 case "$on_fatal" in land | retire | none) ;; *) die "${config}: on-fatal must be land, retire or none" ;; esac
+case "$pool" in yes | no) ;; *) die "${config}: pool must be yes or no" ;; esac
 [ "${#idx[@]}" -gt 0 ] || die "${config}: no gpu to watch"
 
 # 0000:3b:00 (NVRM), 00000000:3B:00.0 (nvidia-smi), 0000:03:00.0 (amdgpu) -> 0000:3b:00.
@@ -107,6 +113,15 @@ put() {
   printf '%s\n' "$content" >"$file.tmp" && mv -f "$file.tmp" "$file"
 }
 
+# Whether the worker can serve: some GPU healthy where the pool serves with what is left, else every GPU.
+serving() {
+  local k
+  for k in "${!idx[@]}"; do
+    if [ "$pool" = yes ]; then [ "${bad[$k]}" = 1 ] || return 0; else [ "${bad[$k]}" = 0 ] || return 1; fi
+  done
+  [ "$pool" = no ]
+}
+
 write_state() {
   local k rows="" word=healthy any=0
   for k in "${!idx[@]}"; do
@@ -117,7 +132,7 @@ write_state() {
   case "$acted" in
     land) word=landed ;;
     retire) word=retired ;;
-    *) [ "$any" = 0 ] || word=unhealthy ;;
+    *) if [ "$any" = 1 ]; then if serving; then word=degraded; else word=unhealthy; fi; fi ;;
   esac
   put "$state_dir/gpus.tsv" "${rows%$'\n'}"
   put "$state_dir/status" "$word"
@@ -149,11 +164,12 @@ fatal() {
   if [ "${bad[$k]}" = 0 ]; then
     bad[k]=1; why[k]=$reason
     log "GPU ${idx[$k]} (${full[$k]}) unhealthy: ${reason}"
+    [ "$pool" = no ] || ! serving || log "GPU ${idx[$k]} is out of the pool: new containers get other GPUs"
   elif [ "${why[$k]}" != "$reason" ]; then
     why[k]=$reason
     log "GPU ${idx[$k]} (${full[$k]}) still unhealthy: ${reason}"
   fi
-  act
+  serving || act
   write_state
 }
 
@@ -304,20 +320,22 @@ poll() {
         log "GPU ${idx[$k]} (${full[$k]}) polls healthy: healthy again after ${settle}s"
       elif [ $((now - good_since[k])) -ge "$settle" ]; then
         bad[k]=0; why[k]=""; good_since[k]=""
-        log "GPU ${idx[$k]} (${full[$k]}) healthy again"
+        if [ "$pool" = yes ]; then log "GPU ${idx[$k]} (${full[$k]}) healthy again: back in the pool"; else log "GPU ${idx[$k]} (${full[$k]}) healthy again"; fi
       fi
     fi
   done
-  for k in "${!idx[@]}"; do [ "${bad[$k]}" = 0 ] || { write_state; return 0; }; done
+  serving || { write_state; return 0; }
   if [ -n "$acted" ]; then
+    local settled="every GPU healthy"
+    [ "$pool" = no ] || settled="a GPU healthy"
     # A landing worker still runs its builds, and starting an active unit does nothing: wait until it exits.
     if systemctl is-active --quiet "$worker_unit"; then
       local doing=landing
       [ "$acted" = land ] || doing=retiring
-      [ -n "$waiting" ] || log "every GPU healthy for ${settle}s: ${worker_unit} starts again once it has finished ${doing}"
+      [ -n "$waiting" ] || log "${settled} for ${settle}s: ${worker_unit} starts again once it has finished ${doing}"
       waiting=1
     elif systemctl start "$worker_unit"; then
-      log "every GPU healthy for ${settle}s: started ${worker_unit} again (it registers running)"
+      log "${settled} for ${settle}s: started ${worker_unit} again (it registers running)"
       acted=""; waiting=""
     else
       log "could not start ${worker_unit}"

@@ -163,13 +163,13 @@ section() {
 
 # The watcher's one-word status as one sample per status, 1 for the present one.
 worker_status() {
-  local status s
+  local status s statuses=" healthy degraded landed retired unhealthy "
   [ -f "$health_dir/status" ] || return 0
   status=$(head -n1 "$health_dir/status")
-  case "$status" in healthy|landed|retired|unhealthy) ;; *) return 0 ;; esac
+  [[ $statuses == *" $status "* ]] || return 0
   echo "# HELP gpu_workers_worker_health The health watcher's status of the worker: 1 for the present one."
   echo "# TYPE gpu_workers_worker_health gauge"
-  for s in healthy landed retired unhealthy; do
+  for s in $statuses; do
     echo "gpu_workers_worker_health{status=\"$s\"} $([ "$s" = "$status" ] && echo 1 || echo 0)"
   done
 }

@@ -279,4 +279,29 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         run.kmsg!.write(`${line.slice(cut)}\n`);
         await run.until(() => run.workerState() === "landed", 10_000, "the worker to land");
     });
+
+    it("pool: Xid 79 on GPU 1 of two takes GPU 1 out of the pool and the worker keeps running; with GPU 0 lost too it lands; a GPU settled brings it back", async () => {
+        const healthy = capture("hgx-h100-8x", "nvidia-smi-q.txt", domain);
+        run.answer(healthy);
+        run.startWorker();
+        await run.start(hgx(domain), { selection: [0, 1], health: FAST, pool: true });
+        const [gpu0, gpu1] = [0, 1].map((i) => hgx(domain).gpus![i].pciBusId!);
+
+        run.kernel(kernelLine("xid-79", gpu1));
+        await run.until(() => run.rows()[1][2] === "0" && run.status() === "degraded", 5000, "GPU 1 to leave the pool");
+        assert.match(run.logText(), /GPU 1 is out of the pool: new containers get other GPUs/);
+        await sleep(1500);
+        assert.strictEqual(run.workerState(), "running", "one healthy GPU left: the worker serves");
+        assert.deepStrictEqual(run.rows()[0].slice(2, 4), ["1", "0"]);
+
+        run.answer(fallenOff(gpu0), 15);
+        await run.until(() => ["landing", "landed"].includes(run.workerState()), 10_000, "the worker to land once no GPU is healthy");
+        await run.until(() => run.workerState() === "landed", 10_000, "the landing worker to exit");
+
+        run.answer(healthy);
+        await run.until(() => run.workerState() === "running", 15_000, "the worker to run again once a GPU has settled");
+        assert.match(run.logText(), /a GPU healthy for 3s: started concourse-worker\.service again/);
+        await run.until(() => run.status() === "healthy", 10_000, "both GPUs back in the pool");
+        assert.match(run.logText(), /GPU 1 \([0-9a-f:.]+\) healthy again: back in the pool/);
+    });
 });

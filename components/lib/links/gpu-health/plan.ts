@@ -20,6 +20,8 @@ export interface GpuHealthTerms {
     workerUnit?: string;
     /** The health settings (the schema's `health`), field by field. Default: WORKER_DEFAULTS.health. */
     health?: Partial<WorkerSettings["health"]>;
+    /** GPUs are handed out per task (allocation in any mode but all): a sick GPU leaves the pool, not the worker. Default: false. */
+    pool?: boolean;
 }
 
 /** The watcher's settings; undefined for a worker without GPUs (vendor none), which gets no watcher. */
@@ -39,6 +41,7 @@ export function planGpuHealth(terms: GpuHealthTerms, plan?: WorkerGpuPlan): GpuH
             ...(!g.pciBusId && inv.vendor === "amd" ? { renderNode: g.renderNode ?? `renderD${128 + g.index}` } : {}),
         })),
         nvswitch: inv.nvswitches > 0,
+        pool: terms.pool ?? false,
         ...(terms.workerUnit ? { workerUnit: terms.workerUnit } : {}),
         onFatal: given.onFatal ?? builtin(d?.onFatal, "health.onFatal"),
         ignoredXids: ignoredXids(given.ignoreXids ?? builtin(d?.ignoreXids, "health.ignoreXids"), given.fatalXids ?? builtin(d?.fatalXids, "health.fatalXids")),

@@ -20,6 +20,8 @@ export interface GpuHealthSettings {
     }[];
     /** The board has NVSwitches: a fatal SXid (a switch's) counts against every watched GPU. */
     nvswitch: boolean;
+    /** GPUs are handed out per task: a fatal event takes one GPU out of the pool, and the worker lands only when none is left. */
+    pool: boolean;
     /** The Concourse worker's unit it lands and starts again; absent: it only reports. */
     workerUnit?: string;
     /** What a fatal event does: land (SIGUSR1), retire (SIGUSR2) or none. */
@@ -62,6 +64,7 @@ export function renderHealthConfig(s: GpuHealthSettings): string {
         `settle-seconds ${s.settleSeconds}`,
         `dirty-grace-seconds ${s.dirtyGraceSeconds}`,
         `nvswitch ${s.nvswitch ? "yes" : "no"}`,
+        ...(s.pool ? ["# GPUs are handed out per task: a sick GPU leaves the pool, and the worker lands when none is left.", "pool yes"] : []),
         "# gpu INDEX BUS-ID, or - where the inventory declares none: the watcher asks nvidia-smi, or the AMD render node's sysfs device",
         ...s.gpus.map((g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}`),
         "# Xids that do not land the worker; every other Xid does.",
