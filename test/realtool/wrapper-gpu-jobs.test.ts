@@ -10,7 +10,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
-import { collect, fakeNvidiaSmi, parseSamples, pick, TestNodeExporter } from "./metrics-support";
+import { promtextBinary } from "../support/promtext";
+import { collect, fakeNvidiaSmi, pick, readMetrics, samplesOf, TestNodeExporter } from "./metrics-support";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, tempDir, writeSettings } from "./wrapper-support";
 
 describe("runc wrapper: GPU job records (real runc)", function () {
@@ -46,6 +47,7 @@ describe("runc wrapper: GPU job records (real runc)", function () {
             gpuJobs: { gpus: [0, 1], mappingDir: mapping() },
         });
         writeSettings(settingsPath, settingsJson);
+        promtextBinary();
     });
 
     after(() => {
@@ -93,8 +95,9 @@ describe("runc wrapper: GPU job records (real runc)", function () {
         assert.strictEqual(state.status, "created");
     });
 
-    it("the records label the metrics a real node exporter serves while the containers hold the GPUs", async () => {
-        const textfiles = path.join(dir, "textfile");
+    /** Runs the metrics script over the records with a real node exporter; the file's families (readMetrics). */
+    async function metricsNow() {
+        const textfiles = path.join(dir, `textfile-${Math.random().toString(36).slice(2)}`);
         fs.mkdirSync(textfiles);
         const exporter = new TestNodeExporter(textfiles);
         await exporter.start();
@@ -113,16 +116,21 @@ describe("runc wrapper: GPU job records (real runc)", function () {
                 path.join(dir, "none"),
             ]);
             assert.strictEqual(r.status, 0, r.stderr);
-            const s = parseSamples(await exporter.scrape());
-            const held = pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "0", container: "jobs-get" });
-            assert.deepStrictEqual(
-                held.map((x) => [x.labels.team, x.labels.pipeline, x.labels.job, x.labels.build, x.value]),
-                [["main", "train", "fit", "7", 29]],
-            );
-            assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
+            return await readMetrics(textfiles, exporter);
         } finally {
             await exporter.stop();
+            fs.rmSync(textfiles, { recursive: true, force: true });
         }
+    }
+
+    it("the records label the metrics a real node exporter serves while the containers hold the GPUs", async () => {
+        const s = samplesOf(await metricsNow());
+        const held = pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "0", container: "jobs-get" });
+        assert.deepStrictEqual(
+            held.map((x) => [x.labels.team, x.labels.pipeline, x.labels.job, x.labels.build, x.value]),
+            [["main", "train", "fit", "7", 29]],
+        );
+        assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
     });
 
     it("delete: the C front removes the container's records and its mapping lines, without reading the settings", () => {
