@@ -153,6 +153,56 @@ describe("GPU metrics through a real node exporter", function () {
         );
     });
 
+    const H100_GPU = { gpu: "0", bus_id: "00000000:00:06.0", uuid: "GPU-deb69b9f-716f-67d5-8533-708877fae1c4" };
+    const PER_GPU = [
+        "gpu_workers_gpu_memory_total_bytes",
+        "gpu_workers_gpu_memory_used_bytes",
+        "gpu_workers_gpu_power_watts",
+        "gpu_workers_gpu_temperature_celsius",
+        "gpu_workers_gpu_utilization_percent",
+    ];
+
+    /** One container's record on the H100's GPU 0: every per-GPU family has one series, labelled exactly so; nothing else appears. */
+    async function assertHeldExactly(container: string, build: Record<string, string>): Promise<void> {
+        const families = await familiesAfter("h100-vm-1x", "0");
+        assert.deepStrictEqual(families.map((f) => f.name).sort(), [...PER_GPU, "gpu_workers_tool_success"], "no metric but the script's");
+        const labels = { ...H100_GPU, container, team: "", pipeline: "", job: "", build: "", build_id: "", ...build };
+        for (const f of families.filter((f) => PER_GPU.includes(f.name))) {
+            assert.deepStrictEqual(
+                f.metrics.map((m) => m.labels),
+                [labels],
+                `${f.name}: one series, each label value as the record holds it`,
+            );
+        }
+        assert.deepStrictEqual(families.find((f) => f.name === "gpu_workers_tool_success")?.metrics, [{ labels: { vendor: "nvidia" }, value: 1 }]);
+    }
+
+    it("backslashes alone (no quote, no line break) come back exactly: the script doubles them", async () => {
+        // Each would be read as another value, or refused, were a backslash written as it is: `a\b` is no escape, `a\"` runs on.
+        const build = { team: "a\\b", pipeline: "a\\", job: "\\\\", build: "\\n", build_id: "c:\\x\\" };
+        record(0, "backslash-handle", build);
+        await assertHeldExactly("backslash-handle", build);
+    });
+
+    it("hostile label values in a record (quotes, backslashes, a forged metric line) come back exactly and add no metric or sample", async () => {
+        const build = {
+            team: 'x"} 1 gpu_workers_gpu_healthy{gpu="0"} 0 #',
+            pipeline: 'ml "core"',
+            job: '\\"',
+            build: 'a=b,c="d"}',
+            build_id: "# HELP x y",
+        };
+        record(0, "hostile-handle", build);
+        await assertHeldExactly("hostile-handle", build);
+    });
+
+    it("a line break never reaches a label: the record is read a line at a time, and a forged line after it is no key of a record", async () => {
+        // The wrapper drops control characters (wrapper/gpujobs.go labelValue); a record written by anything else is read so too.
+        const forged = 'x"}\ngpu_workers_gpu_healthy{gpu="0"} 0\nteam=forged';
+        record(0, "break-handle", { team: forged });
+        await assertHeldExactly("break-handle", { team: 'x"}' });
+    });
+
     it("RTX A500: a power reading of [N/A] gives no power series, the rest stay", async () => {
         const s = await scrapeAfter("rtx-a500-laptop", "0");
         assert.strictEqual(pick(s, "gpu_workers_gpu_power_watts").length, 0);

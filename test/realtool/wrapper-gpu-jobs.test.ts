@@ -133,6 +133,60 @@ describe("runc wrapper: GPU job records (real runc)", function () {
         assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
     });
 
+    it("hostile build values: the wrapper drops their line breaks, and each label reads back exactly as the record holds it, with no sample added", async () => {
+        const env = {
+            BUILD_TEAM_NAME: 'x"} 1\ngpu_workers_gpu_healthy{gpu="0"} 0 #',
+            BUILD_PIPELINE_NAME: "a\\b",
+            BUILD_JOB_NAME: "a\\",
+            BUILD_NAME: 'say "hi"\r\n',
+            BUILD_ID: '\\"\t}',
+        };
+        create("jobs-hostile", ["PATH=/bin", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]);
+        try {
+            const record = read(path.join(records(), "0", "jobs-hostile"));
+            assert.strictEqual(
+                record,
+                `container=jobs-hostile\nteam=x"} 1gpu_workers_gpu_healthy{gpu="0"} 0 #\npipeline=a\\b\njob=a\\\nbuild=say "hi"\nbuild_id=\\"}\nrunc_root=${runcRoot()}\n`,
+                "control characters dropped, backslashes and quotes kept",
+            );
+            const held = Object.fromEntries(
+                record
+                    .trimEnd()
+                    .split("\n")
+                    .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
+                    .filter(([key]) => key !== "runc_root"),
+            );
+            const families = await metricsNow();
+            const perGpu = families.filter((f) => f.name !== "gpu_workers_tool_success");
+            assert.deepStrictEqual(
+                perGpu.map((f) => f.name),
+                [
+                    "gpu_workers_gpu_memory_total_bytes",
+                    "gpu_workers_gpu_memory_used_bytes",
+                    "gpu_workers_gpu_power_watts",
+                    "gpu_workers_gpu_temperature_celsius",
+                    "gpu_workers_gpu_utilization_percent",
+                ],
+                "no metric but the script's",
+            );
+            for (const f of perGpu) {
+                const series = f.metrics.map((m) => `${m.labels.gpu}/${m.labels.container}`).sort();
+                assert.deepStrictEqual(
+                    series,
+                    ["0/jobs-get", "0/jobs-hostile", "0/jobs-task", "1/jobs-get", "1/jobs-hostile", "1/jobs-task"],
+                    `${f.name}: one series per GPU and holder`,
+                );
+                for (const m of f.metrics.filter((m) => m.labels.container === "jobs-hostile")) {
+                    const { gpu, bus_id, uuid, ...build } = m.labels;
+                    assert.deepStrictEqual(build, held, `${f.name} on GPU ${gpu} (${bus_id}, ${uuid}): each label as the record holds it`);
+                }
+            }
+        } finally {
+            wrapped(["delete", "--force", "jobs-hostile"]);
+            created.splice(created.indexOf("jobs-hostile"), 1);
+        }
+    });
+
     it("delete: the C front removes the container's records and its mapping lines, without reading the settings", () => {
         // Settings Go would refuse: delete must not need them (the front never starts Go for it).
         writeSettings(settingsPath, "not json\n");
