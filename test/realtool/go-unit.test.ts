@@ -9,14 +9,10 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { makeScratch, scratchName } from "../support/scratch";
+import { goBinary as goBinaryFor } from "../support/tools";
 import { REPO } from "./wrapper-support";
 
-function goBinary(): string {
-    const onPath = spawnSync("sh", ["-c", "command -v go"], { encoding: "utf8" }).stdout.trim();
-    if (onPath) return onPath;
-    if (fs.existsSync("/usr/local/go/bin/go")) return "/usr/local/go/bin/go";
-    throw new Error("Go is not installed (no go on PATH nor /usr/local/go/bin/go): wrapper/ and containerd-toml/ need it to build and test");
-}
+const goBinary = () => goBinaryFor("wrapper/ and containerd-toml/ need it to build and test");
 
 /** The environment without HOME and the other places go would put its caches (a service's). */
 function homeless(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {

@@ -8,7 +8,8 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { collect, fakeNvidiaSmi, METRICS_SCRIPT, parseSamples, pick, TestNodeExporter } from "./metrics-support";
+import { Family, promtextBinary } from "../support/promtext";
+import { collect, fakeNvidiaSmi, METRICS_SCRIPT, pick, readMetrics, samplesOf, TestNodeExporter } from "./metrics-support";
 import { tempDir } from "./wrapper-support";
 
 const MIB = 1048576;
@@ -21,12 +22,14 @@ describe("GPU metrics through a real node exporter", function () {
     let health: string;
     let exporter: TestNodeExporter;
 
-    before(async () => {
+    before(async function () {
+        this.timeout(300_000); // the parser's first build may fetch its modules
         dir = tempDir("gw-metrics-");
         textfiles = path.join(dir, "textfile");
         fs.mkdirSync(textfiles);
         exporter = new TestNodeExporter(textfiles);
         await exporter.start();
+        promtextBinary();
     });
 
     after(async () => {
@@ -46,7 +49,8 @@ describe("GPU metrics through a real node exporter", function () {
         fs.writeFileSync(path.join(jobs, String(gpu), container), lines.join("\n") + "\n");
     }
 
-    async function scrapeAfter(fixture: string, gpus: string, vendor = "nvidia") {
+    /** Collects, and returns the file's families as Prometheus's parser reads them (readMetrics). */
+    async function familiesAfter(fixture: string, gpus: string, vendor = "nvidia"): Promise<Family[]> {
         const r = collect(fakeNvidiaSmi(path.join(dir, fixture), fixture), [
             "--vendor",
             vendor,
@@ -62,14 +66,10 @@ describe("GPU metrics through a real node exporter", function () {
         assert.strictEqual(r.status, 0, r.stderr);
         assert.deepStrictEqual(fs.readdirSync(textfiles), ["gpu_workers.prom"], "one file, no temp file left");
         assert.strictEqual(fs.statSync(path.join(textfiles, "gpu_workers.prom")).mode & 0o777, 0o644);
-        const samples = parseSamples(await exporter.scrape());
-        assert.deepStrictEqual(
-            pick(samples, "node_textfile_scrape_error"),
-            [{ name: "node_textfile_scrape_error", labels: {}, value: 0 }],
-            "the exporter read the file",
-        );
-        return samples;
+        return readMetrics(textfiles, exporter);
     }
+
+    const scrapeAfter = async (fixture: string, gpus: string, vendor = "nvidia") => samplesOf(await familiesAfter(fixture, gpus, vendor));
 
     it("H100 (recorded -q values): each metric with its value, labelled with the GPU; no health without the watcher", async () => {
         const s = await scrapeAfter("h100-vm-1x", "0");
@@ -151,6 +151,56 @@ describe("GPU metrics through a real node exporter", function () {
             used.map((u) => u.value),
             [81559 * MIB, 81559 * MIB],
         );
+    });
+
+    const H100_GPU = { gpu: "0", bus_id: "00000000:00:06.0", uuid: "GPU-deb69b9f-716f-67d5-8533-708877fae1c4" };
+    const PER_GPU = [
+        "gpu_workers_gpu_memory_total_bytes",
+        "gpu_workers_gpu_memory_used_bytes",
+        "gpu_workers_gpu_power_watts",
+        "gpu_workers_gpu_temperature_celsius",
+        "gpu_workers_gpu_utilization_percent",
+    ];
+
+    /** One container's record on the H100's GPU 0: every per-GPU family has one series, labelled exactly so; nothing else appears. */
+    async function assertHeldExactly(container: string, build: Record<string, string>): Promise<void> {
+        const families = await familiesAfter("h100-vm-1x", "0");
+        assert.deepStrictEqual(families.map((f) => f.name).sort(), [...PER_GPU, "gpu_workers_tool_success"], "no metric but the script's");
+        const labels = { ...H100_GPU, container, team: "", pipeline: "", job: "", build: "", build_id: "", ...build };
+        for (const f of families.filter((f) => PER_GPU.includes(f.name))) {
+            assert.deepStrictEqual(
+                f.metrics.map((m) => m.labels),
+                [labels],
+                `${f.name}: one series, each label value as the record holds it`,
+            );
+        }
+        assert.deepStrictEqual(families.find((f) => f.name === "gpu_workers_tool_success")?.metrics, [{ labels: { vendor: "nvidia" }, value: 1 }]);
+    }
+
+    it("backslashes alone (no quote, no line break) come back exactly: the script doubles them", async () => {
+        // Each would be read as another value, or refused, were a backslash written as it is: `a\b` is no escape, `a\"` runs on.
+        const build = { team: "a\\b", pipeline: "a\\", job: "\\\\", build: "\\n", build_id: "c:\\x\\" };
+        record(0, "backslash-handle", build);
+        await assertHeldExactly("backslash-handle", build);
+    });
+
+    it("hostile label values in a record (quotes, backslashes, a forged metric line) come back exactly and add no metric or sample", async () => {
+        const build = {
+            team: 'x"} 1 gpu_workers_gpu_healthy{gpu="0"} 0 #',
+            pipeline: 'ml "core"',
+            job: '\\"',
+            build: 'a=b,c="d"}',
+            build_id: "# HELP x y",
+        };
+        record(0, "hostile-handle", build);
+        await assertHeldExactly("hostile-handle", build);
+    });
+
+    it("a line break never reaches a label: the record is read a line at a time, and a forged line after it is no key of a record", async () => {
+        // The wrapper drops control characters (wrapper/gpujobs.go labelValue); a record written by anything else is read so too.
+        const forged = 'x"}\ngpu_workers_gpu_healthy{gpu="0"} 0\nteam=forged';
+        record(0, "break-handle", { team: forged });
+        await assertHeldExactly("break-handle", { team: 'x"}' });
     });
 
     it("RTX A500: a power reading of [N/A] gives no power series, the rest stay", async () => {

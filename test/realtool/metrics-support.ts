@@ -2,12 +2,15 @@
  * The GPU metrics' real-tool tests: Debian's prometheus-node-exporter, started on a free
  * loopback port with a textfile folder of the test's own and scraped over HTTP, and
  * host/gpu-metrics.sh run with a stand-in nvidia-smi that prints a fixture's recorded answer.
+ * The file and the scrape are read by Prometheus's own parser (test/support/promtext.ts).
  */
+import * as assert from "assert";
 import { ChildProcess, spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as path from "path";
 import { FIXTURES, writeFakeTool } from "../fixtures/discovery/run-fixture";
+import { Family, Metric, parseExposition } from "../support/promtext";
 import { ensureCommands } from "../support/tools";
 import { freePort } from "./lxd-support";
 import { HOST_DIR } from "./wrapper-support";
@@ -77,21 +80,32 @@ export interface Sample {
     value: number;
 }
 
-/** The samples of an exposition-format text (label values unescaped). */
-export function parseSamples(text: string): Sample[] {
-    const samples: Sample[] = [];
-    for (const line of text.split("\n")) {
-        if (line === "" || line.startsWith("#")) continue;
-        const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-        if (!m) throw new Error(`not a sample line: ${line}`);
-        const labels: Record<string, string> = {};
-        const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g;
-        for (let l = re.exec(m[3] ?? ""); l; l = re.exec(m[3] ?? "")) {
-            labels[l[1]] = l[2].replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
-        }
-        samples.push({ name: m[1], labels, value: Number(m[4]) });
-    }
-    return samples;
+/** The gauge, counter and untyped samples of parsed families. */
+export function samplesOf(families: Family[]): Sample[] {
+    return families.flatMap((f) => f.metrics.flatMap((m) => (m.value === null ? [] : [{ name: f.name, labels: m.labels, value: m.value }])));
+}
+
+/** A family's series in one order, so two readings of the same series compare equal. */
+function sorted(f: Family): Family {
+    const key = (m: Metric) => JSON.stringify(Object.entries(m.labels).sort());
+    return { ...f, metrics: [...f.metrics].sort((a, b) => key(a).localeCompare(key(b))) };
+}
+
+/**
+ * The metrics file of `textfileDir`, read by Prometheus's parser, after checking that the node
+ * exporter read it too (`node_textfile_scrape_error` 0) and serves the same gpu_workers_
+ * families: every series with its labels and value, no more, no fewer.
+ */
+export async function readMetrics(textfileDir: string, exporter: TestNodeExporter): Promise<Family[]> {
+    const file = parseExposition(fs.readFileSync(path.join(textfileDir, "gpu_workers.prom"), "utf8"));
+    const served = parseExposition(await exporter.scrape());
+    assert.deepStrictEqual(
+        pick(samplesOf(served), "node_textfile_scrape_error"),
+        [{ name: "node_textfile_scrape_error", labels: {}, value: 0 }],
+        "the exporter read the file",
+    );
+    assert.deepStrictEqual(served.filter((f) => f.name.startsWith("gpu_workers_")).map(sorted), file.map(sorted), "the exporter serves what the file holds");
+    return file;
 }
 
 /** The samples of one metric whose labels include `match`. */

@@ -10,7 +10,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
-import { collect, fakeNvidiaSmi, parseSamples, pick, TestNodeExporter } from "./metrics-support";
+import { promtextBinary } from "../support/promtext";
+import { collect, fakeNvidiaSmi, pick, readMetrics, samplesOf, TestNodeExporter } from "./metrics-support";
 import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, tempDir, writeSettings } from "./wrapper-support";
 
 describe("runc wrapper: GPU job records (real runc)", function () {
@@ -46,6 +47,7 @@ describe("runc wrapper: GPU job records (real runc)", function () {
             gpuJobs: { gpus: [0, 1], mappingDir: mapping() },
         });
         writeSettings(settingsPath, settingsJson);
+        promtextBinary();
     });
 
     after(() => {
@@ -93,8 +95,9 @@ describe("runc wrapper: GPU job records (real runc)", function () {
         assert.strictEqual(state.status, "created");
     });
 
-    it("the records label the metrics a real node exporter serves while the containers hold the GPUs", async () => {
-        const textfiles = path.join(dir, "textfile");
+    /** Runs the metrics script over the records with a real node exporter; the file's families (readMetrics). */
+    async function metricsNow() {
+        const textfiles = path.join(dir, `textfile-${Math.random().toString(36).slice(2)}`);
         fs.mkdirSync(textfiles);
         const exporter = new TestNodeExporter(textfiles);
         await exporter.start();
@@ -113,15 +116,74 @@ describe("runc wrapper: GPU job records (real runc)", function () {
                 path.join(dir, "none"),
             ]);
             assert.strictEqual(r.status, 0, r.stderr);
-            const s = parseSamples(await exporter.scrape());
-            const held = pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "0", container: "jobs-get" });
-            assert.deepStrictEqual(
-                held.map((x) => [x.labels.team, x.labels.pipeline, x.labels.job, x.labels.build, x.value]),
-                [["main", "train", "fit", "7", 29]],
-            );
-            assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
+            return await readMetrics(textfiles, exporter);
         } finally {
             await exporter.stop();
+            fs.rmSync(textfiles, { recursive: true, force: true });
+        }
+    }
+
+    it("the records label the metrics a real node exporter serves while the containers hold the GPUs", async () => {
+        const s = samplesOf(await metricsNow());
+        const held = pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "0", container: "jobs-get" });
+        assert.deepStrictEqual(
+            held.map((x) => [x.labels.team, x.labels.pipeline, x.labels.job, x.labels.build, x.value]),
+            [["main", "train", "fit", "7", 29]],
+        );
+        assert.strictEqual(pick(s, "gpu_workers_gpu_temperature_celsius", { gpu: "1" }).length, 2, "both containers hold GPU 1");
+    });
+
+    it("hostile build values: the wrapper drops their line breaks, and each label reads back exactly as the record holds it, with no sample added", async () => {
+        const env = {
+            BUILD_TEAM_NAME: 'x"} 1\ngpu_workers_gpu_healthy{gpu="0"} 0 #',
+            BUILD_PIPELINE_NAME: "a\\b",
+            BUILD_JOB_NAME: "a\\",
+            BUILD_NAME: 'say "hi"\r\n',
+            BUILD_ID: '\\"\t}',
+        };
+        create("jobs-hostile", ["PATH=/bin", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]);
+        try {
+            const record = read(path.join(records(), "0", "jobs-hostile"));
+            assert.strictEqual(
+                record,
+                `container=jobs-hostile\nteam=x"} 1gpu_workers_gpu_healthy{gpu="0"} 0 #\npipeline=a\\b\njob=a\\\nbuild=say "hi"\nbuild_id=\\"}\nrunc_root=${runcRoot()}\n`,
+                "control characters dropped, backslashes and quotes kept",
+            );
+            const held = Object.fromEntries(
+                record
+                    .trimEnd()
+                    .split("\n")
+                    .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
+                    .filter(([key]) => key !== "runc_root"),
+            );
+            const families = await metricsNow();
+            const perGpu = families.filter((f) => f.name !== "gpu_workers_tool_success");
+            assert.deepStrictEqual(
+                perGpu.map((f) => f.name),
+                [
+                    "gpu_workers_gpu_memory_total_bytes",
+                    "gpu_workers_gpu_memory_used_bytes",
+                    "gpu_workers_gpu_power_watts",
+                    "gpu_workers_gpu_temperature_celsius",
+                    "gpu_workers_gpu_utilization_percent",
+                ],
+                "no metric but the script's",
+            );
+            for (const f of perGpu) {
+                const series = f.metrics.map((m) => `${m.labels.gpu}/${m.labels.container}`).sort();
+                assert.deepStrictEqual(
+                    series,
+                    ["0/jobs-get", "0/jobs-hostile", "0/jobs-task", "1/jobs-get", "1/jobs-hostile", "1/jobs-task"],
+                    `${f.name}: one series per GPU and holder`,
+                );
+                for (const m of f.metrics.filter((m) => m.labels.container === "jobs-hostile")) {
+                    const { gpu, bus_id, uuid, ...build } = m.labels;
+                    assert.deepStrictEqual(build, held, `${f.name} on GPU ${gpu} (${bus_id}, ${uuid}): each label as the record holds it`);
+                }
+            }
+        } finally {
+            wrapped(["delete", "--force", "jobs-hostile"]);
+            created.splice(created.indexOf("jobs-hostile"), 1);
         }
     });
 

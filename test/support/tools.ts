@@ -4,6 +4,7 @@
  * a real-tool check is never skipped in silence.
  */
 import { execFileSync, spawnSync } from "child_process";
+import * as fs from "fs";
 
 export function hasCommand(command: string): boolean {
     return spawnSync("sh", ["-c", `command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]`, "sh", command]).status === 0;
@@ -26,4 +27,12 @@ export function ensureCommands(commands: string[], packages: string[]): void {
     }
     const still = commands.filter((c) => !hasCommand(c));
     if (still.length > 0) throw new Error(`still missing after installing ${packages.join(" ")}: ${still.join(", ")}`);
+}
+
+/** The Go toolchain: go on PATH, else where Go's own installer puts it; `why` says what needs it. */
+export function goBinary(why: string): string {
+    const onPath = spawnSync("sh", ["-c", "command -v go"], { encoding: "utf8" }).stdout.trim();
+    if (onPath) return onPath;
+    if (fs.existsSync("/usr/local/go/bin/go")) return "/usr/local/go/bin/go";
+    throw new Error(`Go is not installed (no go on PATH nor /usr/local/go/bin/go): ${why}`);
 }
