@@ -821,6 +821,112 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
         });
     });
 
+    describe("concourse-install.sh: a host's own PREFIX/concourse", () => {
+        /**
+         * A stand-in shaped as Concourse's release (concourse/bin/concourse, executable, the one
+         * file the script checks): CI runs these without the real tarball.
+         */
+        function standIn(h: FakeHost, version: string): string {
+            const dir = fs.mkdtempSync(path.join(h.dir, "release-"));
+            fs.mkdirSync(path.join(dir, "concourse/bin"), { recursive: true });
+            fs.writeFileSync(path.join(dir, "concourse/bin/concourse"), `#!/bin/sh\necho stand-in ${version}\n`, { mode: 0o755 });
+            fs.writeFileSync(path.join(dir, "concourse/bin/runc"), `runc of ${version}\n`, { mode: 0o755 });
+            const tarball = path.join(h.dir, `concourse-${version}.tgz`);
+            execFileSync("tar", ["-czf", tarball, "-C", dir, "concourse"]);
+            return tarball;
+        }
+
+        /** Every entry under `top` (itself too) by relative path: type, mode, owner, and content or link target. */
+        function tree(top: string): Record<string, string> {
+            const out: Record<string, string> = {};
+            const walk = (rel: string) => {
+                const at = path.join(top, rel);
+                const st = fs.lstatSync(at);
+                const head = `mode ${(st.mode & 0o7777).toString(8)} owner ${st.uid}:${st.gid}`;
+                if (st.isSymbolicLink()) out[rel] = `link -> ${fs.readlinkSync(at)} (${head})`;
+                else if (st.isFile()) out[rel] = `file sha256 ${sha256(at)} (${head})`;
+                else if (st.isDirectory()) {
+                    out[rel] = `dir (${head})`;
+                    for (const name of fs.readdirSync(at).sort()) walk(rel === "." ? name : path.join(rel, name));
+                } else out[rel] = `other (${head})`;
+            };
+            walk(".");
+            return out;
+        }
+
+        /** The host's own release folder: files of several modes, links (one dangling), nested and empty folders, another owner where root may give one. */
+        function hostsOwn(root: string): void {
+            const put = (rel: string, content: string, mode: number) => {
+                fs.mkdirSync(path.join(root, path.dirname(rel)), { recursive: true });
+                fs.writeFileSync(path.join(root, rel), content, { mode });
+                fs.chmodSync(path.join(root, rel), mode);
+            };
+            put("bin/concourse", "#!/bin/sh\necho the host's own concourse\n", 0o755);
+            put("bin/helper", "#!/bin/sh\nexit 0\n", 0o700);
+            put("etc/worker.conf", "team=ml\n", 0o640);
+            put("lib/plugins/deep/plugin.so", Buffer.from([0, 1, 2, 255]).toString("latin1"), 0o444);
+            fs.mkdirSync(path.join(root, "empty"), { mode: 0o750 });
+            fs.chmodSync(path.join(root, "empty"), 0o750);
+            fs.symlinkSync("bin/concourse", path.join(root, "current"));
+            fs.symlinkSync("/nonexistent/gone", path.join(root, "dangling"));
+            fs.chmodSync(path.join(root, "lib/plugins"), 0o711);
+            fs.chmodSync(root, 0o751);
+            if (process.getuid?.() === 0) fs.chownSync(path.join(root, "etc/worker.conf"), 65534, 65534);
+        }
+
+        const release = (h: FakeHost) => path.join(h.prefix, "concourse");
+        const ensure = (h: FakeHost, version: string, tarball: string) => h.ok("concourse-install.sh", ["ensure", "--version", version, "--archive", tarball]);
+
+        it("ensure then remove over a host's own release folder puts it back byte for byte: content, modes, owners, links", () => {
+            const h = new FakeHost("ci-own");
+            hostsOwn(release(h));
+            const before = tree(release(h));
+            const [v1, v2] = [standIn(h, "1.0.0"), standIn(h, "2.0.0")];
+
+            const first = ensure(h, "1.0.0", v1);
+            assert.strictEqual(first.stdout, "changed\n");
+            assert.match(first.stderr, /the host's own .*\/concourse is kept aside in .*concourse\.kept; remove puts it back/);
+            assert.strictEqual(fs.readFileSync(path.join(release(h), "bin/concourse"), "utf8"), "#!/bin/sh\necho stand-in 1.0.0\n");
+            assert.ok(!fs.existsSync(path.join(release(h), "etc")), "the release replaced the folder, not merged into it");
+            // A new release replaces ours: what is kept stays the host's, not the release it replaced.
+            assert.strictEqual(ensure(h, "2.0.0", v2).stdout, "changed\n");
+            assert.strictEqual(fs.readFileSync(path.join(release(h), "bin/concourse"), "utf8"), "#!/bin/sh\necho stand-in 2.0.0\n");
+            assert.deepStrictEqual(tree(path.join(h.state, "concourse.kept")), before);
+
+            assert.match(h.ok("concourse-install.sh", ["remove"]).stderr, /the host's own .*\/concourse is back/);
+            assert.deepStrictEqual(tree(release(h)), before);
+            assert.deepStrictEqual(fs.readdirSync(h.state), [], "the marker and the kept copy are gone");
+            assert.deepStrictEqual(fs.readdirSync(h.prefix), ["concourse"]);
+            h.ok("concourse-install.sh", ["remove"]);
+            assert.deepStrictEqual(tree(release(h)), before, "a second remove leaves it be");
+        });
+
+        it("a host's own PREFIX/concourse that is a link comes back as that link, and where it leads is never written", () => {
+            const h = new FakeHost("ci-own-link");
+            const elsewhere = path.join(h.dir, "opt-concourse");
+            hostsOwn(elsewhere);
+            const there = tree(elsewhere);
+            fs.symlinkSync(elsewhere, release(h));
+            ensure(h, "1.0.0", standIn(h, "1.0.0"));
+            assert.ok(!fs.lstatSync(release(h)).isSymbolicLink(), "the release is a folder of its own");
+            assert.deepStrictEqual(tree(elsewhere), there);
+            h.ok("concourse-install.sh", ["remove"]);
+            assert.strictEqual(fs.readlinkSync(release(h)), elsewhere);
+            assert.deepStrictEqual(tree(elsewhere), there);
+            assert.deepStrictEqual(fs.readdirSync(h.state), []);
+        });
+
+        it("without one, nothing is kept: a second release is no host's own, and remove leaves no PREFIX/concourse", () => {
+            const h = new FakeHost("ci-none");
+            ensure(h, "1.0.0", standIn(h, "1.0.0"));
+            ensure(h, "2.0.0", standIn(h, "2.0.0"));
+            assert.ok(!fs.existsSync(path.join(h.state, "concourse.kept")), "our own release was kept aside as the host's");
+            h.ok("concourse-install.sh", ["remove"]);
+            assert.deepStrictEqual(fs.readdirSync(h.prefix), []);
+            assert.deepStrictEqual(fs.readdirSync(h.state), []);
+        });
+    });
+
     describe("concourse-web.sh", function () {
         this.timeout(120_000);
         const UNIT = "concourse-web.service";

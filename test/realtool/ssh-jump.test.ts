@@ -7,7 +7,6 @@
  * with its address.
  */
 import * as assert from "assert";
-import { spawn, ChildProcess } from "child_process";
 import * as fs from "fs";
 import * as net from "net";
 import * as os from "os";
@@ -15,74 +14,8 @@ import * as path from "path";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { closeSshConnections, connectionsOpened, runOverSsh, SshTarget } from "../../components/providers/host/ssh";
 import { checkSshBanner } from "../../components/providers/host/ssh-banner";
+import { freePort, logins, TestSshd } from "../support/sshd";
 import { ensureCommands } from "../support/tools";
-
-async function freePort(): Promise<number> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
-}
-
-/** An sshd of its own on 127.0.0.1:port, root's key authorized, logging to its folder. */
-class TestSshd {
-    readonly hostKey: string;
-    readonly log: string;
-    private child?: ChildProcess;
-
-    constructor(
-        readonly dir: string,
-        readonly port: number,
-        clientPublicKey: string,
-        options: string[],
-    ) {
-        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const key = generateOpensshKeyPair("sshd");
-        fs.writeFileSync(path.join(dir, "host_key"), key.privateKeyOpenssh, { mode: 0o600 });
-        fs.writeFileSync(path.join(dir, "authorized_keys"), `${clientPublicKey}\n`, { mode: 0o600 });
-        this.hostKey = key.publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
-        this.log = path.join(dir, "sshd.log");
-        const config = [
-            `Port ${port}`,
-            "ListenAddress 127.0.0.1",
-            `HostKey ${path.join(dir, "host_key")}`,
-            `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
-            `PidFile ${path.join(dir, "sshd.pid")}`,
-            "StrictModes no",
-            "UsePAM no",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "LogLevel DEBUG1",
-            ...options,
-        ];
-        fs.writeFileSync(path.join(dir, "sshd_config"), config.join("\n") + "\n");
-    }
-
-    async start(): Promise<void> {
-        fs.mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
-        this.child = spawn("/usr/sbin/sshd", ["-D", "-f", path.join(this.dir, "sshd_config"), "-E", this.log], { stdio: "ignore" });
-        for (let i = 0; i < 50; i++) {
-            const up = await new Promise<boolean>((resolve) => {
-                const s = net.connect(this.port, "127.0.0.1", () => (s.destroy(), resolve(true)));
-                s.on("error", () => resolve(false));
-            });
-            if (up) return;
-            await new Promise((r) => setTimeout(r, 100));
-        }
-        throw new Error(`sshd on ${this.port} did not start: ${fs.existsSync(this.log) ? fs.readFileSync(this.log, "utf8") : "(no log)"}`);
-    }
-
-    stop(): void {
-        this.child?.kill("SIGTERM");
-    }
-}
-
-/** Accepted publickey logins in an sshd's log. */
-function logins(sshd: TestSshd): number {
-    return (fs.readFileSync(sshd.log, "utf8").match(/Accepted publickey for root/g) ?? []).length;
-}
 
 /**
  * A TCP relay on loopback to `port`: it drops the first `drop` connections at once (as LXD's proxy

@@ -203,6 +203,25 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ],
             ["hosts.0.transport.ssh.host", "a b", "hosts[0].transport.ssh.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5"],
             ["hosts.0.transport.ssh.host", "a..b", "hosts[0].transport.ssh.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5"],
+            // A zoned IPv6 literal, valid in every other way (fe80::1 alone passes, below): `%` means something else in units and URLs.
+            [
+                "hosts.0.transport.ssh.host",
+                "fe80::1%eth0",
+                "hosts[0].transport.ssh.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
+            ],
+            [
+                "hosts.0.transport.ssh.proxy",
+                { host: "fe80::1%eth0", privateKeySecret: "jump-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey" },
+                "hosts[0].transport.ssh.proxy.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
+            ],
+            ["hosts.1.transport.lxd.sshAddress", "fe80::1%eth0", "hosts[1].transport.lxd.sshAddress: expected an IP address, e.g. 127.0.0.1"],
+            ["web.transport.lxd.sshAddress", "fe80::1%eth0", "web.transport.lxd.sshAddress: expected an IP address, e.g. 127.0.0.1"],
+            ["hosts.0.concourse.tsaHost", "fe80::1%eth0", "hosts[0].concourse.tsaHost: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5"],
+            [
+                "web.postgres",
+                { external: { host: "fe80::1%eth0", user: "concourse", passwordSecret: "db-password" } },
+                "web.postgres.external.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
+            ],
             [
                 "hosts.0.concourse.tsaPublicKey",
                 "ssh-rsa AAAA x\nssh-rsa BBBB",
@@ -245,6 +264,15 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ["hosts.0.datasets.writableSuffixes", ["_rw", ".scratch", "rw-x"]],
             ["hosts.0.concourse.tags", ["gpu-devices=0,1", "a:b+c_d.e"]],
             ["hosts.0.transport.ssh.host", "fd00::10"],
+            ["hosts.0.transport.ssh.host", "fe80::1"],
+            [
+                "hosts.0.transport.ssh.proxy",
+                { host: "fe80::1", privateKeySecret: "jump-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey" },
+            ],
+            ["hosts.1.transport.lxd.sshAddress", "fe80::1"],
+            ["web.transport.lxd.sshAddress", "fe80::1"],
+            ["hosts.0.concourse.tsaHost", "fe80::1"],
+            ["web.postgres", { external: { host: "fe80::1", user: "concourse", passwordSecret: "db-password" } }],
             [
                 "hosts.0.concourse.binary",
                 {

@@ -17,6 +17,7 @@ import { hostAddress, posixUser } from "./value-patterns";
 const HOST_KEY_ERROR = "expected a public host key such as 'ssh-ed25519 AAAA...'";
 const pinnedHostKey = z
     .string({ error: HOST_KEY_ERROR })
+    .refine((key) => key.trim() !== "", { error: `empty (${HOST_KEY_ERROR})`, abort: true })
     .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: HOST_KEY_ERROR });
 
 /** A jump host (bastion): the host is reached through it, and its address and port are as the jump host sees them. */
@@ -24,7 +25,7 @@ export const sshJumpHostSchema = z.strictObject({
     host: hostAddress.meta({ description: "the jump host's DNS name or IP address, as this machine reaches it" }),
     port: port.default(SSH_PORT_DEFAULT).meta({ description: "the jump host's sshd port" }),
     user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user on the jump host (it runs nothing there: it only forwards the connection)" }),
-    hostKey: pinnedHostKey.meta({ description: "the jump host's own host key, pinned (`ssh-ed25519 AAAA...`)" }),
+    hostKey: pinnedHostKey.meta({ description: "the jump host's own host key, pinned (`ssh-ed25519 AAAA...`; an `ssh-rsa` key only with SHA-2 signatures)" }),
 });
 
 /** A machine reached directly over SSH (the login key is the caller's: a secret of the program, or the stack's by name). */
@@ -32,7 +33,7 @@ export const sshTransportSchema = z.strictObject({
     host: hostAddress.meta({ description: "the host's DNS name or IP address" }),
     port: port.default(SSH_PORT_DEFAULT).meta({ description: "its sshd port" }),
     user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user; commands run through `sudo -n` unless it is root" }),
-    hostKey: pinnedHostKey.meta({ description: "the host's own host key, pinned (`ssh-ed25519 AAAA...`)" }),
+    hostKey: pinnedHostKey.meta({ description: "the host's own host key, pinned (`ssh-ed25519 AAAA...`; an `ssh-rsa` key only with SHA-2 signatures)" }),
     proxy: sshJumpHostSchema.optional().meta({ description: "a jump host to go through; `host` and `port` are then as the jump host sees them" }),
 });
 

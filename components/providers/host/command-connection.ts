@@ -7,7 +7,7 @@
  */
 import type * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import type { SshTarget } from "./ssh";
+import { SshTarget, sshTargetMissing } from "./ssh";
 import { checkSshBannerOnce } from "./ssh-banner";
 
 /** How often a dial may fail before a step fails (a host still booting), and how long one dial waits, in seconds. */
@@ -19,6 +19,9 @@ export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Outpu
     return pulumi.secret(
         // No command line is built from these (the provider dials itself), so nothing in them can become an option.
         pulumi.output(target).apply(async (t): Promise<command.types.input.remote.ConnectionArgs> => {
+            // A component used alone may be given no host key: say which field, before anything reads it.
+            const problem = sshTargetMissing(t);
+            if (problem) throw new Error(problem);
             await speaksSsh(t);
             return {
                 host: t.host,

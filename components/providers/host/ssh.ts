@@ -51,17 +51,51 @@ export const PER_DIAL_TIMEOUT_SECONDS = 15;
 /** sshd's MaxSessions is 10 by default: the channels open at once on one connection stay below it. */
 const CHANNELS_PER_CONNECTION = 8;
 
-/**
- * Why `target` (or its jump host) cannot be taken: a user that is no POSIX name, a host that is
- * neither a DNS name nor an IP address, a port out of range, or a host key that is not one
- * public key on one line. The stack's schema refuses them first; a component used alone meets
- * this check.
- */
-export function sshTargetProblem(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
-    return endpointProblem("ssh: the", target) ?? (target.proxy ? endpointProblem("ssh: the jump host's", target.proxy) : undefined);
+type Endpoint = Pick<SshProxy, "host" | "port" | "user" | "hostKey">;
+
+/** The host and its jump host, each with the words and the args' field prefix that name it. */
+function endpoints(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): [string, string, Endpoint][] {
+    return [["ssh: the", "", target], ...(target.proxy ? [["ssh: the jump host's", "proxy.", target.proxy] as [string, string, Endpoint]] : [])];
 }
 
-function endpointProblem(what: string, end: Pick<SshProxy, "host" | "port" | "user" | "hostKey">): string | undefined {
+/**
+ * The field of `target` (or of its jump host) that is missing, named as the component's args
+ * name it: a component used alone may be given none, and nothing may read it before this says so.
+ */
+export function sshTargetMissing(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
+    return endpoints(target)
+        .map(([what, field, end]) => missingField(what, field, end))
+        .find((problem) => problem !== undefined);
+}
+
+/**
+ * Why `target` (or its jump host) cannot be taken: a field that is missing, a user that is no
+ * POSIX name, a host that is neither a DNS name nor an IP address, a port out of range, or a host
+ * key that is not one public key on one line. The stack's schema refuses them first; a component
+ * used alone meets this check.
+ */
+export function sshTargetProblem(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
+    return (
+        sshTargetMissing(target) ??
+        endpoints(target)
+            .map(([what, , end]) => malformed(what, end))
+            .find((problem) => problem !== undefined)
+    );
+}
+
+/** A value given as no string, or as nothing but white space. */
+function missing(value: unknown): boolean {
+    return typeof value !== "string" || value.trim() === "";
+}
+
+function missingField(what: string, field: string, end: Endpoint): string | undefined {
+    if (missing(end.user)) return `${what} user (${field}user) is missing`;
+    if (missing(end.host)) return `${what} host (${field}host) is missing`;
+    if (missing(end.hostKey)) return `${what} host key of ${end.host} (${field}hostKey) is missing`;
+    return undefined;
+}
+
+function malformed(what: string, end: Endpoint): string | undefined {
     if (!POSIX_USER.test(end.user)) return `${what} user ${JSON.stringify(end.user)} is no POSIX user name`;
     if (!isHostAddress(end.host)) return `${what} host ${JSON.stringify(end.host)} is neither a DNS name nor an IP address`;
     if (!Number.isInteger(end.port) || end.port < 1 || end.port > 65535) return `${what} port ${JSON.stringify(end.port)} is no TCP port (1 to 65535)`;
@@ -69,9 +103,12 @@ function endpointProblem(what: string, end: Pick<SshProxy, "host" | "port" | "us
     return undefined;
 }
 
-/** The host key algorithms that present a key of the pinned type (an RSA key signs with any of three). */
+/**
+ * The host key algorithms a key of the pinned type is taken with: an RSA key with SHA-2
+ * signatures only (RFC 8332), never SHA-1's `ssh-rsa`, whose signatures can be forged.
+ */
 function hostKeyAlgorithms(keyType: string): string[] {
-    return keyType === "ssh-rsa" ? ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"] : [keyType];
+    return keyType === "ssh-rsa" ? ["rsa-sha2-512", "rsa-sha2-256"] : [keyType];
 }
 
 /** A failure that another dial cannot mend: the wrong host key, a refused login, a peer that is no SSH server. */
@@ -88,11 +125,19 @@ function where(end: Pick<SshProxy, "host" | "port" | "user">): string {
  * closes while the instance's sshd is not up), or no answer to the TCP connect. `tcp`: the TCP
  * connection of our own (none through a jump host).
  */
-function dialError(end: Pick<SshProxy, "host" | "port" | "user">, e: Error & { level?: string }, keyMismatch: string | undefined, tcp?: net.Socket): Error {
+function dialError(
+    end: Pick<SshProxy, "host" | "port" | "user">,
+    e: Error & { level?: string },
+    keyMismatch: string | undefined,
+    keyType: string,
+    tcp?: net.Socket,
+): Error {
     const at = where(end);
     const heard = tcp?.bytesRead ?? 0;
     if (tcp?.connecting) return new Error(`ssh: cannot reach ${at}: no answer in ${PER_DIAL_TIMEOUT_SECONDS} s`);
     if (keyMismatch) return new FatalDialError(`ssh: ${at} presented the host key ${keyMismatch}, not the pinned one: nothing was run`);
+    if (/no matching host key format/.test(e.message))
+        return new FatalDialError(`ssh: ${at} offers none of ${hostKeyAlgorithms(keyType).join(", ")} for the pinned ${keyType} host key: nothing was run`);
     if (e.level === "client-authentication") return new FatalDialError(`ssh: ${at} refused the login with the given private key`);
     if (e.level === "client-timeout")
         return new FatalDialError(
@@ -137,7 +182,7 @@ function dialOnce(end: SshProxy, sock?: Duplex): Promise<Client> {
         client.on("error", (e: Error & { level?: string }) => {
             if (settled) return;
             settled = true;
-            reject(dialError(end, e, mismatch, tcp));
+            reject(dialError(end, e, mismatch, keyType, tcp));
             client.end();
             tcp?.destroy();
         });
