@@ -18,7 +18,17 @@ export { parseSettings } from "./lib/settings/settings";
 export { port, version, absolutePath } from "./lib/settings/settings";
 export { pgName } from "./lib/settings/web-settings";
 export { nodeName, imageReference } from "./lib/kubernetes/settings";
-export { datasetRoot, hostAddress, httpUrl, ipAddress, libvirtUri, plainName, posixUser, workDirAndDatasetsProblem } from "./lib/settings/value-patterns";
+export {
+    datasetRoot,
+    hostAddress,
+    httpUrl,
+    ipAddress,
+    libvirtUri,
+    jobMappingAndFoldersProblem,
+    plainName,
+    posixUser,
+    workDirAndDatasetsProblem,
+} from "./lib/settings/value-patterns";
 export { lxdConfigKeyProblem } from "./lib/lxd/config-keys";
 export { partitionTable, partitionIdProblem } from "./lib/fabric/partition-table";
 export { onTransport } from "./lib/host/transport";

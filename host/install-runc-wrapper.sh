@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Puts the runc wrapper where runc is, and the real runc aside; or puts runc back.
 #   install-runc-wrapper.sh install [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH] [--runc-cves warn|refuse]
-#   install-runc-wrapper.sh remove  [--runc PATH] [--aside PATH] [--state PATH]
+#   install-runc-wrapper.sh remove  [--runc PATH] [--aside PATH] [--state PATH] [--jobs DIR]
 #   install-runc-wrapper.sh check   [--aside PATH] [--state PATH]   exit 0 while the wrapper is in place
 # --runc     the runtime path callers use (default: the state's, else `command -v runc`)
 # --wrapper  the wrapper binary to install (default /usr/local/lib/gpu-workers/runc-wrapper)
@@ -10,6 +10,8 @@
 #            the wrapper's settings name this path as its realRuntime
 # --state    what was installed, to tell the wrapper from a runc the distribution put back
 #            (default: the aside path + .state)
+# --jobs     the wrapper's GPU job records (its state folder's gpu-jobs): remove takes them back,
+#            with the dcgm-exporter mapping files and folders the wrapper made (default: none)
 # --runc-cves what install does when the real runc is open to a known container breakout
 #            (RUNC_CVES below): warn (default) says so on a gpu-workers-warning: line, naming the
 #            CVE and the versions that fix it; refuse also fails, changing nothing
@@ -28,7 +30,7 @@ die() { echo "install-runc-wrapper: $*" >&2; exit 1; }
 say() { echo "install-runc-wrapper: $*"; }
 
 action=${1:-}; shift || true
-runc=""; wrapper="$LIB_DIR/runc-wrapper"; aside="$LIB_DIR/runc.real"; state=""; expected=""; runc_cves=warn
+runc=""; wrapper="$LIB_DIR/runc-wrapper"; aside="$LIB_DIR/runc.real"; state=""; expected=""; runc_cves=warn; jobs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runc) runc=${2:?--runc needs a path}; shift 2 ;;
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --aside) aside=${2:?--aside needs a path}; shift 2 ;;
     --state) state=${2:?--state needs a path}; shift 2 ;;
     --runc-cves) runc_cves=${2:?--runc-cves needs warn or refuse}; shift 2 ;;
+    --jobs) jobs=${2:?--jobs needs a folder}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -201,9 +204,61 @@ install() {
   say "installed the wrapper at $runc; the real runc is at $aside"
 }
 
+# root_only DIR: DIR and every folder above it are real folders (no link), root's, and writable
+# by nobody else, but one above DIR may be with the sticky bit; as the wrapper walks them
+# (wrapper/safepath.go). Only root can then change the path, so it leads where it says. Else
+# why says which folder fails, and how.
+why=""
+root_only() {
+  local at="" part last mode owner
+  local -a parts
+  [[ $1 == /* ]] || return 1
+  IFS=/ read -r -a parts <<<"${1#/}"
+  parts=("" "${parts[@]}")
+  last=$(( ${#parts[@]} - 1 ))
+  for part in "${!parts[@]}"; do
+    at=${at%/}/${parts[$part]}
+    if [ ! -d "$at" ] || [ -L "$at" ]; then why="$at is a link or no folder"; return 1; fi
+    read -r owner mode < <(stat -c '%u %a' -- "$at")
+    [ "$owner" = 0 ] || { why="$at is not root's (owner uid $owner)"; return 1; }
+    (( 8#$mode & 8#022 )) || continue
+    if [ "$part" = "$last" ] || ! (( 8#$mode & 8#1000 )); then why="others may write $at (mode $mode)"; return 1; fi
+  done
+}
+
+# The wrapper's GPU job records, and what it made for dcgm-exporter: the mapping file of each GPU
+# it kept records for, and the folders it made on the way (its .made list), those only when
+# empty. Files in the mapping folder that the wrapper did not write, and a folder it did not
+# make, stay.
+forget_gpu_jobs() {
+  [ -n "$jobs" ] && [ -e "$jobs" ] || return 0
+  root_only "$jobs" || { say "leaving the GPU job records $jobs as they are: $why"; return 0; }
+  local mapping="" gpu made=() i parent
+  if [ -f "$jobs/.mapping-dir" ] && [ ! -L "$jobs/.mapping-dir" ]; then mapping=$(head -n 1 -- "$jobs/.mapping-dir"); fi
+  if [ -n "$mapping" ] && ! root_only "$mapping"; then
+    say "leaving the dcgm-exporter mapping files in $mapping: $why"
+    mapping=""
+  fi
+  if [ -n "$mapping" ]; then
+    for gpu in "$jobs"/*; do
+      gpu=${gpu##*/}
+      [[ $gpu =~ ^[0-9]{1,8}$ ]] && rm -f -- "$mapping/$gpu" "$mapping/.tmp-$gpu"
+    done
+  fi
+  if [ -f "$jobs/.made" ] && [ ! -L "$jobs/.made" ]; then mapfile -t made < "$jobs/.made"; fi
+  for (( i = ${#made[@]} - 1; i >= 0; i-- )); do
+    # Its parent only root can change, so the folder there is the one the wrapper made.
+    parent=${made[$i]%/*}
+    if root_only "${parent:-/}"; then rmdir -- "${made[$i]}" 2>/dev/null || true; else say "leaving ${made[$i]}: $why"; fi
+  done
+  rm -rf -- "$jobs"
+  say "removed the wrapper's GPU job records $jobs${mapping:+ and its dcgm-exporter mapping files in $mapping}"
+}
+
 remove() {
   if [ ! -f "$state" ]; then
     rm -f -- "$state.tmp"
+    forget_gpu_jobs
     say "the wrapper is not installed (no $state)"
     return 0
   fi
@@ -216,6 +271,8 @@ remove() {
   else
     say "$runc does not hold the wrapper (package upgrade, or an install that was interrupted); leaving it as it is"
   fi
+  # No wrapper runs from here on to add records.
+  forget_gpu_jobs
   # The state goes last: while it is there, the next remove still knows the wrapper.
   rm -f -- "$aside"
   rm -f -- "$state"
@@ -235,5 +292,5 @@ case "$action" in
   install) install ;;
   remove) remove ;;
   check) check ;;
-  *) die "usage: install-runc-wrapper.sh install|remove|check [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH]" ;;
+  *) die "usage: install-runc-wrapper.sh install|remove|check [--runc PATH] [--wrapper PATH] [--sha256 HEX] [--aside PATH] [--state PATH] [--jobs DIR]" ;;
 esac

@@ -55,6 +55,9 @@ func TestParseArgsRefuses(t *testing.T) {
 		{"exec, the env under both its names", "cannot use two forms of the same flag: -env", []string{"exec", "--env", "A=1", "-e", "B=2", "id", "sh"}},
 		{"bad flag syntax", "bad flag syntax: ---bundle", []string{"create", "---bundle", "/b", "id"}},
 		{"exec, a flag runc does not know", "flag provided but not defined: -z", []string{"exec", "-z", "id"}},
+		// Both readings succeed but disagree, so only the check that compares them refuses these.
+		{"a bundle of -: runc 1.1 takes the id for the bundle", `runc 1.1 reads these arguments as bundle "id" and id "-", runc 1.2 and later as bundle "-" and id "id"`, []string{"create", "id", "--bundle", "-"}},
+		{"run, -b -", `runc 1.1 reads these arguments as bundle "cid" and id "-"`, []string{"run", "cid", "-b", "-"}},
 	}
 	for _, c := range cases {
 		got, err := parseArgs(c.args)

@@ -20,8 +20,8 @@ import (
 // the mapping files again, without starting Go. Both take an exclusive flock on the gpu-jobs
 // folder, so two containers sharing a GPU never lose each other's line.
 //
-// Root writes only below folders it made and that nobody else can write (checked), through
-// descriptors opened without following links, into temp files renamed in place.
+// Root writes only in folders that nobody else can change, reached from / one component at a
+// time without following a link (safepath.go), into temp files renamed in place.
 
 // gpuJobsDirName is the records' folder under stateDir; front.c names the same.
 const gpuJobsDirName = "gpu-jobs"
@@ -166,17 +166,17 @@ func recordGpuJobs(g *gpuJobs, id, root string, spec object) error {
 	if err := setMappingLink(dir, g.MappingDir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(g.MappingDir, 0o755); err != nil {
-		return fmt.Errorf("dcgm-exporter job mapping: %v", err)
+	mapping, made, err := openDirNoLinks(g.MappingDir, 0o755)
+	if nerr := noteMade(dir, made); nerr != nil && err == nil {
+		err = nerr
 	}
-	mapping, err := syscall.Open(g.MappingDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("dcgm-exporter job mapping %s: %v", g.MappingDir, err)
-	}
-	defer syscall.Close(mapping)
-	if err := checkRootOnly(mapping); err != nil {
+		if mapping >= 0 {
+			syscall.Close(mapping)
+		}
 		return fmt.Errorf("dcgm-exporter job mapping %s: %v; not written", g.MappingDir, err)
 	}
+	defer syscall.Close(mapping)
 	for _, gpu := range g.Gpus {
 		if err := writeMapping(dir, mapping, gpu); err != nil {
 			return fmt.Errorf("dcgm-exporter job mapping %s/%s: %v", g.MappingDir, gpu, err)
@@ -185,42 +185,60 @@ func recordGpuJobs(g *gpuJobs, id, root string, spec object) error {
 	return nil
 }
 
-// openJobsDir opens <stateDir>/gpu-jobs, made when create is set, refusing one others can write.
+// openJobsDir opens <stateDir>/gpu-jobs (openDirNoLinks' rule all the way), made when create is set.
 func openJobsDir(create bool) (int, error) {
 	if stateDir == "" {
 		return -1, fmt.Errorf("GPU job records: no state folder")
 	}
-	path := filepath.Join(stateDir, gpuJobsDirName)
+	var mode uint32
 	if create {
-		if err := os.MkdirAll(stateDir, 0o700); err != nil {
-			return -1, fmt.Errorf("GPU job records: %v", err)
-		}
-		if err := syscall.Mkdir(path, 0o755); err != nil && err != syscall.EEXIST {
-			return -1, fmt.Errorf("GPU job records: mkdir %s: %v", path, err)
-		}
+		mode = 0o700
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	state, _, err := openDirNoLinks(stateDir, mode)
+	if err != nil {
+		return -1, fmt.Errorf("GPU job records: %v", err)
+	}
+	defer syscall.Close(state)
+	var fd int
+	if create {
+		fd, _, err = makeDirAt(state, gpuJobsDirName, 0o755)
+	} else {
+		fd, err = openDirAt(state, gpuJobsDirName)
+	}
+	path := filepath.Join(stateDir, gpuJobsDirName)
 	if err != nil {
 		return -1, fmt.Errorf("GPU job records: open %s: %v", path, err)
 	}
-	if err := checkRootOnly(fd); err != nil {
+	if err := checkDir(fd, true); err != nil {
 		syscall.Close(fd)
-		return -1, fmt.Errorf("GPU job records: %s: %v", path, err)
+		return -1, fmt.Errorf("GPU job records: %s %v", path, err)
 	}
 	return fd, nil
 }
 
-// checkRootOnly: when root, the folder must be root's and writable by nobody else.
-func checkRootOnly(fd int) error {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return err
+// madeListName is a file in the records' folder: the folders the wrapper made on the way to the
+// mapping folder, one a line, parents first, so that the install script's remove takes back
+// those and no other (host/install-runc-wrapper.sh).
+const madeListName = ".made"
+
+// noteMade adds made to the records' list of the folders the wrapper made.
+func noteMade(dir int, made []string) error {
+	if len(made) == 0 {
+		return nil
 	}
-	if os.Geteuid() == 0 && st.Uid != 0 {
-		return fmt.Errorf("must be owned by root (owner uid %d)", st.Uid)
+	var lines []string
+	if fd, err := syscall.Openat(dir, madeListName, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
+		f := os.NewFile(uintptr(fd), madeListName)
+		data := make([]byte, 1<<16)
+		n, _ := f.Read(data)
+		f.Close()
+		if n > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(data[:n]), "\n"), "\n")
+		}
 	}
-	if st.Mode&0o022 != 0 {
-		return fmt.Errorf("must not be writable by group or others (mode %04o)", st.Mode&0o7777)
+	lines = append(lines, made...)
+	if err := replaceAt(dir, madeListName, []byte(strings.Join(lines, "\n")+"\n")); err != nil {
+		return fmt.Errorf("GPU job records: %s: %v", madeListName, err)
 	}
 	return nil
 }

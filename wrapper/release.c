@@ -40,17 +40,40 @@ static int gpu_index(const char *name) {
 	return 1;
 }
 
-// Root's and writable by nobody else (as checkRootOnly in gpujobs.go).
-static int root_only(int fd) {
+// A folder root may walk through or write in, as checkDir in safepath.go: root's, writable by
+// nobody else, but for one above the last with the sticky bit.
+static int safe_dir(int fd, int last) {
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-	if (geteuid() == 0 && st.st_uid != 0) return 0;
-	return (st.st_mode & 022) == 0;
+	if (st.st_uid != 0 && st.st_uid != geteuid()) return 0;
+	return (st.st_mode & 022) == 0 || (!last && (st.st_mode & S_ISVTX));
+}
+
+// Opens the folder at path from / one component at a time, never following a link, each one
+// as safe_dir wants (openDirNoLinks in safepath.go); -1 otherwise.
+static int open_dir(const char *path) {
+	char buf[4096];
+	if (path[0] != '/' || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char *rest = buf + 1;
+	while (fd >= 0) {
+		if (!safe_dir(fd, *rest == '\0')) break;
+		if (*rest == '\0') return fd;
+		char *name = rest, *slash = strchr(rest, '/');
+		rest = slash ? slash + 1 : rest + strlen(rest);
+		if (slash) *slash = '\0';
+		if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) break;
+		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0) close(fd);
+	return -1;
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-// The mapping folder named in the records' folder, opened without following a link; -1: none.
+// The mapping folder named in the records' folder, opened as open_dir does; -1: none.
 static int open_mapping(int dir) {
 	int fd = openat(dir, ".mapping-dir", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) return -1;
@@ -59,12 +82,7 @@ static int open_mapping(int dir) {
 	close(fd);
 	if (n < 2 || path[0] != '/' || path[n - 1] != '\n') return -1;
 	path[n - 1] = '\0';
-	int m = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (m >= 0 && !root_only(m)) {
-		close(m);
-		return -1;
-	}
-	return m;
+	return open_dir(path);
 }
 
 // Writes dcgm-exporter's file for one GPU from the ids with a record left there (gpu: its folder).
@@ -110,9 +128,9 @@ void gw_release(const char *state_dir, const char *id) {
 	if (!id || !valid_id(id)) return;
 	char path[4096];
 	if (snprintf(path, sizeof path, "%s/gpu-jobs", state_dir) >= (int)sizeof path) return;
-	int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0) return; // no records kept on this worker: the usual case costs one open
-	if (!root_only(dir) || flock(dir, LOCK_EX) != 0) {
+	int dir = open_dir(path);
+	if (dir < 0) return; // no records kept on this worker (or none root can trust)
+	if (flock(dir, LOCK_EX) != 0) {
 		close(dir);
 		return;
 	}

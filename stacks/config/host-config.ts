@@ -12,6 +12,7 @@ import {
     partitionIdProblem,
     partitionTable,
     toolkitVersion,
+    jobMappingAndFoldersProblem,
     toolkitVersionProblems,
     workDirAndDatasetsProblem,
 } from "../../components/program";
@@ -197,6 +198,12 @@ function settingsProblems(host: GivenHost, settings: Settings): string[] {
             ? undefined
             : workDirAndDatasetsProblem(settings.concourse.workDir, settings.datasets.root);
     if (workDir) problems.push(`${prefix}.concourse.workDir: ${workDir}`);
+    const mapping = settings.metrics.dcgmJobMappingDir;
+    const mappingProblem =
+        mapping === undefined || ["metrics.dcgmJobMappingDir", "concourse.workDir", "datasets.root"].some((p) => covered(p, reported))
+            ? undefined
+            : jobMappingAndFoldersProblem(mapping, settings.datasets.root, settings.concourse.workDir);
+    if (mappingProblem) problems.push(`${prefix}.metrics.dcgmJobMappingDir: ${mappingProblem}`);
     // Where fabricmanager runs on the host (elsewhere the GPU plan refuses partitions outright).
     if (
         runsFabricManager(entry, settings) &&

@@ -24,7 +24,8 @@ describe("runc wrapper: GPU job records (real runc)", function () {
     const realRunc = () => sh("sh", ["-c", "command -v runc"]).trim();
     const runcRoot = () => path.join(dir, "runc-root");
     const records = () => path.join(dir, "run", "gpu-jobs");
-    const mapping = () => path.join(dir, "dcgm-jobs");
+    // Two levels, both made by the wrapper, so that a link can be planted at each.
+    const mapping = () => path.join(dir, "dcgm", "jobs");
     const created: string[] = [];
 
     before(() => {
@@ -215,5 +216,77 @@ describe("runc wrapper: GPU job records (real runc)", function () {
         } finally {
             fs.chmodSync(records(), 0o755);
         }
+    });
+
+    /** Every file and folder below top, with each file's content. */
+    function snapshot(top: string): Record<string, string> {
+        const out: Record<string, string> = {};
+        for (const name of fs.readdirSync(top, { recursive: true }) as string[]) {
+            const p = path.join(top, name);
+            out[name] = fs.lstatSync(p).isDirectory() ? "(folder)" : read(p);
+        }
+        return out;
+    }
+
+    /**
+     * Replaces the folder `component` by a link to a copy of it (so that following the link would
+     * work), runs `action`, puts the folder back, and checks that nothing changed in the copy.
+     */
+    function throughLinkAt(component: string, action: () => void): void {
+        const outside = fs.mkdtempSync(path.join(dir, "outside-"));
+        fs.cpSync(component, outside, { recursive: true });
+        fs.writeFileSync(path.join(outside, "not-the-wrappers"), "stays\n");
+        const before = snapshot(outside);
+        fs.renameSync(component, `${component}.real`);
+        fs.symlinkSync(outside, component);
+        try {
+            action();
+        } finally {
+            fs.unlinkSync(component);
+            fs.renameSync(`${component}.real`, component);
+        }
+        assert.deepStrictEqual(snapshot(outside), before, `root wrote through a link at ${path.relative(dir, component)}`);
+        fs.rmSync(outside, { recursive: true });
+    }
+
+    it("create (Go) and delete (the C front) follow no link planted at any level of the mapping and records' folders", () => {
+        const levels = [path.join(dir, "dcgm"), mapping(), path.join(dir, "run"), records()];
+        levels.forEach((component, i) => {
+            const id = `jobs-link-${i}`;
+            // Create writes nothing through the link; the container is created all the same. (The
+            // state folder itself, dir/run, holds the wrapper's other caches, written by path; its
+            // create is left to the Go tests.)
+            if (component !== path.join(dir, "run")) throughLinkAt(component, () => create(id, ["PATH=/bin"]));
+            else create(id, ["PATH=/bin"]);
+            create(`${id}-other`, ["PATH=/bin"]);
+            // The records and mapping of both are in place; delete one through the link.
+            assert.match(read(path.join(mapping(), "0")), new RegExp(`^${id}-other$`, "m"));
+            throughLinkAt(component, () => wrapped(["delete", "--force", id]));
+        });
+    });
+
+    it("delete writes no mapping through a folder others could change: sticky only above the mapping folder, root's all the way", () => {
+        const above = path.join(dir, "dcgm");
+        const cases: { name: string; folder: string; mode: number; owner?: number; rewritten: boolean }[] = [
+            { name: "the mapping folder writable by all, sticky", folder: mapping(), mode: 0o1777, rewritten: false },
+            { name: "a folder above writable by its group", folder: above, mode: 0o775, rewritten: false },
+            { name: "a folder above owned by nobody", folder: above, mode: 0o755, owner: 65534, rewritten: false },
+            { name: "a folder above writable by all, sticky (as /tmp)", folder: above, mode: 0o1777, rewritten: true },
+        ];
+        cases.forEach((c, i) => {
+            const id = `jobs-mode-${i}`;
+            create(id, ["PATH=/bin"]);
+            assert.match(read(path.join(mapping(), "0")), new RegExp(`^${id}$`, "m"));
+            fs.chmodSync(c.folder, c.mode);
+            if (c.owner !== undefined) fs.chownSync(c.folder, c.owner, c.owner);
+            try {
+                wrapped(["delete", "--force", id]);
+            } finally {
+                fs.chownSync(c.folder, 0, 0);
+                fs.chmodSync(c.folder, 0o755);
+            }
+            const listed = new RegExp(`^${id}$`, "m").test(read(path.join(mapping(), "0")));
+            assert.strictEqual(listed, !c.rewritten, `${c.name}: the mapping was ${listed ? "not " : ""}written again`);
+        });
     });
 });

@@ -9,6 +9,7 @@ import { Artifact, HOST_LIB_DIR } from "../../components/lib/host/steps";
 import {
     renderRuncWrapperComponent,
     renderWrapperConfig,
+    GPU_JOBS_DIR,
     RUNC_REAL_PATH,
     WRAPPER_BUILD_OUTPUT,
     WRAPPER_CONFIG_PATH,
@@ -132,7 +133,8 @@ describe("RuncWrapper component (render)", () => {
                 `^${HOST_LIB_DIR}/install-runc-wrapper.sh install --wrapper ${WRAPPER_PATH} --sha256 ${binary.sha256} --aside ${RUNC_REAL_PATH} --runc-cves warn$`,
             ),
         );
-        assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH}`);
+        // remove also takes back the GPU job records and what the wrapper made for dcgm-exporter.
+        assert.strictEqual(step.remove, `${HOST_LIB_DIR}/install-runc-wrapper.sh remove --aside ${RUNC_REAL_PATH} --jobs ${GPU_JOBS_DIR}`);
         assert.deepStrictEqual(step.dependsOn, [`${HOST_LIB_DIR}/install-runc-wrapper.sh`, WRAPPER_PATH, WRAPPER_CONFIG_PATH, "runtime-packages"]);
     });
 

@@ -8,7 +8,7 @@ import type { LinkComponent } from "../../lib/links/table";
 import { HostPlan, planHost, PlannedLink } from "../../lib/plan/host-plan";
 import { parseSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, WorkerSettings } from "../../lib/settings/settings";
 import { lxdWorkerTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
-import { workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
+import { jobMappingAndFoldersProblem, workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
 import { driftCheckCommand, HostDriftGuard } from "../../providers/drift";
 import { createHostFiles } from "../../providers/host/resources";
@@ -112,6 +112,10 @@ export function workerSpec(name: string, args: GpuWorkerArgs, planning: WorkerPl
     const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
     const workDir = parsed.success ? workDirAndDatasetsProblem(parsed.data.concourse.workDir, parsed.data.datasets.root) : undefined;
     if (workDir) problems.push(`concourse.workDir: ${workDir}`);
+    const mapping = parsed.success ? parsed.data.metrics.dcgmJobMappingDir : undefined;
+    const mappingProblem =
+        parsed.success && mapping !== undefined ? jobMappingAndFoldersProblem(mapping, parsed.data.datasets.root, parsed.data.concourse.workDir) : undefined;
+    if (mappingProblem) problems.push(`metrics.dcgmJobMappingDir: ${mappingProblem}`);
     if (parsed.success && parsed.data.concourse.binary) {
         if (parsed.data.concourse.tsaHost === undefined) problems.push("concourse.tsaHost: required to run the worker (or give concourse.web)");
         if (tsaPublicKey === undefined && web === undefined) problems.push("concourse.tsaPublicKey: required to run the worker (or give concourse.web)");

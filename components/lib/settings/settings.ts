@@ -10,7 +10,7 @@ import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spe
 import { DEFAULT_IGNORED_XIDS, XID_RANGE } from "../gpu/xids";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
-import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
+import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, jobMappingDir, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z
     .number({ error: "expected a non-negative integer" })
@@ -130,9 +130,9 @@ export const settingsSchema = z.strictObject({
                 description:
                     "install and start Debian's `prometheus-node-exporter`, and a timer that writes each selected GPU's utilisation, memory, temperature, power and health, labelled with the container holding it (and its build, where the container says), every 15 s for its textfile collector (Debian's `/var/lib/prometheus/node-exporter`; [docs/gpu-metrics.md](docs/gpu-metrics.md)); never on a worker without GPUs",
             }),
-            dcgmJobMappingDir: absolutePath.optional().meta({
+            dcgmJobMappingDir: jobMappingDir.optional().meta({
                 description:
-                    "dcgm-exporter's `--hpc-job-mapping-dir`: the runc wrapper writes there, per GPU, the ids of the containers holding it, at create, and clears them at delete (a root-owned folder; off when not set)",
+                    "dcgm-exporter's `--hpc-job-mapping-dir`: the runc wrapper writes there, per GPU, the ids of the containers holding it, at create, and clears them at delete; `down` removes those files and the folders the wrapper made (off when not set). Root writes there, so refused: the dataset root or a folder inside it, the work dir or a folder inside it, what `datasets.root` refuses (`/`, system folders, `/var/lib/...` state, `/home`, `/tmp`, `/var/tmp`), and `/srv`, `/opt`, `/mnt`, `/media` themselves; a folder of its own in `/run` is fine (such as `/run/dcgm-jobs`, gone at reboot), but not `/run` itself, `/run/lock`, `/run/shm`, `/run/user` or `/run/gpu-workers`. On the host the wrapper reaches it from `/` without following a link, and writes nothing unless every folder on the way is owned by root and writable by nobody else (one above it may be with the sticky bit, as `/tmp`); what it makes there gets mode 0755 ([details](docs/gpu-metrics.md#dcgm-exporters-job-mapping))",
             }),
         })
         .meta({ description: "GPU metrics per build, for Prometheus" }),

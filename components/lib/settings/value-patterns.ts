@@ -120,6 +120,14 @@ export const SYSTEM_FOLDERS = ["/", "/var", "/var/backups", "/var/cache", "/var/
 /** Folders that other software shares: no work dir (deleted on destroy) may be one of them. */
 export const SHARED_FOLDERS = ["/media", "/mnt", "/opt", "/srv"];
 
+/**
+ * /run is a system folder, but a tmpfs only root writes to: a folder of its own there suits
+ * dcgm-exporter's job mapping (it goes at reboot, as the containers do). Not these below it:
+ * what every user may write to, and the runc wrapper's own state (WRAPPER_STATE_DIR).
+ */
+export const RUN_TREE = "/run";
+export const RUN_REFUSED_TREES = ["/run/lock", "/run/shm", "/run/user", "/run/gpu-workers"];
+
 function within(child: string, parent: string): boolean {
     return child === parent || child.startsWith(parent === "/" ? "/" : `${parent}/`);
 }
@@ -128,10 +136,14 @@ function within(child: string, parent: string): boolean {
  * Why `folder` (absolute, in normal form) cannot be a dataset root or a work dir, in words
  * that follow the path ("is in /etc, a system folder"), or undefined.
  */
-export function protectedFolderProblem(folder: string, use: "datasets" | "workDir"): string | undefined {
+export function protectedFolderProblem(folder: string, use: "datasets" | "workDir" | "jobMapping"): string | undefined {
     if (folder === "/") return "is the whole file system";
     const tree = (list: string[]) => list.find((t) => within(folder, t));
     const where = (t: string, what: string) => (folder === t ? `is ${what}` : `is in ${t}, ${what}`);
+    if (use === "jobMapping" && within(folder, RUN_TREE) && folder !== RUN_TREE) {
+        const refused = tree(RUN_REFUSED_TREES);
+        return refused && where(refused, "which users or the runc wrapper itself write to");
+    }
     const system = tree(SYSTEM_TREES);
     if (system) return where(system, "a system folder");
     const state = tree(STATE_TREES);
@@ -141,7 +153,7 @@ export function protectedFolderProblem(folder: string, use: "datasets" | "workDi
     const shared = tree(SHARED_TREES);
     if (shared) return where(shared, "which every user may write to");
     if (SYSTEM_FOLDERS.includes(folder)) return "is a system folder";
-    if (use === "workDir" && SHARED_FOLDERS.includes(folder)) return "is a folder other software shares";
+    if (use !== "datasets" && SHARED_FOLDERS.includes(folder)) return "is a folder other software shares";
     return undefined;
 }
 
@@ -158,6 +170,24 @@ export const workDir = pathSchema((value) => {
     const problem = protectedFolderProblem(value, "workDir");
     return problem && `${value} ${problem}: destroy deletes the work dir with everything in it; give a folder of its own, such as /opt/concourse/worker`;
 });
+
+/** dcgm-exporter's job-mapping folder: root makes it, writes a file per GPU there at create and rewrites or removes it at delete. */
+export const jobMappingDir = pathSchema((value) => {
+    const problem = protectedFolderProblem(value, "jobMapping");
+    return (
+        problem &&
+        `${value} ${problem}: root writes and removes dcgm-exporter's job-mapping files there; give a folder of its own that only root can write, such as /run/dcgm-jobs`
+    );
+});
+
+/** Why a job-mapping folder cannot go with this dataset root and work dir (all absolute, in normal form), or undefined. */
+export function jobMappingAndFoldersProblem(dir: string, root: string, workDir?: string): string | undefined {
+    if (within(dir, root))
+        return `${dir} ${dir === root ? "is" : "is inside"} datasets.root ${root}: every task gets the dataset root, and one that can write a folder there could make root write elsewhere`;
+    if (workDir !== undefined && within(dir, workDir))
+        return `${dir} ${dir === workDir ? "is" : "is inside"} concourse.workDir ${workDir}: Concourse keeps its containers' volumes there, and destroy deletes it`;
+    return undefined;
+}
 
 /** Why a work dir and a dataset root (both absolute, in normal form) cannot go together, or undefined. */
 export function workDirAndDatasetsProblem(dir: string, root: string): string | undefined {

@@ -7,7 +7,7 @@
 import { combine, hostScriptFile, hostScriptPath, OWNERSHIP_SCRIPT } from "../../host/scripts";
 import { RenderedComponent, shellCommand } from "../../host/steps";
 import { renderRuntimePackages } from "../../render/runtime-packages";
-import { WRAPPER_STATE_DIR } from "../runc-wrapper/render";
+import { GPU_JOBS_DIR, WRAPPER_STATE_DIR } from "../runc-wrapper/render";
 
 export interface GpuMetricsSettings {
     /** The vendor whose tool answers for the GPUs (AMD: health metrics only, docs/gpu-metrics.md). */
@@ -23,8 +23,7 @@ export interface GpuMetricsSettings {
 export const GPU_METRICS_SCRIPT = "gpu-metrics.sh";
 /** The unit pair's name: `<name>.service` runs the script once, `<name>.timer` every interval. */
 export const GPU_METRICS_UNIT = "gpu-workers-metrics";
-/** Where the runc wrapper records which container holds which GPU (wrapper/gpujobs.go). */
-export const GPU_JOBS_DIR = `${WRAPPER_STATE_DIR}/gpu-jobs`;
+export { GPU_JOBS_DIR };
 /** The health watcher's state: gpus.tsv and status (docs/gpu-metrics.md has the contract). */
 export const GPU_HEALTH_DIR = `${WRAPPER_STATE_DIR}/health`;
 /** Debian's prometheus-node-exporter reads this folder unless its ARGS name another (its --help says so). */

@@ -2,8 +2,9 @@
 import type { RuncCvePolicy, SpecFeature } from "../../gpu/spec-features";
 import { GpuInventory } from "../../gpu/inventory";
 import type { Artifact } from "../../host/steps";
-import { GpuSelection, PrivilegedMode, WorkerGpuPlan } from "../../gpu/plan";
+import { GpuSelection, PlanError, PrivilegedMode, WorkerGpuPlan } from "../../gpu/plan";
 import { WORKER_DEFAULTS } from "../../settings/settings";
+import { jobMappingAndFoldersProblem, jobMappingDir } from "../../settings/value-patterns";
 import type { WorkerSpec } from "../../settings/worker-spec";
 import { NVIDIA_RUNTIME_BINARY } from "../container-toolkit/render";
 import type { LinkDef } from "../link";
@@ -76,6 +77,12 @@ export function planRuncWrapper(
 /** The records the metrics need: none without GPUs, or when neither the node exporter nor dcgm-exporter's mapping is asked for. */
 function gpuJobRecords(terms: RuncWrapperTerms, plan: WorkerGpuPlan): { gpuJobs?: GpuJobRecords } {
     const m = terms.metrics;
+    if (m?.dcgmJobMappingDir !== undefined) {
+        // Held to the settings' rules here too: RuncWrapper alone takes the folder as given.
+        const form = jobMappingDir.safeParse(m.dcgmJobMappingDir);
+        const problem = form.success ? jobMappingAndFoldersProblem(m.dcgmJobMappingDir, datasetsOf(terms.datasets).root) : form.error.issues[0].message;
+        if (problem) throw new PlanError("metrics.dcgmJobMappingDir", problem);
+    }
     if (!m || plan.selected.length === 0 || (!m.nodeExporter && m.dcgmJobMappingDir === undefined)) return {};
     const gpus = [...new Set(plan.selected.map((g) => g.index))];
     return { gpuJobs: { gpus, ...(m.dcgmJobMappingDir !== undefined ? { mappingDir: m.dcgmJobMappingDir } : {}) } };

@@ -23,6 +23,8 @@ export const WRAPPER_CONFIG_PATH = `${HOST_ETC_DIR}/runc-wrapper.json`;
 export const WRAPPER_LOG_PATH = "/var/log/gpu-workers/runc-wrapper.log";
 /** What the wrapper learned about the real runtime (whether it has recursive read-only mounts); on a tmpfs, so a reboot asks again. */
 export const WRAPPER_STATE_DIR = "/run/gpu-workers";
+/** Where the wrapper records which container holds which GPU (wrapper/gpujobs.go); remove takes it back. */
+export const GPU_JOBS_DIR = `${WRAPPER_STATE_DIR}/gpu-jobs`;
 /** Set in the real runtime's environment; the wrapper refuses to run when it sees it. */
 export const WRAPPER_MARKER_ENV = "GPU_WORKERS_WRAPPER_ACTIVE";
 /** The binary `npm run build` makes (scripts/build-wrapper.sh). */
@@ -168,7 +170,7 @@ export function renderRuncWrapperComponent(s: RuncWrapperSettings): RenderedComp
                     "--runc-cves",
                     s.runcCves,
                 ]),
-                remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH]),
+                remove: shellCommand([script.path, "remove", ...runc, "--aside", RUNC_REAL_PATH, "--jobs", GPU_JOBS_DIR]),
                 check: shellCommand([script.path, "check", "--aside", RUNC_REAL_PATH]),
                 dependsOn: [script.path, WRAPPER_PATH, WRAPPER_CONFIG_PATH, ...packages.steps.map((step) => step.name)],
             },
