@@ -1,1 +1,1 @@
-host script host/gpu-health-watch.sh, sha256 b6087e99dca2069b0ce4aa4e6b685201d3b0c42578b0aa24e4681a86f6225d2c
+host script host/gpu-health-watch.sh, sha256 8927c53b347dc36b4ab93194d8b622613488f78a3c8c30d29243e418113e4eb0

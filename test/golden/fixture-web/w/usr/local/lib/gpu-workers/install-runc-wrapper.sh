@@ -1,1 +1,1 @@
-host script host/install-runc-wrapper.sh, sha256 cb24280916daad1502c7c31b5e13bdad54b57ff6f3a483c2a049f65bfd655179
+host script host/install-runc-wrapper.sh, sha256 d16fd639e6367e6cd1af939f27396979658c25135e2ae95cbab069c76d33d2eb
