@@ -89,7 +89,10 @@ describe("GPU health watcher against forgeries in the real kernel log (crashing 
         amd = new WatcherRun({ realKernelLog: true });
         fs.mkdirSync(`${amd.root}/sys/bus/pci/devices/${amdBus}`, { recursive: true });
         amd.startWorker();
-        await amd.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: amdBus }] }, { health: FAST });
+        await amd.start(
+            { vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: amdBus }] },
+            { health: FAST },
+        );
         for (const w of [nvidia, amd]) assert.ok(w.readsKernelLog(), "the watcher reads /dev/kmsg itself");
     });
 
@@ -147,7 +150,11 @@ describe("GPU health watcher against forgeries in the real kernel log (crashing 
         const since = kernelRecords().at(-1)?.seq ?? -1;
         for (const line of lines) fs.writeFileSync("/dev/kmsg", `<2>${line}\n`);
         const logged = kernelRecords().filter((r) => r.seq > since);
-        for (const line of lines) assert.ok(logged.some((r) => r.message === escaped(line) && r.facility === 1), `the kernel stored ${line} in the user facility`);
+        for (const line of lines)
+            assert.ok(
+                logged.some((r) => r.message === escaped(line) && r.facility === 1),
+                `the kernel stored ${line} in the user facility`,
+            );
         await quiet();
     });
 });

@@ -53,7 +53,8 @@ export class KmsgSeam {
     record(message: string, facility = 0, level = 4): void {
         this.seq += 1;
         let escaped = "";
-        for (const b of Buffer.from(message, "utf8")) escaped += b < 0x20 || b >= 0x7f || b === 0x5c ? `\\x${b.toString(16).padStart(2, "0")}` : String.fromCharCode(b);
+        for (const b of Buffer.from(message, "utf8"))
+            escaped += b < 0x20 || b >= 0x7f || b === 0x5c ? `\\x${b.toString(16).padStart(2, "0")}` : String.fromCharCode(b);
         this.write(`${facility * 8 + level},${this.seq},${Math.round(performance.now() * 1000)},-;${escaped}\n`);
     }
 

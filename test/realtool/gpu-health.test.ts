@@ -241,7 +241,10 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         const bus = withDomain("0000:03:00.0", domain);
         fs.mkdirSync(`${run.root}/sys/bus/pci/devices/${domain}:03:00.0`, { recursive: true });
         run.startWorker();
-        await run.start({ vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: bus }] }, { health: FAST });
+        await run.start(
+            { vendor: "amd", gpus: [{ index: 0, model: "AMD Instinct MI210", memoryMiB: 65520, gfxTarget: "gfx90a", pciBusId: bus }] },
+            { health: FAST },
+        );
         for (const name of forgedNames(`${domain}:03:00`, `${domain}:03:00.0`)) run.kernel(segfaultLine(name));
         await sleep(2500);
         assert.strictEqual(run.workerState(), "running");
