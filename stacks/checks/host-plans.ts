@@ -58,6 +58,7 @@ function gpuPlanError(s: HostConfig): PlanError | undefined {
             extraTags: s.concourse.tags,
             driverPin: s.driver.version,
             privilegedMode: s.concourse.privilegedMode,
+            allocation: s.allocation,
         });
         return undefined;
     } catch (e) {

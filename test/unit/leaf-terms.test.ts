@@ -43,6 +43,12 @@ describe("leaf components in a user's terms", () => {
             datasets: { root: "/data", writableSuffixes: ["_scratch"] },
         },
         "A100 with MIG": { inventory: A100_MIG },
+        "HGX H100, GPUs 0 to 3 time-sliced 3 ways": {
+            inventory: HGX_H100_8X,
+            selection: [0, 1, 2, 3],
+            allocation: { mode: "timeSlice" as const, replicas: 3 },
+        },
+        "AMD Phoenix, exclusive": { inventory: AMD_PHOENIX, allocation: { mode: "exclusive" as const } },
     };
     for (const [label, w] of Object.entries(workers)) {
         it(`${label}: each leaf from the worker's terms renders what planHost places`, () => {

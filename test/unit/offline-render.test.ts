@@ -74,6 +74,29 @@ describe("offline render", function () {
         assert.ok(fs.existsSync(path.join(r.out, "cpu", "manifest.json")));
     });
 
+    it("allocation {mode: exclusive} in defaults: the wrapper's allocation block and the capacity tags; a worker without GPUs gets neither", () => {
+        const raw = stackWith({ name: "hgx", inventory: HGX_H100_8X, extra: { selection: [0, 1, 2, 3] } }, { name: "cpu", inventory: NO_GPU });
+        (raw.defaults as Record<string, unknown>).allocation = { mode: "exclusive" };
+        const r = renderStackFile(raw);
+        assert.strictEqual(r.status, 0, r.stderr);
+        const read = (host: string, file: string) => fs.readFileSync(path.join(r.out, host, file), "utf8");
+        const config = JSON.parse(read("hgx", "etc/gpu-workers/runc-wrapper.json"));
+        assert.strictEqual(config.allocation.mode, "exclusive");
+        assert.strictEqual(config.allocation.replicas, 1);
+        assert.deepStrictEqual(
+            config.allocation.units.map((u: { visible: string }) => u.visible),
+            ["nvidia.com/gpu=0", "nvidia.com/gpu=1", "nvidia.com/gpu=2", "nvidia.com/gpu=3"],
+        );
+        assert.deepStrictEqual(config.env, {});
+        const manifest = JSON.parse(read("hgx", "manifest.json"));
+        for (const tag of ["gpu-share=exclusive", "gpu-slots=4"]) {
+            assert.ok(manifest.tags.includes(tag), tag);
+            assert.ok(read("hgx", "etc/systemd/system/concourse-worker.service").includes(`--tag=${tag}`), tag);
+        }
+        assert.ok(!read("cpu", "etc/gpu-workers/runc-wrapper.json").includes("allocation"));
+        assert.deepStrictEqual(JSON.parse(read("cpu", "manifest.json")).tags, []);
+    });
+
     it("the example HGX stack: the board (domain, seed, vfio unit, partitions 1 and 2) and its two worker VMs", () => {
         const out = tempDir("gw-render-hgx-");
         const r = spawnSync("node", [CLI, "--project-dir", path.join(__dirname, "..", "..", "..", "examples", "stacks"), "--stack", "hgx", "--out", out], {

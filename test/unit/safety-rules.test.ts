@@ -48,7 +48,7 @@ describe("safety rules of the stack config, each pinned alone", () => {
         const cases: [string, string][] = [
             [
                 "defaults.colour",
-                "defaults: unknown key colour (defaults take only selection, verify, driver, toolkit, datasets, wrapper, metrics, containerd, fabricManager, health, concourse)",
+                "defaults: unknown key colour (defaults take only selection, verify, driver, toolkit, datasets, wrapper, metrics, containerd, fabricManager, health, allocation, concourse)",
             ],
             ["hosts.0.colour", "hosts[0]: unknown key colour"],
             ["hosts.0.transport.colour", "hosts[0].transport: unknown key colour"],
@@ -72,6 +72,8 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ["hosts.0.containerd.colour", "hosts[0].containerd: unknown key colour"],
             ["defaults.fabricManager.colour", "defaults.fabricManager: unknown key colour"],
             ["hosts.0.fabricManager.colour", "hosts[0].fabricManager: unknown key colour"],
+            ["defaults.allocation.colour", "defaults.allocation: unknown key colour"],
+            ["hosts.0.allocation.colour", "hosts[0].allocation: unknown key colour"],
             ["defaults.concourse.colour", "defaults.concourse: unknown key colour"],
             ["hosts.0.concourse.colour", "hosts[0].concourse: unknown key colour"],
         ];

@@ -3,8 +3,12 @@
  * depends on it: worker tags, the environment and device nodes the runc wrapper injects,
  * the CDI device ids, and whether fabricmanager runs. Nothing downstream recomputes these.
  */
+import { allocationTags, AllocationSettings, GpuAllocation, planAllocation } from "./allocation";
 import { gpuFamily } from "./families";
 import { Gpu, GpuInventory } from "./inventory";
+import { PlanError } from "./plan-error";
+
+export { PlanError };
 
 export type GpuSelection = "all" | number[];
 /**
@@ -41,6 +45,8 @@ export interface PlanOptions {
     fabricPartition?: number;
     /** What a privileged step gets on the worker; any mode but ignore is tagged privileged=MODE. Default: ignore. */
     privilegedMode?: PrivilegedMode;
+    /** GPUs handed out per task (the settings' `allocation`); absent or mode all: every container gets every selected GPU. */
+    allocation?: AllocationSettings;
 }
 
 export interface WorkerGpuPlan {
@@ -65,6 +71,12 @@ export interface WorkerGpuPlan {
     fabricManager: { enabled: boolean; partitions: number[] };
     /** The fabric partition of a worker VM on a shared board (fabricmanager runs in the board's service VM). */
     fabricPartition?: number;
+    /**
+     * GPUs handed out per task: the units and what a holder gets. Absent in mode all and on a
+     * worker without GPUs; env, deviceNodes and gpuNodes above stay the whole selection's (what
+     * the worker's host and its validator see).
+     */
+    allocation?: GpuAllocation;
 }
 
 /** Variables through which a container could ask a GPU runtime for more than its selection. */
@@ -90,16 +102,6 @@ export const HSA_OVERRIDES: Readonly<Record<string, string>> = {
     gfx1031: "10.3.0", // Navi 22 (RX 6700 XT)
     gfx90c: "9.0.0", // Renoir/Cezanne iGPU
 };
-
-export class PlanError extends Error {
-    constructor(
-        public readonly path: string,
-        message: string,
-    ) {
-        super(`${path}: ${message}`);
-        this.name = "PlanError";
-    }
-}
 
 /** Lower-case tag-safe form of a model name: "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3". */
 export function modelSlug(model: string): string {
@@ -245,8 +247,9 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     const deviceNodes: string[] = [];
     let gpuNodes: string[] = [];
     let cdiDevices: string[] = [];
+    let names: string[] = [];
     if (inventory.vendor === "nvidia" && selected.length > 0) {
-        const names = nvidiaDeviceNames(selected);
+        names = nvidiaDeviceNames(selected);
         const kind = inventory.tegra ? "nvidia.com/igpu" : "nvidia.com/gpu";
         cdiDevices = names.map((n) => `${kind}=${n}`);
         env.NVIDIA_VISIBLE_DEVICES = (options.cdi ? cdiDevices : names).join(",");
@@ -260,6 +263,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         deviceNodes.push("/dev/kfd", ...selected.map(renderNode));
         gpuNodes = selected.map(renderNode);
     }
+    const allocation = planAllocation(options.allocation, { inventory, selected, env, names, cdiDevices, cdi: options.cdi, renderNode });
     // No GPU for this worker: env stays empty and every GPU variable is unset, so no task sees
     // one and none can ask a runtime (or a hook left on the host) for a GPU.
     return {
@@ -267,6 +271,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         selected,
         tags: [
             ...computedTags(inventory, selected, options.fabricManager.partitions, fabric, options),
+            ...allocationTags(allocation),
             ...privilegedTags(options.privilegedMode),
             ...options.extraTags,
         ],
@@ -277,5 +282,6 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         cdiDevices,
         fabricManager: { enabled: fabric, partitions: fabric ? options.fabricManager.partitions : [] },
         ...(options.fabricPartition !== undefined ? { fabricPartition: options.fabricPartition } : {}),
+        ...(allocation ? { allocation } : {}),
     };
 }

@@ -3,6 +3,7 @@
  * the inventory and selection, and the worker's datasets. Pure.
  */
 import { GpuInventory } from "../gpu/inventory";
+import type { AllocationSettings } from "../gpu/allocation";
 import { GpuSelection, planWorkerGpus, WorkerGpuPlan } from "../gpu/plan";
 import { WORKER_DEFAULTS } from "../settings/settings";
 
@@ -13,13 +14,19 @@ export function builtin<T>(value: T | undefined, path: string): T {
 }
 
 /** The GPU part of a worker's plan as a container sees it: env, unset variables, device nodes, CDI ids. */
-export function containerGpus(inventory: GpuInventory, selection: GpuSelection | undefined, cdi: boolean | undefined): WorkerGpuPlan {
+export function containerGpus(
+    inventory: GpuInventory,
+    selection: GpuSelection | undefined,
+    cdi: boolean | undefined,
+    allocation?: AllocationSettings,
+): WorkerGpuPlan {
     // fabricmanager and tags are the worker's business, not what a container is given.
     return planWorkerGpus(inventory, {
         selection: selection ?? builtin(WORKER_DEFAULTS.selection, "selection"),
         cdi: cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"),
         fabricManager: { mode: "off", partitions: [] },
         extraTags: [],
+        ...(allocation ? { allocation } : {}),
     });
 }
 

@@ -33,6 +33,7 @@ export function workerGpus(host: WorkerSpec): WorkerGpuPlan {
         extraTags: host.concourse.tags,
         driverPin: host.driver.version,
         privilegedMode: host.concourse.privilegedMode,
+        allocation: host.allocation,
         ...(host.fabricPartition ? { fabricPartition: host.fabricPartition.id } : {}),
     });
 }

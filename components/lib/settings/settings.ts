@@ -5,12 +5,13 @@
  */
 import { z } from "zod";
 import { warnOnlyFieldsSchema } from "../discovery/verify";
+import { ALLOCATION_MODES, ASK_VARIABLE, DEFAULT_REPLICAS, MAX_WAIT_SECONDS } from "../gpu/allocation";
 import { PRIVILEGED_MODES } from "../gpu/plan";
 import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
 import { DEFAULT_IGNORED_XIDS, XID_RANGE } from "../gpu/xids";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
-import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, jobMappingDir, plainName, publicKeyLine, workDir, writableSuffix } from "./value-patterns";
+import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, jobMappingDir, plainName, publicKeyLine, wholeNumber, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z
     .number({ error: "expected a non-negative integer" })
@@ -193,6 +194,42 @@ export const settingsSchema = z.strictObject({
                 ctx.addIssue({ code: "custom", path: ["fatalXids"], message: `Xid ${code} is in both ignoreXids and fatalXids` });
         })
         .meta({ description: "the GPU health watcher: what it does on a fatal GPU event" }),
+    allocation: z
+        .strictObject({
+            mode: z
+                .enum(ALLOCATION_MODES, { error: `expected one of ${ALLOCATION_MODES.join(", ")}` })
+                .default("all")
+                .meta({
+                    description:
+                        "how the runc wrapper hands the worker's GPUs to containers: `all`, every container gets every selected GPU (nothing changes); " +
+                        "`exclusive`, each unit (a selected GPU, or on a MIG GPU one MIG instance) is held by one task's container at a time; " +
+                        "`timeSlice`, by up to `replicas` at once, with no memory isolation; `mps`, as timeSlice through an MPS control daemon " +
+                        "(not yet supported by this release: refused). Check, get and put containers hold no GPU in every mode but `all`. " +
+                        `A task asks with the param \`${ASK_VARIABLE}: N\`; the worker is tagged \`gpu-share=MODE\` and \`gpu-slots=N\` ` +
+                        "(units × replicas). No effect on a worker without GPUs ([docs/gpu-allocation.md](docs/gpu-allocation.md))",
+                }),
+            perTask: wholeNumber(0)
+                .default(1)
+                .meta({ description: `units a task's container gets when it sets no \`${ASK_VARIABLE}\`; more than the worker's units is refused` }),
+            replicas: wholeNumber(1)
+                .optional()
+                .meta({
+                    defaultText: `\`${DEFAULT_REPLICAS}\` (timeSlice, mps); \`1\` (exclusive)`,
+                    description: "containers holding one unit at once in `timeSlice` and `mps`; with `exclusive` anything but 1 is refused (leave it out)",
+                }),
+            waitSeconds: wholeNumber(
+                0,
+                MAX_WAIT_SECONDS,
+                `expected whole seconds from 0 to ${MAX_WAIT_SECONDS} (a create must end within Concourse's containerd request timeout, 5 minutes by default)`,
+            )
+                .default(60)
+                .meta({
+                    description:
+                        `how long a task's create waits for free units before it fails naming their holders; at most ${MAX_WAIT_SECONDS}, since ` +
+                        "Concourse's create call must end within the worker's containerd request timeout (`CONCOURSE_CONTAINERD_REQUEST_TIMEOUT`, default 5m)",
+                }),
+        })
+        .meta({ description: "GPUs handed out per task: exclusive units, time-slicing, MPS" }),
     concourse: z
         .strictObject({
             version: version.default("7.14.2").meta({ description: "the Concourse release the worker runs (and, by default, the stack's web)" }),

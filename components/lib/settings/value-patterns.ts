@@ -21,6 +21,13 @@ export function isHostAddress(value: string): boolean {
     return DNS_NAME.test(value) || isIpAddress(value);
 }
 
+/** A whole number from min up (to max where given), with one message saying so (or the one given). */
+export function wholeNumber(min: number, max?: number, error?: string) {
+    const message = error ?? (max === undefined ? `expected a whole number of at least ${min}` : `expected a whole number from ${min} to ${max}`);
+    const n = z.number({ error: message }).int({ error: message }).min(min, { error: message });
+    return max === undefined ? n : n.max(max, { error: message });
+}
+
 const HOST_ERROR = "expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5";
 export const hostAddress = z.string({ error: HOST_ERROR }).refine(isHostAddress, { error: HOST_ERROR });
 

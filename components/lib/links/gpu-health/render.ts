@@ -45,6 +45,8 @@ export const HEALTH_PATHS = {
     /** The status the watcher keeps (gpus.tsv and status): what the metrics read. */
     stateDir: "/run/gpu-workers/health",
 } as const;
+/** The watcher's row per GPU (index, bus id, healthy 1|0, ...; tab-separated): what the metrics and the runc wrapper's allocation read. */
+export const HEALTH_GPUS_FILE = `${HEALTH_PATHS.stateDir}/gpus.tsv`;
 
 /** A normalised PCI address: domain of 4 hex digits, lower case (0000:3b:00.0). */
 export function normalBusId(busId: string): string {

@@ -2,11 +2,15 @@
 import type { RuncCvePolicy, SpecFeature } from "../../gpu/spec-features";
 import { GpuInventory } from "../../gpu/inventory";
 import type { Artifact } from "../../host/steps";
-import { GpuSelection, PlanError, PrivilegedMode, WorkerGpuPlan } from "../../gpu/plan";
+import type { AllocationSettings } from "../../gpu/allocation";
+import { GPU_CONTROL_VARIABLES, GpuSelection, PlanError, PrivilegedMode, WorkerGpuPlan } from "../../gpu/plan";
 import { WORKER_DEFAULTS } from "../../settings/settings";
+import type { WorkerSettings } from "../../settings/settings";
 import { jobMappingAndFoldersProblem, jobMappingDir } from "../../settings/value-patterns";
 import type { WorkerSpec } from "../../settings/worker-spec";
 import { NVIDIA_RUNTIME_BINARY } from "../container-toolkit/render";
+import { gpuHealthTerms, planGpuHealth } from "../gpu-health/plan";
+import { HEALTH_GPUS_FILE } from "../gpu-health/render";
 import type { LinkDef } from "../link";
 import { builtin, containerGpus, DatasetTerms, datasetsOf } from "../terms";
 import { GpuJobRecords, renderRuncWrapperComponent, RUNC_REAL_PATH, RuncWrapperSettings } from "./render";
@@ -48,6 +52,14 @@ export interface RuncWrapperTerms {
     logPath?: string;
     /** GPU metrics per build: with either, the wrapper records which container holds which GPU (docs/gpu-metrics.md). Default: neither. */
     metrics?: { nodeExporter?: boolean; dcgmJobMappingDir?: string };
+    /**
+     * GPUs handed out per task (the settings' `allocation`, field by field; docs/gpu-allocation.md):
+     * mode "all", "exclusive", "timeSlice" or "mps", perTask, replicas, waitSeconds. Example:
+     * { mode: "exclusive" }. Default: mode all, every container gets every selected GPU.
+     */
+    allocation?: Partial<WorkerSettings["allocation"]>;
+    /** The GpuHealth watcher runs on the host: with allocation, a GPU it calls sick is handed to no new container. Default: false. */
+    healthWatcher?: boolean;
 }
 
 const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtime": NVIDIA_RUNTIME_BINARY, runc: RUNC_REAL_PATH };
@@ -55,12 +67,13 @@ const RUNTIME_PATHS: Record<WrapperRuntime, string> = { "nvidia-container-runtim
 /** The wrapper's settings; `plan` is the worker's GPU plan where the chain has one already. */
 export function planRuncWrapper(
     terms: RuncWrapperTerms & { wrapperBinary: Artifact },
-    plan = containerGpus(terms.inventory, terms.selection, terms.cdi),
+    plan = containerGpus(terms.inventory, terms.selection, terms.cdi, allocationOf(terms.allocation)),
 ): RuncWrapperSettings {
     const runtime = terms.runtime ?? (terms.inventory.vendor === "nvidia" ? "nvidia-container-runtime" : "runc");
     const privilegedMode = terms.privilegedMode ?? builtin(WORKER_DEFAULTS.concourse?.privilegedMode, "concourse.privilegedMode");
+    const allocation = plan.allocation;
     return {
-        plan,
+        plan: allocation ? holdingNone(plan) : plan,
         datasets: datasetsOf(terms.datasets),
         realRuntime: RUNTIME_PATHS[runtime],
         // full and fuse-only both give a privileged step CAP_SYS_ADMIN, which the wrapper refuses unless allowed.
@@ -71,6 +84,35 @@ export function planRuncWrapper(
         wrapperBinary: terms.wrapperBinary,
         ...(terms.logPath !== undefined ? { logPath: terms.logPath } : {}),
         ...gpuJobRecords(terms, plan),
+        ...(allocation ? { allocation: { ...allocation, ...(terms.healthWatcher ? { healthFile: HEALTH_GPUS_FILE } : {}) } } : {}),
+    };
+}
+
+/** The allocation terms over the built-in defaults (replicas stays absent where not given: its default depends on the mode). */
+function allocationOf(terms: RuncWrapperTerms["allocation"]): AllocationSettings | undefined {
+    if (terms === undefined) return undefined;
+    const d = WORKER_DEFAULTS.allocation;
+    return {
+        mode: terms.mode ?? builtin(d?.mode, "allocation.mode"),
+        perTask: terms.perTask ?? builtin(d?.perTask, "allocation.perTask"),
+        ...(terms.replicas !== undefined ? { replicas: terms.replicas } : {}),
+        waitSeconds: terms.waitSeconds ?? builtin(d?.waitSeconds, "allocation.waitSeconds"),
+    };
+}
+
+/**
+ * What a container holding no unit gets, with allocation on: no GPU variable (every one unset),
+ * no node of a unit, and every selected GPU's node refused; the wrapper adds a holder's own.
+ */
+function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes" | "gpuNodes"> {
+    const a = plan.allocation!;
+    const unitNodes = new Set([...a.holderDeviceNodes, ...a.units.flatMap((u) => u.deviceNodes)]);
+    const env = Object.fromEntries(Object.entries(plan.env).filter(([name]) => !GPU_CONTROL_VARIABLES.includes(name)));
+    return {
+        env,
+        unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
+        deviceNodes: plan.deviceNodes.filter((n) => !unitNodes.has(n)),
+        gpuNodes: plan.gpuNodes,
     };
 }
 
@@ -100,6 +142,8 @@ export function wrapperTerms(host: WorkerSpec): RuncWrapperTerms & { wrapperBina
         runcCves: host.wrapper.runcCves,
         wrapperBinary: host.artifacts.wrapper,
         metrics: host.metrics,
+        // Mode all's terms stay as they were, and plan no health watcher for nothing.
+        ...(host.allocation.mode !== "all" ? { allocation: host.allocation, healthWatcher: planGpuHealth(gpuHealthTerms(host)) !== undefined } : {}),
     };
 }
 

@@ -5,9 +5,11 @@
  */
 import * as path from "path";
 import { z } from "zod";
-import { WorkerGpuPlan } from "../../gpu/plan";
+import { GpuAllocation, MAX_WAIT_SECONDS } from "../../gpu/allocation";
+import { GPU_CONTROL_VARIABLES, WorkerGpuPlan } from "../../gpu/plan";
 import { RuncCvePolicy, SPEC_FEATURE_NAMES, SpecFeature } from "../../gpu/spec-features";
 import { combine, hostScriptFile, PACKAGE_ROOT } from "../../host/scripts";
+import { wholeNumber } from "../../settings/value-patterns";
 import { renderRuntimePackages } from "../../render/runtime-packages";
 import { Artifact, HOST_ETC_DIR, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../../host/steps";
 
@@ -32,13 +34,52 @@ export const WRAPPER_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "wrapper", "
 
 const absolutePath = z.string().regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
 const variableName = z.string().regex(/^[^=\0]+$/, { error: "expected a variable name (no = or NUL)" });
+const envValue = z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" });
+const gpuIndex = z.string().regex(/^[0-9]{1,8}$/, { error: "expected a GPU index" });
+
+/** A unit as the wrapper hands it out: a GPU (`1`) or one MIG instance of it (`1:0`). */
+const unitSchema = z
+    .strictObject({
+        id: z.string().regex(/^[0-9]{1,8}(:[0-9]{1,8})?$/, { error: "expected a unit id: a GPU index, or GPU:MIG-instance" }),
+        gpu: gpuIndex,
+        // Joined with , in the visible variable, so a value may hold none.
+        visible: z.string().regex(/^[^,\0]+$/, { error: "expected a device name without , or NUL" }),
+        deviceNodes: z.array(absolutePath),
+        gpuNodes: z.array(absolutePath).min(1, { error: "a unit names its GPU's nodes" }),
+    })
+    .refine((u) => u.id.split(":")[0] === u.gpu, { error: "a unit's id starts with its GPU's index", path: ["id"] });
+
+/** The allocation block (docs/gpu-allocation.md): absent, every container gets every selected GPU. */
+const allocationSchema = z
+    .strictObject({
+        mode: z.enum(["exclusive", "timeSlice", "mps"]),
+        perTask: wholeNumber(0),
+        replicas: wholeNumber(1),
+        waitSeconds: wholeNumber(0, MAX_WAIT_SECONDS),
+        visibleEnv: z.enum(["NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES"]),
+        holderEnv: z.partialRecord(z.enum(GPU_CONTROL_VARIABLES), envValue),
+        holderDeviceNodes: z.array(absolutePath),
+        units: z.array(unitSchema).min(1, { error: "allocation needs at least one unit" }),
+        healthFile: absolutePath.optional(),
+    })
+    .superRefine((a, ctx) => {
+        if (a.mode === "exclusive" && a.replicas !== 1)
+            ctx.addIssue({ code: "custom", path: ["replicas"], message: "exclusive holds each unit once (replicas 1)" });
+        if (a.perTask > a.units.length) ctx.addIssue({ code: "custom", path: ["perTask"], message: `more than the ${a.units.length} units` });
+        if (a.visibleEnv in a.holderEnv) ctx.addIssue({ code: "custom", path: ["holderEnv"], message: `${a.visibleEnv} is set from the units held` });
+        const seen = new Set<string>();
+        a.units.forEach((u, i) => {
+            if (seen.has(u.id)) ctx.addIssue({ code: "custom", path: ["units", i, "id"], message: `duplicate unit ${u.id}` });
+            seen.add(u.id);
+        });
+    });
 
 /** The settings file's shape, exactly as the wrapper decodes it (unknown keys are refused there too). */
 export const wrapperConfigSchema = z.strictObject({
     realRuntime: absolutePath,
     datasetRoot: absolutePath,
     writableSuffixes: z.array(z.string().regex(/^[^/\0]+$/, { error: "expected a folder-name suffix without /" })),
-    env: z.record(variableName, z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" })),
+    env: z.record(variableName, envValue),
     unsetEnv: z.array(variableName),
     deviceNodes: z.array(absolutePath),
     gpuNodes: z.array(absolutePath),
@@ -47,12 +88,14 @@ export const wrapperConfigSchema = z.strictObject({
     log: absolutePath,
     gpuJobs: z
         .strictObject({
-            gpus: z.array(z.string().regex(/^[0-9]{1,8}$/, { error: "expected a GPU index" })).min(1),
+            gpus: z.array(gpuIndex).min(1),
             mappingDir: z.union([z.literal(""), absolutePath]),
         })
         .optional(),
+    allocation: allocationSchema.optional(),
 });
 export type WrapperConfig = z.infer<typeof wrapperConfigSchema>;
+export type WrapperAllocation = z.infer<typeof allocationSchema>;
 
 export interface WrapperConfigInput {
     /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
@@ -88,6 +131,19 @@ export interface WrapperConfigInput {
      * Absent: nothing recorded.
      */
     gpuJobs?: GpuJobRecords;
+    /**
+     * GPUs handed out per task (the GPU plan's allocation), and the health watcher's gpus.tsv
+     * where one runs (a GPU it calls sick is handed to no new container). With it, `plan` is what
+     * a container holding no unit gets (no GPU variable, no GPU node; plan.gpuNodes every selected
+     * GPU's). Absent: every container gets `plan`'s GPUs.
+     */
+    allocation?: WrapperAllocationInput;
+}
+
+/** The GPU plan's allocation, and where the health watcher says which GPUs are sick. */
+export interface WrapperAllocationInput extends GpuAllocation {
+    /** The health watcher's gpus.tsv (HEALTH_GPUS_FILE) where one runs on the host: a GPU whose row says unhealthy leaves the pool. */
+    healthFile?: string;
 }
 
 /** The GPUs every container gets, by index, and dcgm-exporter's job-mapping folder (optional). */
@@ -119,6 +175,8 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
         log: input.logPath ?? WRAPPER_LOG_PATH,
         // Only where asked for, so the settings of a worker without metrics stay as they were.
         ...(input.gpuJobs ? { gpuJobs: { gpus: input.gpuJobs.gpus.map(String), mappingDir: input.gpuJobs.mappingDir ?? "" } } : {}),
+        // Only where GPUs are handed out per task, so mode all's settings stay as they were.
+        ...(input.allocation ? { allocation: allocationBlock(input.allocation) } : {}),
     };
     const checked = wrapperConfigSchema.safeParse(config);
     if (!checked.success) {
@@ -128,7 +186,40 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
     if (config.unsetEnv.some((name) => name in config.env)) {
         throw new Error("runc wrapper settings: a variable is both set and unset: " + config.unsetEnv.filter((n) => n in config.env).join(", "));
     }
+    if (config.allocation) allocationAgrees(config, config.allocation);
     return JSON.stringify(config, null, 2) + "\n";
+}
+
+/** The block in the contract's key order (docs/gpu-allocation.md), holderEnv sorted. */
+function allocationBlock(a: WrapperAllocationInput): WrapperAllocation {
+    return {
+        mode: a.mode,
+        perTask: a.perTask,
+        replicas: a.replicas,
+        waitSeconds: a.waitSeconds,
+        visibleEnv: a.visibleEnv,
+        holderEnv: sorted(a.holderEnv),
+        holderDeviceNodes: [...a.holderDeviceNodes],
+        units: a.units.map((u) => ({ id: u.id, gpu: u.gpu, visible: u.visible, deviceNodes: [...u.deviceNodes], gpuNodes: [...u.gpuNodes] })),
+        ...(a.healthFile !== undefined ? { healthFile: a.healthFile } : {}),
+    };
+}
+
+/**
+ * With allocation, a container holding no unit must get no GPU: every GPU variable unset, no
+ * unit's node in the nodes every container gets, and every unit's GPU nodes among those refused
+ * to a spec that does not hold them.
+ */
+function allocationAgrees(config: WrapperConfig, a: WrapperAllocation): void {
+    const problems: string[] = [];
+    const setGpuVariables = GPU_CONTROL_VARIABLES.filter((name) => name in config.env || !config.unsetEnv.includes(name));
+    if (setGpuVariables.length > 0) problems.push(`env: GPU variables must be unset for a container holding no unit (${setGpuVariables.join(", ")})`);
+    const unitNodes = new Set([...a.holderDeviceNodes, ...a.units.flatMap((u) => u.deviceNodes)]);
+    const shared = config.deviceNodes.filter((n) => unitNodes.has(n));
+    if (shared.length > 0) problems.push(`deviceNodes: a unit's node is given to every container (${shared.join(", ")})`);
+    const unguarded = [...new Set(a.units.flatMap((u) => u.gpuNodes))].filter((n) => !config.gpuNodes.includes(n));
+    if (unguarded.length > 0) problems.push(`gpuNodes: a unit's GPU node is not among them (${unguarded.join(", ")})`);
+    if (problems.length > 0) throw new Error(`runc wrapper settings with allocation: ${problems.join("; ")}`);
 }
 
 export interface RuncWrapperSettings extends WrapperConfigInput {

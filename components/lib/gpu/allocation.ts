@@ -1,0 +1,145 @@
+/**
+ * GPUs handed out per task (issue 41): the worker's GPU units, the variables and nodes a holder
+ * of units gets, and the capacity tags. Part of the one GPU plan (plan.ts calls it); the runc
+ * wrapper's settings and the worker's tags both come from what it returns. Pure.
+ */
+import type { Gpu, GpuInventory } from "./inventory";
+import { PlanError } from "./plan-error";
+
+/** `all`: every container gets every selected GPU (no allocation); the others hand units out per task. */
+export const ALLOCATION_MODES = ["all", "exclusive", "timeSlice", "mps"] as const;
+export type AllocationMode = (typeof ALLOCATION_MODES)[number];
+
+/** Holders of one unit at once in timeSlice and mps when the settings name none. */
+export const DEFAULT_REPLICAS = 2;
+/**
+ * The longest a create may wait for free units. Concourse's create runs `runc create` inside one
+ * containerd request, bounded by the worker's --containerd-request-timeout (default 5m), and the
+ * web's garden client times out at 5m too: 240 s leaves a minute for the rest of the create.
+ */
+export const MAX_WAIT_SECONDS = 240;
+/** The param a task asks with (in the container's env at create). */
+export const ASK_VARIABLE = "GPU_WORKERS_GPUS";
+/** Whether this release runs the MPS control daemon that mode mps needs (issue 41, item 5). */
+export const MPS_SUPPORTED = false;
+
+/** The allocation settings, as the settings schema gives them. */
+export interface AllocationSettings {
+    /** all, exclusive, timeSlice or mps. */
+    mode: AllocationMode;
+    /** Units a task's container gets when it asks none. */
+    perTask: number;
+    /** Holders of one unit at once; absent: DEFAULT_REPLICAS in timeSlice and mps; exclusive is always 1. */
+    replicas?: number;
+    /** How long a create waits for free units, in seconds (at most MAX_WAIT_SECONDS). */
+    waitSeconds: number;
+}
+
+/** One unit: a selected GPU, or on a MIG GPU one of its MIG instances. */
+export interface GpuUnit {
+    /** `<gpu>` or, for a MIG instance, `<gpu>:<instance>`. */
+    id: string;
+    /** The GPU's index (what the GPU job records and dcgm-exporter name). */
+    gpu: string;
+    /** Its value in the visible variable (CDI id where the worker names GPUs so). */
+    visible: string;
+    /** Nodes its holder gets (AMD: its render node). */
+    deviceNodes: string[];
+    /** The GPU's nodes: a spec naming one of a unit it does not hold is refused. */
+    gpuNodes: string[];
+}
+
+/** The worker's allocation, mode `all` excepted. */
+export interface GpuAllocation {
+    /** exclusive, timeSlice or mps. */
+    mode: Exclude<AllocationMode, "all">;
+    /** Units a task's container gets when it asks none. */
+    perTask: number;
+    /** Holders of one unit at once (exclusive: 1). */
+    replicas: number;
+    /** How long a create waits for free units, in seconds. */
+    waitSeconds: number;
+    /** The variable that names a holder's units. */
+    visibleEnv: "NVIDIA_VISIBLE_DEVICES" | "AMD_VISIBLE_DEVICES";
+    /** Set only in a container holding at least one unit. */
+    holderEnv: Record<string, string>;
+    /** Nodes every holder gets. */
+    holderDeviceNodes: string[];
+    /** The units, in index order (a MIG GPU's by instance index). */
+    units: GpuUnit[];
+    /** units × replicas: how many asks of one unit the worker holds at once. */
+    slots: number;
+}
+
+/** What the GPU plan hands over: its selection and what it computed for a container given every GPU. */
+export interface AllocationInput {
+    inventory: GpuInventory;
+    selected: Gpu[];
+    /** Every selected GPU's env as mode `all` sets it. */
+    env: Record<string, string>;
+    /** Device names (0, 1:0) and their CDI ids, in the same order. */
+    names: string[];
+    cdiDevices: string[];
+    cdi: boolean;
+    renderNode: (gpu: Gpu) => string;
+}
+
+/** The worker's units and what a holder gets; undefined in mode `all`, or for a worker without GPUs (nothing to hand out). */
+export function planAllocation(settings: AllocationSettings | undefined, input: AllocationInput): GpuAllocation | undefined {
+    if (!settings || settings.mode === "all") return undefined;
+    const mode = settings.mode;
+    if (mode === "mps" && !MPS_SUPPORTED) {
+        throw new PlanError("allocation.mode", "mps: not yet supported by this release (it runs no MPS control daemon yet); use exclusive or timeSlice");
+    }
+    if (mode === "exclusive" && settings.replicas !== undefined && settings.replicas !== 1) {
+        throw new PlanError(
+            "allocation.replicas",
+            `${settings.replicas} holders of one unit is time-slicing; exclusive holds each unit once: leave replicas out, set 1, or use timeSlice`,
+        );
+    }
+    if (input.selected.length === 0) return undefined;
+    const units = input.inventory.vendor === "amd" ? amdUnits(input) : nvidiaUnits(input);
+    if (settings.perTask > units.length) {
+        throw new PlanError(
+            "allocation.perTask",
+            `${settings.perTask} units for every task that asks none is more than this worker has (${units.length}): every such task would fail`,
+        );
+    }
+    const replicas = mode === "exclusive" ? 1 : (settings.replicas ?? DEFAULT_REPLICAS);
+    const visibleEnv: GpuAllocation["visibleEnv"] = input.inventory.vendor === "amd" ? "AMD_VISIBLE_DEVICES" : "NVIDIA_VISIBLE_DEVICES";
+    // What mode all sets in every container, but for the list of GPUs, goes to holders only.
+    const holderEnv = Object.fromEntries(Object.entries(input.env).filter(([name]) => name !== visibleEnv));
+    return {
+        mode,
+        perTask: settings.perTask,
+        replicas,
+        waitSeconds: settings.waitSeconds,
+        visibleEnv,
+        holderEnv,
+        holderDeviceNodes: input.inventory.vendor === "amd" ? ["/dev/kfd"] : [],
+        units,
+        slots: units.length * replicas,
+    };
+}
+
+/** NVIDIA: a GPU, or each MIG instance of a MIG GPU, named as the env and the CDI spec name them (input.names). */
+function nvidiaUnits(input: AllocationInput): GpuUnit[] {
+    return input.names.map((name, i) => {
+        const gpu = name.split(":")[0];
+        return { id: name, gpu, visible: input.cdi ? input.cdiDevices[i] : name, deviceNodes: [], gpuNodes: [`/dev/nvidia${gpu}`] };
+    });
+}
+
+/** AMD: a GPU, named by index in AMD_VISIBLE_DEVICES, with its render node. */
+function amdUnits(input: AllocationInput): GpuUnit[] {
+    return input.selected.map((g) => {
+        const node = input.renderNode(g);
+        return { id: `${g.index}`, gpu: `${g.index}`, visible: `${g.index}`, deviceNodes: [node], gpuNodes: [node] };
+    });
+}
+
+/** The capacity tags (item 7): how the worker shares its units, and how many asks of one it holds at once. */
+export function allocationTags(allocation: GpuAllocation | undefined): string[] {
+    if (!allocation) return [];
+    return [`gpu-share=${allocation.mode.toLowerCase()}`, `gpu-slots=${allocation.slots}`];
+}
