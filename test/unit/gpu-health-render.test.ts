@@ -53,6 +53,17 @@ describe("GPU health link", () => {
             );
     });
 
+    it("GPUs handed out per task: the watcher takes a sick GPU out of the pool (pool yes); with every container on every GPU, not", () => {
+        const config = (allocation?: { mode: "exclusive" | "timeSlice" | "all" }) =>
+            healthLink({ transport: ssh, inventory: inventorySchema.parse(HGX_H100_8X), ...(allocation ? { allocation } : {}) })!.rendered.files.find(
+                (f) => f.path === HEALTH_PATHS.config,
+            )!.content;
+        assert.deepStrictEqual(lines(config({ mode: "exclusive" }), "pool"), ["pool yes"]);
+        assert.deepStrictEqual(lines(config({ mode: "timeSlice" }), "pool"), ["pool yes"]);
+        assert.deepStrictEqual(lines(config({ mode: "all" }), "pool"), []);
+        assert.deepStrictEqual(lines(config(), "pool"), []);
+    });
+
     it("without a Concourse worker it only reports: no worker unit in its config", () => {
         const link = healthLink({ transport: ssh, inventory: inventorySchema.parse(RTX_A500_LAPTOP) })!;
         assert.deepStrictEqual(lines(link.rendered.files.find((f) => f.path === HEALTH_PATHS.config)!.content, "worker-unit"), []);

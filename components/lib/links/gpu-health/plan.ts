@@ -58,6 +58,7 @@ export function gpuHealthTerms(host: WorkerSpec): GpuHealthTerms {
         selection: host.selection,
         ...(host.concourse.binary ? { workerUnit: CONCOURSE_UNIT } : {}),
         health: host.health,
+        pool: host.allocation.mode !== "all",
     };
 }
 
