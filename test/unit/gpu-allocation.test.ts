@@ -347,6 +347,22 @@ describe("allocation: the wrapper settings' block", () => {
     });
 });
 
+describe("allocation: the worker validator's container, which is no task's, holds no GPU", () => {
+    const validatorArgsOf = (allocation?: object) => {
+        const link = hostPlan(L4_4X, allocation ? { allocation } : {}).links.find((l) => l.component === "WorkerValidator")!;
+        return link.rendered.steps[0].create;
+    };
+
+    it("with allocation it expects every GPU variable unset and no GPU, although it asks for all; without, the plan's GPUs", () => {
+        const on = validatorArgsOf({ mode: "exclusive" });
+        for (const name of GPU_CONTROL_VARIABLES) assert.match(on, new RegExp(`--unset ${name}( |$)`));
+        assert.doesNotMatch(on, /--selected|--env NVIDIA_/);
+        const off = validatorArgsOf();
+        assert.match(off, /--selected 0,1,2,3/);
+        assert.match(off, /--env NVIDIA_VISIBLE_DEVICES=/);
+    });
+});
+
 describe("allocation: the capacity tags, from the one GPU plan", () => {
     const tagsOf = (inventory: GpuInventoryInput, allocation: object | undefined, extra: Record<string, unknown> = {}) =>
         hostPlan(inventory, { ...(allocation ? { allocation } : {}), ...extra }).gpu.tags;

@@ -89,7 +89,7 @@ export function planRuncWrapper(
 }
 
 /** The allocation terms over the built-in defaults (replicas stays absent where not given: its default depends on the mode). */
-function allocationOf(terms: RuncWrapperTerms["allocation"]): AllocationSettings | undefined {
+export function allocationOf(terms: RuncWrapperTerms["allocation"]): AllocationSettings | undefined {
     if (terms === undefined) return undefined;
     const d = WORKER_DEFAULTS.allocation;
     return {
@@ -104,7 +104,7 @@ function allocationOf(terms: RuncWrapperTerms["allocation"]): AllocationSettings
  * What a container holding no unit gets, with allocation on: no GPU variable (every one unset),
  * no node of a unit, and every selected GPU's node refused; the wrapper adds a holder's own.
  */
-function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes" | "gpuNodes"> {
+export function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes" | "gpuNodes"> {
     const a = plan.allocation!;
     const unitNodes = new Set([...a.holderDeviceNodes, ...a.units.flatMap((u) => u.deviceNodes)]);
     const env = Object.fromEntries(Object.entries(plan.env).filter(([name]) => !GPU_CONTROL_VARIABLES.includes(name)));

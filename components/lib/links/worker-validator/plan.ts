@@ -6,6 +6,7 @@ import type { WorkerSpec } from "../../settings/worker-spec";
 import { TOOLKITS, toolkitVersion } from "../../toolkit/versions";
 import { CDI_SPEC_PATHS } from "../container-toolkit/render";
 import type { LinkDef } from "../link";
+import { allocationOf, holdingNone, RuncWrapperTerms } from "../runc-wrapper/plan";
 import { WRAPPER_PATH } from "../runc-wrapper/render";
 import { builtin, containerGpus, DatasetTerms, datasetsOf } from "../terms";
 import { renderWorkerValidator, WorkerValidatorSettings } from "./render";
@@ -26,10 +27,19 @@ export interface WorkerValidatorTerms {
     toolkitVersion?: string;
     /** containerd's socket. Default: /run/containerd/containerd.sock. */
     socket?: string;
+    /** GPUs handed out per task, as the wrapper was given them: its container, no task's, must then hold none. Default: none (every container gets every GPU). */
+    allocation?: RuncWrapperTerms["allocation"];
 }
 
-/** What the validator expects: the whole inventory from the driver, the plan's selection, env and devices in a container. */
-export function planWorkerValidator(terms: WorkerValidatorTerms, plan = containerGpus(terms.inventory, terms.selection, terms.cdi)): WorkerValidatorSettings {
+/**
+ * What the validator expects: the whole inventory from the driver, the plan's selection, env and
+ * devices in a container. Where GPUs are handed out per task, its container is no task's (it has
+ * no build folder), so it must hold none: no GPU, every GPU variable unset, also when it asks for all.
+ */
+export function planWorkerValidator(
+    terms: WorkerValidatorTerms,
+    plan = containerGpus(terms.inventory, terms.selection, terms.cdi, allocationOf(terms.allocation)),
+): WorkerValidatorSettings {
     const inv = terms.inventory;
     const pin = terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
     const pinned = pin === "preinstalled" ? undefined : pin;
@@ -37,19 +47,20 @@ export function planWorkerValidator(terms: WorkerValidatorTerms, plan = containe
     // The declared CUDA version belongs to the declared driver, not to a pin of another branch.
     const sameBranch = !pinned || !inv.driverVersion || pinned.split(".")[0] === inv.driverVersion.split(".")[0];
     const cdi = terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi");
+    const container = plan.allocation ? holdingNone(plan) : plan;
     return {
         vendor: inv.vendor,
         gpus: inv.gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })),
-        selected: plan.selected.map((g) => g.index),
+        selected: plan.allocation ? [] : plan.selected.map((g) => g.index),
         ...(driverVersion ? { driverVersion } : {}),
         ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
         ...(inv.vendor !== "none" ? { toolkit: { package: TOOLKITS[inv.vendor].package, version: toolkitVersion(inv.vendor, terms.toolkitVersion) } } : {}),
         ...(inv.vendor !== "none" && cdi ? { cdiSpec: CDI_SPEC_PATHS[inv.vendor] } : {}),
         wrapper: WRAPPER_PATH,
         ...(terms.socket !== undefined ? { socket: terms.socket } : {}),
-        env: plan.env,
-        unsetEnv: plan.unsetEnv,
-        deviceNodes: plan.deviceNodes,
+        env: container.env,
+        unsetEnv: container.unsetEnv,
+        deviceNodes: container.deviceNodes,
         datasets: datasetsOf(terms.datasets),
     };
 }
@@ -63,6 +74,7 @@ export function validatorTerms(host: WorkerSpec): WorkerValidatorTerms {
         datasets: host.datasets,
         driverVersion: host.driver.version,
         ...(host.toolkit.version !== undefined ? { toolkitVersion: host.toolkit.version } : {}),
+        ...(host.allocation.mode !== "all" ? { allocation: host.allocation } : {}),
     };
 }
 
