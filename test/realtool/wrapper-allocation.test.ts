@@ -308,7 +308,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         }
         for (const id of ["res-get", "res-check", "res-zero"]) {
             const env = envOf(id);
-            assert.ok(!env.has("NVIDIA_VISIBLE_DEVICES") && !env.has("NVIDIA_DRIVER_CAPABILITIES"), `${id}: ${[...env.keys()]}`);
+            assert.ok(!env.has("NVIDIA_VISIBLE_DEVICES") && !env.has("NVIDIA_DRIVER_CAPABILITIES"), `${id}: ${[...env.keys()].join(" ")}`);
         }
         assert.deepStrictEqual(fs.readdirSync(holds()).sort(), ["res-hold0", "res-hold1", "res-hold2", "res-hold3"]);
     });
@@ -362,7 +362,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         assert.strictEqual(task.get("NVIDIA_VISIBLE_DEVICES"), held, "exec names the held unit, not the process file's all");
         assert.strictEqual(task.get("NVIDIA_DRIVER_CAPABILITIES"), "compute,utility");
         const res = execEnv("ex-res", "/tmp/build/get");
-        assert.ok(!res.has("NVIDIA_VISIBLE_DEVICES") && !res.has("NVIDIA_DRIVER_CAPABILITIES"), `a container holding nothing: ${[...res.keys()]}`);
+        assert.ok(!res.has("NVIDIA_VISIBLE_DEVICES") && !res.has("NVIDIA_DRIVER_CAPABILITIES"), `a container holding nothing: ${[...res.keys()].join(" ")}`);
         const jobs = path.join(dir, "run", "gpu-jobs");
         const recorded = fs.readdirSync(jobs).filter((g) => /^\d+$/.test(g) && fs.readdirSync(path.join(jobs, g)).includes("ex-task"));
         assert.deepStrictEqual(recorded, [held], "the record names the held GPU only");
