@@ -12,8 +12,9 @@ import (
 )
 
 // Which container holds which units: a record <stateDir>/gpu-holds/<container id> per holder,
-// made at create and run under an exclusive flock on the folder, removed by the C front at
-// delete under the same lock (release.c). The folder is root's alone (0700), reached from /
+// made at create and run under an exclusive flock on the folder and taken back by the stale
+// rule below once runc has deleted the container (not by the C front before runc's delete: a
+// delete runc refuses would free a live container's units). The folder is root's alone (0700), reached from /
 // without following a link (safepath.go); /run is a tmpfs, so a reboot frees every unit.
 //
 // A record names the creating wrapper's pid and that process's start time: the wrapper execs
@@ -338,7 +339,7 @@ func busyError(a *allocation, n int, holders map[string][]string) error {
 		askEnv, n, a.WaitSeconds, len(a.Units), a.Replicas, strings.Join(parts, "; "))
 }
 
-// releaseHold removes the container's hold, under the lock (the C front does the same at delete).
+// releaseHold removes the container's hold, under the lock: a create that fails before the real runtime.
 func releaseHold(id string) {
 	dir, err := openHoldsDir(false)
 	if err != nil {

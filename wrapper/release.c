@@ -1,7 +1,7 @@
 //go:build gpuworkers_front
 
-// At `delete`, before the real runc: the container's GPU hold goes (its units are free again,
-// holds.go), its GPU job records go (gpujobs.go wrote them at create), and dcgm-exporter's mapping file of each GPU it held is written again from the
+// At `delete`, before the real runc: the container's GPU job records go (gpujobs.go wrote them
+// at create), and dcgm-exporter's mapping file of each GPU it held is written again from the
 // records left, all without starting Go, so a delete costs a few system calls more. Best
 // effort: nothing here can stop a delete. Under the same flock as gpujobs.go, on the records'
 // folder, so two containers sharing a GPU never lose each other's line.
@@ -124,20 +124,8 @@ static void write_mapping(int mapping, const char *index, int gpu) {
 	unlinkat(mapping, tmp, 0);
 }
 
-// The container's GPU hold (holds.go) goes, under the same flock as the creates that pick units,
-// so a waiting create sees the units free at its next try. No folder: nothing held on this worker.
-static void release_hold(const char *state_dir, const char *id) {
-	char path[4096];
-	if (snprintf(path, sizeof path, "%s/gpu-holds", state_dir) >= (int)sizeof path) return;
-	int dir = open_dir(path);
-	if (dir < 0) return;
-	if (flock(dir, LOCK_EX) == 0) unlinkat(dir, id, 0);
-	close(dir); // and with it the lock
-}
-
 void gw_release(const char *state_dir, const char *id) {
 	if (!id || !valid_id(id)) return;
-	release_hold(state_dir, id);
 	char path[4096];
 	if (snprintf(path, sizeof path, "%s/gpu-jobs", state_dir) >= (int)sizeof path) return;
 	int dir = open_dir(path);

@@ -275,6 +275,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
     });
 
     it("a hold is kept while its create is under way (creator alive, no runc state yet) and while runc knows the container", async () => {
+        configure({ waitSeconds: 1 });
         holdAll("slow", 3);
         // A runtime that takes its time before runc makes the container's state folder.
         const slow = path.join(dir, "slow-runtime");
@@ -372,9 +373,18 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         );
     });
 
-    it("delete frees the units for a waiting create", async () => {
+    it("delete frees the units for a waiting create; a delete that fails (the container still runs) frees nothing", async () => {
+        configure({ waitSeconds: 1 });
+        const holders = holdAll("del", 3);
+        ok(wrappedSync(["create", "--bundle", bundle("del-running", { sleep: 30 }), "del-running"]));
+        sh(runc(), ["--root", runcRoot(), "start", "del-running"]);
+        assert.notStrictEqual(wrappedSync(["delete", "del-running"]).status, 0, "runc refuses to delete a running container");
+        const meanwhile = wrappedSync(["create", "--bundle", bundle("del-meanwhile"), "del-meanwhile"]);
+        assert.notStrictEqual(meanwhile.status, 0, "the running container kept its unit");
+        assert.match(meanwhile.output, /held by del-running/);
+        ok(wrappedSync(["delete", "--force", "del-running"]));
         configure({ waitSeconds: 60 });
-        const holders = holdAll("del");
+        holders.push(...holdAll("del-again", 1));
         const freed = fs.readFileSync(path.join(holds(), holders[2]), "utf8").match(/^units=(\d)$/m)?.[1];
         const waiting = wrapped(["create", "--bundle", bundle("del-wait"), "del-wait"]);
         await new Promise((r) => setTimeout(r, 1500));
