@@ -24,8 +24,9 @@ var hostHookKinds = []string{"prestart", "createRuntime", "poststart", "poststop
 // A device node of one GPU (not the control nodes every GPU container shares).
 var gpuNode = regexp.MustCompile(`^/dev/(nvidia[0-9]+|dri/(card|renderD)[0-9]+)$`)
 
-// specFeatures lists what spec carries that allowSpec does not let through, each naming its feature.
-func specFeatures(spec object, s *settings) ([]string, error) {
+// specFeatures lists what spec carries that allowSpec does not let through, each naming its
+// feature; gpuNodes are the GPU nodes it may carry (the selected GPUs', or the held units').
+func specFeatures(spec object, s *settings, gpuNodes []string) ([]string, error) {
 	allowed := map[string]bool{}
 	for _, f := range s.AllowSpec {
 		allowed[f] = true
@@ -83,8 +84,8 @@ func specFeatures(spec object, s *settings) ([]string, error) {
 	}
 	if !allowed[otherGpuDevices] {
 		for _, d := range linux.Devices {
-			if gpuNode.MatchString(d.Path) && !contains(s.GpuNodes, d.Path) {
-				found = append(found, fmt.Sprintf("device node %s in linux.devices (%s: a GPU the worker does not select)", d.Path, otherGpuDevices))
+			if gpuNode.MatchString(d.Path) && !contains(gpuNodes, d.Path) {
+				found = append(found, fmt.Sprintf("device node %s in linux.devices (%s: a GPU the worker does not select, or whose unit the container does not hold)", d.Path, otherGpuDevices))
 			}
 		}
 	}

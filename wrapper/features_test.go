@@ -25,7 +25,7 @@ func TestSpecFeatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		found, err := specFeatures(spec, s)
+		found, err := specFeatures(spec, s, s.GpuNodes)
 		if err != nil || len(found) != 1 || !strings.HasPrefix(found[0], c.want) {
 			t.Errorf("%s: got %q, %v; want one finding starting %q", c.spec, found, err, c.want)
 		}
@@ -38,7 +38,7 @@ func TestSpecFeatures(t *testing.T) {
 	}
 	for _, f := range fine {
 		spec, _ := parseSpec([]byte(f))
-		if found, err := specFeatures(spec, s); err != nil || len(found) != 0 {
+		if found, err := specFeatures(spec, s, s.GpuNodes); err != nil || len(found) != 0 {
 			t.Errorf("%s: got %q, %v; want nothing", f, found, err)
 		}
 	}
@@ -46,7 +46,7 @@ func TestSpecFeatures(t *testing.T) {
 	all := `{"hooks":{"createRuntime":[{"path":"/x"}]},"annotations":{"cdi.k8s.io/a":"b"},"linux":{"devices":[{"path":"/dev/nvidia7"}]}}`
 	spec, _ := parseSpec([]byte(all))
 	for _, allow := range []string{"no-pid-namespace", "host-hooks", "cdi-annotations", "other-gpu-devices"} {
-		found, err := specFeatures(spec, &settings{AllowSpec: []string{allow}})
+		found, err := specFeatures(spec, &settings{AllowSpec: []string{allow}}, nil)
 		if err != nil || len(found) != 3 {
 			t.Errorf("allowing %s: got %q, %v; want the other three", allow, found, err)
 		}

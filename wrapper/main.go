@@ -25,6 +25,9 @@ const markerEnv = "GPU_WORKERS_WRAPPER_ACTIVE"
 
 const prefix = "gpu-workers runc wrapper: "
 
+// heldFor is the container whose GPU hold this call wrote, until the real runtime is exec'ed.
+var heldFor string
+
 // reporter says why a call failed: one line on stderr (what containerd shows) and the same
 // line in the log.
 type reporter struct {
@@ -44,6 +47,10 @@ func (r *reporter) note(format string, a ...interface{}) {
 }
 
 func (r *reporter) fail(format string, a ...interface{}) {
+	if heldFor != "" {
+		// Nothing runs: the units go back (a create that dies here by a signal is swept later, holds.go).
+		releaseHold(heldFor)
+	}
 	line := strings.ReplaceAll(r.line(format, a...), "\n", `\n`) // one line, whatever a path holds
 	fmt.Fprintln(os.Stderr, line)
 	appendLog(r.log, line)
@@ -156,13 +163,37 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 			return refusal(fmt.Sprintf("container %q", inv.ID), found)
 		}
 	}
-	if found, err := specFeatures(spec, s); err != nil {
+	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
+	gpuNodes, deviceNodes, jobs := s.GpuNodes, s.DeviceNodes, s.GpuJobs
+	if a := s.Allocation; a != nil {
+		n, err := a.askOf(spec)
+		if err != nil {
+			return fmt.Errorf("container %q: %v", inv.ID, err)
+		}
+		var units []allocUnit
+		if n > 0 {
+			if units, err = acquire(a, inv.ID, runcRoot(globalRoot(os.Args[1:])), n); err != nil {
+				return fmt.Errorf("container %q: %v", inv.ID, err)
+			}
+			heldFor = inv.ID
+		}
+		e.Env, e.UnsetEnv = a.holderEdits(s, units)
+		gpuNodes = heldGpuNodes(units)
+		deviceNodes = append(append([]string(nil), s.DeviceNodes...), a.heldDeviceNodes(units)...)
+		if jobs != nil {
+			// The records name exactly the GPUs held.
+			jobs = nil
+			if len(units) > 0 {
+				jobs = &gpuJobs{Gpus: heldGpus(units), MappingDir: s.GpuJobs.MappingDir}
+			}
+		}
+	}
+	if found, err := specFeatures(spec, s, gpuNodes); err != nil {
 		return fmt.Errorf("cannot edit %s: %v", path, err)
 	} else if len(found) > 0 {
 		return featureRefusal(fmt.Sprintf("container %q", inv.ID), found)
 	}
-	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
-	for _, p := range s.DeviceNodes {
+	for _, p := range deviceNodes {
 		d, err := statDevice(p)
 		if err != nil {
 			return err
@@ -199,9 +230,9 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	if err := writeAtomically(path, out, info); err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
 	}
-	if s.GpuJobs != nil {
+	if jobs != nil {
 		// For metrics only: a failure is logged, and the container is created all the same.
-		if err := recordGpuJobs(s.GpuJobs, inv.ID, runcRoot(globalRoot(os.Args[1:])), spec); err != nil {
+		if err := recordGpuJobs(jobs, inv.ID, runcRoot(globalRoot(os.Args[1:])), spec); err != nil {
 			r.note("%v", err)
 		}
 	}
@@ -214,7 +245,12 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 // a process file the process is on the command line, runc's own use by hand: left as it is.
 func prepareProcess(inv invocation, s *settings) error {
 	path := inv.Process
-	editsEnv := len(s.Env) > 0 || len(s.UnsetEnv) > 0
+	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
+	if a := s.Allocation; a != nil {
+		// The container's hold says its units (none: no GPU), whatever the process file asks.
+		e.Env, e.UnsetEnv = a.holderEdits(s, heldUnits(a, inv.ID))
+	}
+	editsEnv := len(e.Env) > 0 || len(e.UnsetEnv) > 0
 	if path == "" || (!editsEnv && s.AllowPrivileged) {
 		return nil
 	}
@@ -245,7 +281,7 @@ func prepareProcess(inv invocation, s *settings) error {
 	if !editsEnv {
 		return nil
 	}
-	out, err := editProcess(process, edits{Env: s.Env, UnsetEnv: s.UnsetEnv})
+	out, err := editProcess(process, e)
 	if err != nil {
 		return fmt.Errorf("cannot edit the process file %s: %v", path, err)
 	}

@@ -30,6 +30,9 @@ type settings struct {
 	AllowSpec []string `json:"allowSpec"`
 	// GpuJobs: record which container holds which GPU, for metrics (gpujobs.go); absent means none.
 	GpuJobs *gpuJobs `json:"gpuJobs"`
+	// Allocation hands the units out per task (allocation.go, holds.go); absent means every
+	// container gets every selected GPU.
+	Allocation *allocation `json:"allocation"`
 }
 
 func loadSettings(path string) (*settings, error) {
@@ -122,6 +125,11 @@ func (s *settings) validate() error {
 	}
 	if s.GpuJobs != nil {
 		if err := s.GpuJobs.validate(); err != nil {
+			return err
+		}
+	}
+	if s.Allocation != nil {
+		if err := s.Allocation.validate(); err != nil {
 			return err
 		}
 	}
