@@ -156,13 +156,11 @@ func specEnv(spec object) ([]string, error) {
 	return env, nil
 }
 
-// askOf is how many units a container wants: none for a resource container; for a task, the
-// last GPU_WORKERS_GPUS in its env (a param comes after the image's), else perTask.
+// askOf is how many units a container wants: the last GPU_WORKERS_GPUS in its env (a task's
+// param comes after its image's); without one, perTask for a task's container and none for any
+// other. Concourse gives the param to no check, get or put container: their env is the build's
+// metadata and their image's (docs/gpu-allocation.md#which-containers-hold-no-gpu-and-how-the-wrapper-tells).
 func (a *allocation) askOf(spec object) (int, error) {
-	task, err := isTaskContainer(spec)
-	if err != nil || !task {
-		return 0, err
-	}
 	env, err := specEnv(spec)
 	if err != nil {
 		return 0, err
@@ -173,10 +171,14 @@ func (a *allocation) askOf(spec object) (int, error) {
 			value, asked = kv[len(askEnv)+1:], true
 		}
 	}
-	if !asked {
-		return a.PerTask, nil
+	if asked {
+		return parseAsk(value, len(a.Units))
 	}
-	return parseAsk(value, len(a.Units))
+	task, err := isTaskContainer(spec)
+	if err != nil || !task {
+		return 0, err
+	}
+	return a.PerTask, nil
 }
 
 // parseAsk reads an ask: digits, at most capacity.

@@ -88,10 +88,15 @@ func TestAsk(t *testing.T) {
 		{[]string{"/tmp/build/1a2b3c4d"}, []string{"GPU_WORKERS_GPUS=two"}, 0, `GPU_WORKERS_GPUS="two" is not a whole number of GPUs (this worker has 4)`},
 		{[]string{"/tmp/build/1a2b3c4d"}, []string{"GPU_WORKERS_GPUS=-1"}, 0, "not a whole number"},
 		{[]string{"/tmp/build/1a2b3c4d"}, []string{"GPU_WORKERS_GPUS="}, 0, "not a whole number"},
-		// Resource containers, whatever they ask: get, put, check (no Dir), upper case, too short, a .. out.
-		{[]string{"/tmp/build/get"}, []string{"GPU_WORKERS_GPUS=2"}, 0, ""},
+		// Resource containers hold none when they ask nothing (Concourse never gives them the
+		// param): get, put, check (no Dir), upper case, too short, a .. out.
+		{[]string{"/tmp/build/get"}, nil, 0, ""},
 		{[]string{"/tmp/build/put", "/tmp/build/put/repo"}, nil, 0, ""},
-		{nil, []string{"GPU_WORKERS_GPUS=two"}, 0, ""},
+		{nil, nil, 0, ""},
+		// An ask is an ask, in any container: it is bounded and read alike.
+		{[]string{"/tmp/build/get"}, []string{"GPU_WORKERS_GPUS=2"}, 2, ""},
+		{nil, []string{"GPU_WORKERS_GPUS=two"}, 0, "not a whole number"},
+		{nil, []string{"GPU_WORKERS_GPUS=5"}, 0, "asks more GPUs than this worker has (4)"},
 		{[]string{"/tmp/build/1A2B3C4D"}, nil, 0, ""},
 		{[]string{"/tmp/build/1a2b3c4"}, nil, 0, ""},
 		{[]string{"/tmp/build/1a2b3c4d0"}, nil, 0, ""},

@@ -297,7 +297,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         configure({ waitSeconds: 60 });
         holdAll("res");
         const cases: [string, { at?: string; env?: string[] }][] = [
-            ["res-get", { at: "/tmp/build/get", env: ["GPU_WORKERS_GPUS=2"] }],
+            ["res-get", { at: "/tmp/build/get" }],
             // A check's container: no working folder (its output lands elsewhere).
             ["res-check", { at: "/out" }],
             ["res-zero", { env: ["GPU_WORKERS_GPUS=0"] }],
