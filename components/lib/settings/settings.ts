@@ -11,7 +11,19 @@ import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spe
 import { DEFAULT_IGNORED_XIDS, XID_RANGE } from "../gpu/xids";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
-import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, jobMappingDir, plainName, publicKeyLine, wholeNumber, workDir, writableSuffix } from "./value-patterns";
+import {
+    CONCOURSE_TAG,
+    datasetRoot,
+    hostAddress,
+    hostPath,
+    httpUrl,
+    jobMappingDir,
+    plainName,
+    publicKeyLine,
+    wholeNumber,
+    workDir,
+    writableSuffix,
+} from "./value-patterns";
 
 export const nonNegativeInt = z
     .number({ error: "expected a non-negative integer" })
