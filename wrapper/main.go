@@ -1,7 +1,8 @@
 // Command runc-wrapper sits where containerd's shim looks for runc. On `create` and `run`
 // it refuses a spec that could undo the datasets' modes (privileged.go), adds the worker's
 // dataset mounts, GPU environment and device nodes to the bundle's config.json, then execs
-// the real runtime with the same arguments; on `exec` it gives the process file the same
+// the real runtime with the same arguments (with `allocation`, a task's container first holds
+// the GPU units it asks for and gets only theirs: allocation.go, holds.go); on `exec` it gives the process file the same
 // refusal and GPU environment (a task's params come that way); every other call is
 // passed straight to the real runc by the C front (front.c) before the Go runtime starts (which
 // at `delete` first removes the container's GPU job records, gpujobs.go).

@@ -331,6 +331,29 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         assert.match(fourth.output, /unit 1: out of the pool \(GPU 1 unhealthy\)/);
     });
 
+    it("a spec may carry the GPU nodes of the units it holds only: another unit's node is refused, and a container holding nothing may carry none", () => {
+        configure({});
+        const withNode = (id: string, node: string, at?: string): string => {
+            const b = bundle(id, { at });
+            const specPath = path.join(b, "config.json");
+            const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+            // /dev/null's numbers: a stand-in node that runc makes inside the container.
+            spec.linux.devices = [{ path: node, type: "c", major: 1, minor: 3, fileMode: 0o666, uid: 0, gid: 0 }];
+            fs.writeFileSync(specPath, JSON.stringify(spec, null, 2));
+            return b;
+        };
+        // Every unit free: the first ask gets unit 0 (the least held, then the settings' order).
+        ok(wrappedSync(["create", "--bundle", withNode("node-own", "/dev/nvidia0"), "node-own"]));
+        assert.match(fs.readFileSync(path.join(holds(), "node-own"), "utf8"), /^units=0$/m);
+        const other = wrappedSync(["create", "--bundle", withNode("node-other", "/dev/nvidia0"), "node-other"]);
+        assert.notStrictEqual(other.status, 0, "unit 0 is node-own's: node-other holds another");
+        assert.match(other.output, /device node \/dev\/nvidia0 in linux.devices \(other-gpu-devices/);
+        const resource = wrappedSync(["create", "--bundle", withNode("node-res", "/dev/nvidia2", "/tmp/build/get"), "node-res"]);
+        assert.notStrictEqual(resource.status, 0, "a container holding nothing carries no GPU node");
+        assert.match(resource.output, /device node \/dev\/nvidia2/);
+        assert.deepStrictEqual(fs.readdirSync(holds()), ["node-own"], "the refused creates left no hold");
+    });
+
     it("exec gets the env of the container's hold, and the GPU job records name exactly the held GPU", () => {
         configure({});
         holdAll("exh", 2);
