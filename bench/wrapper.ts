@@ -33,7 +33,15 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { renderWrapperConfig } from "../components/program";
-import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, withSettings, writeSettings } from "../test/realtool/wrapper-support";
+import {
+    buildTestWrapper,
+    ensureWrapperTools,
+    makeBundle,
+    makeBusyboxRootfs,
+    nvidiaAllocation,
+    withSettings,
+    writeSettings,
+} from "../test/realtool/wrapper-support";
 
 const FOLDER_COUNTS = [0, 50, 200, 2000, 5000];
 /** Writable folders among them: a mount each. */
@@ -71,16 +79,7 @@ function allocationSettings(settings: string): string {
     return withSettings(settings, {
         env,
         unsetEnv: [...s.unsetEnv, "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"],
-        allocation: {
-            mode: "exclusive",
-            perTask: 1,
-            replicas: 1,
-            waitSeconds: 60,
-            visibleEnv: "NVIDIA_VISIBLE_DEVICES",
-            holderEnv: { NVIDIA_DRIVER_CAPABILITIES: "compute,utility" },
-            holderDeviceNodes: [],
-            units: [0, 1, 2, 3].map((i) => ({ id: String(i), gpu: String(i), visible: String(i), deviceNodes: [], gpuNodes: [`/dev/nvidia${i}`] })),
-        },
+        allocation: nvidiaAllocation(4),
     });
 }
 

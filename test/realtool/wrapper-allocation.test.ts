@@ -11,7 +11,17 @@ import { ChildProcess, spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { renderWrapperConfig } from "../../components/lib/links/runc-wrapper/render";
-import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh, tempDir, withSettings, writeSettings } from "./wrapper-support";
+import {
+    buildTestWrapper,
+    ensureWrapperTools,
+    makeBundle,
+    makeBusyboxRootfs,
+    nvidiaAllocation,
+    sh,
+    tempDir,
+    withSettings,
+    writeSettings,
+} from "./wrapper-support";
 
 const TASK_DIR = "/tmp/build/1a2b3c4d";
 
@@ -73,30 +83,8 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
     });
 
     function configure(allocation: Record<string, unknown>, extra: Record<string, unknown> = {}): void {
-        const units = (allocation.units as number | undefined) ?? 4;
-        writeSettings(
-            settingsPath,
-            withSettings(base, {
-                ...extra,
-                allocation: {
-                    mode: "exclusive",
-                    perTask: 1,
-                    replicas: 1,
-                    waitSeconds: 60,
-                    visibleEnv: "NVIDIA_VISIBLE_DEVICES",
-                    holderEnv: { NVIDIA_DRIVER_CAPABILITIES: "compute,utility" },
-                    holderDeviceNodes: [],
-                    ...allocation,
-                    units: Array.from({ length: units }, (_, i) => ({
-                        id: String(i),
-                        gpu: String(i),
-                        visible: String(i),
-                        deviceNodes: [],
-                        gpuNodes: [`/dev/nvidia${i}`],
-                    })),
-                },
-            }),
-        );
+        const { units = 4, ...rest } = allocation as { units?: number };
+        writeSettings(settingsPath, withSettings(base, { ...extra, allocation: nvidiaAllocation(units, rest) }));
     }
 
     const out = (id: string) => path.join(dir, "out", id);

@@ -56,6 +56,21 @@ export function withSettings(json: string, extra: Record<string, unknown>): stri
     return JSON.stringify({ ...JSON.parse(json), ...extra }, null, 2) + "\n";
 }
 
+/** A wrapper settings' allocation block (docs/gpu-allocation.md) over `units` plain NVIDIA GPUs 0..units-1, exclusive unless `extra` says otherwise. */
+export function nvidiaAllocation(units: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+        mode: "exclusive",
+        perTask: 1,
+        replicas: 1,
+        waitSeconds: 60,
+        visibleEnv: "NVIDIA_VISIBLE_DEVICES",
+        holderEnv: { NVIDIA_DRIVER_CAPABILITIES: "compute,utility" },
+        holderDeviceNodes: [],
+        ...extra,
+        units: Array.from({ length: units }, (_, i) => ({ id: String(i), gpu: String(i), visible: String(i), deviceNodes: [], gpuNodes: [`/dev/nvidia${i}`] })),
+    };
+}
+
 /** Builds a small static C program (gcc, the static C library): a test's own tool inside a busybox container. */
 export function buildStaticC(source: string, output: string): string {
     ensureCommands(["gcc"], ["gcc", "libc6-dev"]);
