@@ -187,33 +187,7 @@ func recordGpuJobs(g *gpuJobs, id, root string, spec object) error {
 
 // openJobsDir opens <stateDir>/gpu-jobs (openDirNoLinks' rule all the way), made when create is set.
 func openJobsDir(create bool) (int, error) {
-	if stateDir == "" {
-		return -1, fmt.Errorf("GPU job records: no state folder")
-	}
-	var mode uint32
-	if create {
-		mode = 0o700
-	}
-	state, _, err := openDirNoLinks(stateDir, mode)
-	if err != nil {
-		return -1, fmt.Errorf("GPU job records: %v", err)
-	}
-	defer syscall.Close(state)
-	var fd int
-	if create {
-		fd, _, err = makeDirAt(state, gpuJobsDirName, 0o755)
-	} else {
-		fd, err = openDirAt(state, gpuJobsDirName)
-	}
-	path := filepath.Join(stateDir, gpuJobsDirName)
-	if err != nil {
-		return -1, fmt.Errorf("GPU job records: open %s: %v", path, err)
-	}
-	if err := checkDir(fd, true); err != nil {
-		syscall.Close(fd)
-		return -1, fmt.Errorf("GPU job records: %s %v", path, err)
-	}
-	return fd, nil
+	return openStateFolder("GPU job records", gpuJobsDirName, 0o755, create)
 }
 
 // madeListName is a file in the records' folder: the folders the wrapper made on the way to the

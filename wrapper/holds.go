@@ -93,33 +93,7 @@ func (h hold) stale(id string) bool {
 
 // openHoldsDir opens <stateDir>/gpu-holds, root's alone; made when create is set.
 func openHoldsDir(create bool) (int, error) {
-	if stateDir == "" {
-		return -1, fmt.Errorf("GPU holds: no state folder")
-	}
-	var mode uint32
-	if create {
-		mode = 0o700
-	}
-	state, _, err := openDirNoLinks(stateDir, mode)
-	if err != nil {
-		return -1, fmt.Errorf("GPU holds: %v", err)
-	}
-	defer syscall.Close(state)
-	var fd int
-	if create {
-		fd, _, err = makeDirAt(state, holdsDirName, 0o700)
-	} else {
-		fd, err = openDirAt(state, holdsDirName)
-	}
-	path := filepath.Join(stateDir, holdsDirName)
-	if err != nil {
-		return -1, fmt.Errorf("GPU holds: open %s: %v", path, err)
-	}
-	if err := checkDir(fd, true); err != nil {
-		syscall.Close(fd)
-		return -1, fmt.Errorf("GPU holds: %s %v", path, err)
-	}
-	return fd, nil
+	return openStateFolder("GPU holds", holdsDirName, 0o700, create)
 }
 
 func readAt(dir int, name string) ([]byte, error) {

@@ -99,3 +99,36 @@ func makeDirAt(dir int, name string, mode uint32) (fd int, madeIt bool, err erro
 	}
 	return fd, madeIt, nil
 }
+
+// openStateFolder opens <stateDir>/name by openDirNoLinks' rule all the way, the folder itself
+// included; with create, the state folder is made 0700 and name with mode where missing.
+// what names the folder in errors.
+func openStateFolder(what, name string, mode uint32, create bool) (int, error) {
+	if stateDir == "" {
+		return -1, fmt.Errorf("%s: no state folder", what)
+	}
+	var stateMode uint32
+	if create {
+		stateMode = 0o700
+	}
+	state, _, err := openDirNoLinks(stateDir, stateMode)
+	if err != nil {
+		return -1, fmt.Errorf("%s: %v", what, err)
+	}
+	defer syscall.Close(state)
+	var fd int
+	if create {
+		fd, _, err = makeDirAt(state, name, mode)
+	} else {
+		fd, err = openDirAt(state, name)
+	}
+	path := filepath.Join(stateDir, name)
+	if err != nil {
+		return -1, fmt.Errorf("%s: open %s: %v", what, path, err)
+	}
+	if err := checkDir(fd, true); err != nil {
+		syscall.Close(fd)
+		return -1, fmt.Errorf("%s: %s %v", what, path, err)
+	}
+	return fd, nil
+}
