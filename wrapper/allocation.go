@@ -40,6 +40,16 @@ type allocUnit struct {
 	Visible     string   `json:"visible"`
 	DeviceNodes []string `json:"deviceNodes"`
 	GpuNodes    []string `json:"gpuNodes"`
+	// Env and Mounts are what its holder gets besides (mps: its GPU's daemon's pipe folder,
+	// and its shm at /dev/shm). A unit whose mount source is not a folder is handed out to no one.
+	Env    map[string]string `json:"env"`
+	Mounts []unitMount        `json:"mounts"`
+}
+
+// unitMount is a host folder bound read-write, without devices, setuid or exec, into a holder.
+type unitMount struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
 }
 
 var unitID = regexp.MustCompile(`^[0-9]{1,8}(:[0-9]{1,8})?$`)
@@ -53,6 +63,9 @@ func (a *allocation) validate() error {
 	case "timeSlice", "mps":
 		if a.Replicas < 1 {
 			return fmt.Errorf("allocation.replicas must be at least 1 (got %d)", a.Replicas)
+		}
+		if a.Mode == "mps" && a.PerTask > 1 {
+			return fmt.Errorf("allocation.perTask must be 0 or 1 in mode mps (got %d)", a.PerTask)
 		}
 	default:
 		return fmt.Errorf("allocation.mode: expected exclusive, timeSlice or mps (got %q)", a.Mode)
@@ -99,12 +112,24 @@ func (a *allocation) validate() error {
 		if err := absolutePaths(at+".gpuNodes", u.GpuNodes); err != nil {
 			return err
 		}
+		for name := range u.Env {
+			if !validEnvName(name) || name == a.VisibleEnv || a.HolderEnv[name] != "" {
+				return fmt.Errorf("%s.env: invalid variable name %q (the visible variable and the holders' own are set apart)", at, name)
+			}
+		}
+		for j, m := range u.Mounts {
+			if !normalAbsolute(m.Source) || !normalAbsolute(m.Destination) || m.Destination == "/" {
+				return fmt.Errorf("%s.mounts[%d]: source and destination must be absolute paths in normal form, the destination not / (got %q, %q)", at, j, m.Source, m.Destination)
+			}
+		}
 	}
-	if a.HealthFile != "" && (!filepath.IsAbs(a.HealthFile) || filepath.Clean(a.HealthFile) != a.HealthFile) {
+	if a.HealthFile != "" && !normalAbsolute(a.HealthFile) {
 		return fmt.Errorf("allocation.healthFile must be an absolute path in normal form (got %q)", a.HealthFile)
 	}
 	return nil
 }
+
+func normalAbsolute(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 
 func validEnvName(name string) bool { return name != "" && !strings.ContainsAny(name, "=\x00") }
 
@@ -172,7 +197,12 @@ func (a *allocation) askOf(spec object) (int, error) {
 		}
 	}
 	if asked {
-		return parseAsk(value, len(a.Units))
+		n, err := parseAsk(value, len(a.Units))
+		if err == nil && n > 1 && a.Mode == "mps" {
+			// One daemon per GPU, and a client talks to the one its pipe folder names.
+			return 0, fmt.Errorf("%s=%s: in mode mps a container holds one GPU at most (its MPS client talks to one GPU's daemon); this worker has %d", askEnv, value, len(a.Units))
+		}
+		return n, err
 	}
 	task, err := isTaskContainer(spec)
 	if err != nil || !task {
@@ -227,6 +257,9 @@ func (a *allocation) holderEdits(s *settings, units []allocUnit) (map[string]str
 	visible := make([]string, len(units))
 	for i, u := range units {
 		visible[i] = u.Visible
+		for k, v := range u.Env {
+			env[k] = v
+		}
 	}
 	env[a.VisibleEnv] = strings.Join(visible, ",")
 	for _, name := range s.UnsetEnv {
@@ -251,6 +284,15 @@ func (a *allocation) heldDeviceNodes(units []allocUnit) []string {
 		}
 	}
 	return nodes
+}
+
+// heldMounts: each held unit's folders, in order.
+func heldMounts(units []allocUnit) []unitMount {
+	var mounts []unitMount
+	for _, u := range units {
+		mounts = append(mounts, u.Mounts...)
+	}
+	return mounts
 }
 
 // heldGpuNodes are the only GPU nodes a holder's spec may carry.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -135,5 +136,104 @@ func TestHolderEdits(t *testing.T) {
 	}
 	if a.heldDeviceNodes(nil) != nil {
 		t.Errorf("a container holding nothing got device nodes")
+	}
+}
+
+const mpsAllocation = `{"mode":"mps","perTask":1,"replicas":2,"waitSeconds":0,"visibleEnv":"NVIDIA_VISIBLE_DEVICES",
+"holderEnv":{"NVIDIA_DRIVER_CAPABILITIES":"compute,utility"},"holderDeviceNodes":[],
+"units":[{"id":"0","gpu":"0","visible":"0","deviceNodes":[],"gpuNodes":["/dev/nvidia0"],
+"env":{"CUDA_MPS_PIPE_DIRECTORY":"/run/gpu-workers/mps/0/pipe"},
+"mounts":[{"source":"/run/gpu-workers/mps/0/pipe","destination":"/run/gpu-workers/mps/0/pipe"},{"source":"/run/gpu-workers/mps/0/shm","destination":"/dev/shm"}]}]}`
+
+func TestMpsSettings(t *testing.T) {
+	s, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","allocation":`+mpsAllocation+`}`, 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := s.Allocation.Units[0]; len(u.Mounts) != 2 || u.Mounts[1].Destination != "/dev/shm" || u.Env["CUDA_MPS_PIPE_DIRECTORY"] == "" {
+		t.Fatalf("unit = %+v", u)
+	}
+	bad := map[string]string{
+		`"perTask":1`:                           "perTask must be 0 or 1 in mode mps",
+		`"destination":"/dev/shm"`:              "units[0].mounts[1]",
+		`"source":"/run/gpu-workers/mps/0/shm"`: "units[0].mounts[1]",
+		`"CUDA_MPS_PIPE_DIRECTORY"`:             "units[0].env",
+	}
+	to := map[string]string{
+		`"perTask":1`:                           `"perTask":2`,
+		`"destination":"/dev/shm"`:              `"destination":"/"`,
+		`"source":"/run/gpu-workers/mps/0/shm"`: `"source":"/run/gpu-workers/mps/0/../0/shm"`,
+		`"CUDA_MPS_PIPE_DIRECTORY"`:             `"NVIDIA_DRIVER_CAPABILITIES"`,
+	}
+	for from, want := range bad {
+		text := strings.Replace(mpsAllocation, from, to[from], 1)
+		if _, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","allocation":`+text+`}`, 0o644)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to mention %q", to[from], err, want)
+		}
+	}
+}
+
+func TestMpsAskAndEdits(t *testing.T) {
+	a := &allocation{Mode: "mps", PerTask: 1, VisibleEnv: "NVIDIA_VISIBLE_DEVICES",
+		Units: []allocUnit{{ID: "0", Gpu: "0", Visible: "0", Env: map[string]string{"CUDA_MPS_PIPE_DIRECTORY": "/p0"}, Mounts: []unitMount{{"/p0", "/p0"}}},
+			{ID: "1", Gpu: "1", Visible: "1", Env: map[string]string{"CUDA_MPS_PIPE_DIRECTORY": "/p1"}}}}
+	if _, err := a.askOf(specWith(t, nil, []string{"GPU_WORKERS_GPUS=2"})); err == nil || !strings.Contains(err.Error(), "GPU_WORKERS_GPUS=2: in mode mps a container holds one GPU at most") {
+		t.Errorf("an ask of 2 in mps: %v", err)
+	}
+	if n, err := a.askOf(specWith(t, nil, []string{"GPU_WORKERS_GPUS=1"})); n != 1 || err != nil {
+		t.Errorf("an ask of 1 in mps: %d %v", n, err)
+	}
+	env, _ := a.holderEdits(&settings{}, a.Units[1:])
+	if env["CUDA_MPS_PIPE_DIRECTORY"] != "/p1" || env["NVIDIA_VISIBLE_DEVICES"] != "1" {
+		t.Errorf("holder of unit 1: %v", env)
+	}
+	if env, _ := a.holderEdits(&settings{}, nil); env["CUDA_MPS_PIPE_DIRECTORY"] != "" {
+		t.Errorf("a holder of nothing got a pipe folder: %v", env)
+	}
+	if m := heldMounts(a.Units); len(m) != 1 || m[0].Source != "/p0" {
+		t.Errorf("mounts %v", m)
+	}
+}
+
+func TestOutOfPoolWithoutItsFolder(t *testing.T) {
+	dir := t.TempDir()
+	pipe := dir + "/pipe"
+	a := &allocation{Units: []allocUnit{{ID: "0", Gpu: "0", Mounts: []unitMount{{pipe, pipe}}}, {ID: "1", Gpu: "1"}}}
+	if out := a.outOfPool(); !strings.Contains(out["0"], pipe+" is not a folder: its GPU's daemon is not running") || out["1"] != "" {
+		t.Errorf("missing folder: %v", out)
+	}
+	if err := os.Symlink(dir, pipe); err != nil {
+		t.Fatal(err)
+	}
+	if out := a.outOfPool(); out["0"] == "" {
+		t.Errorf("a link to a folder counted as the folder: %v", out)
+	}
+	os.Remove(pipe)
+	os.Mkdir(pipe, 0o1777)
+	if out := a.outOfPool(); len(out) != 0 {
+		t.Errorf("with its folder: %v", out)
+	}
+}
+
+func TestUnitMountsComeLast(t *testing.T) {
+	spec, err := parseSpec([]byte(`{"mounts":[{"destination":"/dev/shm","type":"tmpfs","source":"shm"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := editSpec(spec, edits{UnitMounts: []unitMount{{"/run/s", "/dev/shm"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Mounts []struct {
+			Destination, Source string
+			Options             []string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Mounts) != 2 || got.Mounts[1].Source != "/run/s" || strings.Join(got.Mounts[1].Options, ",") != "rbind,rw,nosuid,nodev,noexec,rprivate" {
+		t.Errorf("mounts %+v", got.Mounts)
 	}
 }

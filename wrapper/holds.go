@@ -142,10 +142,10 @@ func liveHolds(dir int) (map[string]hold, error) {
 	return holds, nil
 }
 
-// pickUnits chooses n of the units that are healthy and held by fewer than replicas, the least
+// pickUnits chooses n of the units that are in the pool and held by fewer than replicas, the least
 // held first and spread over GPUs (fewest holders on the unit's GPU), then in the settings'
 // order; nil when fewer than n are free. The result is in the settings' order.
-func pickUnits(units []allocUnit, holders map[string]int, replicas, n int, unhealthy map[string]bool) []int {
+func pickUnits(units []allocUnit, holders map[string]int, replicas, n int, out map[string]string) []int {
 	perGpu := map[string]int{}
 	for _, u := range units {
 		perGpu[u.Gpu] += holders[u.ID]
@@ -155,7 +155,7 @@ func pickUnits(units []allocUnit, holders map[string]int, replicas, n int, unhea
 	for len(picked) < n {
 		best := -1
 		for i, u := range units {
-			if taken[i] || unhealthy[u.Gpu] || holders[u.ID] >= replicas {
+			if taken[i] || out[u.ID] != "" || holders[u.ID] >= replicas {
 				continue
 			}
 			if best < 0 || holders[u.ID] < holders[units[best].ID] ||
@@ -197,6 +197,33 @@ func unhealthyGpus(path string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// outOfPool: each unit handed to no new container, and why: its GPU is sick, or a folder it
+// brings is missing (mps: its GPU's daemon is not running, which removes its pipe folder).
+func (a *allocation) outOfPool() map[string]string {
+	sick := unhealthyGpus(a.HealthFile)
+	out := map[string]string{}
+	for _, u := range a.Units {
+		if sick[u.Gpu] {
+			out[u.ID] = fmt.Sprintf("GPU %s unhealthy", u.Gpu)
+			continue
+		}
+		for _, m := range u.Mounts {
+			if !isFolder(m.Source) {
+				out[u.ID] = fmt.Sprintf("%s is not a folder: its GPU's daemon is not running", m.Source)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// isFolder: path itself is a folder, not a link to one. (Its folder, root's, is where the
+// daemon's start makes it; what a task may write is inside it, never it.)
+func isFolder(path string) bool {
+	info, err := os.Lstat(path)
+	return err == nil && info.IsDir()
 }
 
 func readAll(dir int, name string) ([]byte, error) {
@@ -246,7 +273,7 @@ func tryHold(a *allocation, id, root string, n int, self hold) ([]allocUnit, err
 			byUnit[u] = append(byUnit[u], holder)
 		}
 	}
-	picked := pickUnits(a.Units, count, a.Replicas, n, unhealthyGpus(a.HealthFile))
+	picked := pickUnits(a.Units, count, a.Replicas, n, a.outOfPool())
 	if picked == nil {
 		return nil, &errBusy{holders: byUnit}
 	}
@@ -295,12 +322,12 @@ func acquire(a *allocation, id, root string, n int) ([]allocUnit, error) {
 
 // busyError names the ask, the wait, and each unit's holders.
 func busyError(a *allocation, n int, holders map[string][]string) error {
-	sick := unhealthyGpus(a.HealthFile)
+	out := a.outOfPool()
 	var parts []string
 	for _, u := range a.Units {
 		switch {
-		case sick[u.Gpu]:
-			parts = append(parts, fmt.Sprintf("unit %s: out of the pool (GPU %s unhealthy)", u.ID, u.Gpu))
+		case out[u.ID] != "":
+			parts = append(parts, fmt.Sprintf("unit %s: out of the pool (%s)", u.ID, out[u.ID]))
 		case len(holders[u.ID]) > 0:
 			ids := append([]string(nil), holders[u.ID]...)
 			sort.Strings(ids)

@@ -29,10 +29,10 @@ func TestPickUnits(t *testing.T) {
 	if got := pickUnits(u, map[string]int{"0": 1}, 2, 1, nil); len(got) != 1 || got[0] != 1 {
 		t.Errorf("least held first: picked %v", got)
 	}
-	if got := pickUnits(u, nil, 1, 4, map[string]bool{"1": true}); got != nil {
+	if got := pickUnits(u, nil, 1, 4, map[string]string{"1": "GPU 1 unhealthy"}); got != nil {
 		t.Errorf("an unhealthy GPU's unit was picked: %v", got)
 	}
-	if got := pickUnits(u, nil, 1, 3, map[string]bool{"1": true}); len(got) != 3 || got[1] != 2 {
+	if got := pickUnits(u, nil, 1, 3, map[string]string{"1": "GPU 1 unhealthy"}); len(got) != 3 || got[1] != 2 {
 		t.Errorf("unhealthy GPU 1: picked %v", got)
 	}
 	// MIG: two instances on GPU 0, two on GPU 1: two units go to two GPUs.

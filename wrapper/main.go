@@ -179,6 +179,7 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 			heldFor = inv.ID
 		}
 		e.Env, e.UnsetEnv = a.holderEdits(s, units)
+		e.UnitMounts = heldMounts(units)
 		gpuNodes = heldGpuNodes(units)
 		deviceNodes = append(append([]string(nil), s.DeviceNodes...), a.heldDeviceNodes(units)...)
 		if jobs != nil {

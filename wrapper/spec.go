@@ -14,6 +14,9 @@ type edits struct {
 	UnsetEnv []string
 	Datasets *datasets
 	Devices  []hostDevice
+	// UnitMounts are the held units' folders, bound after every other mount (so the
+	// /dev/shm an MPS unit brings covers the spec's own).
+	UnitMounts []unitMount
 	// RecursiveReadOnly adds "rro" to the root's read-only mount, so that every mount
 	// nested inside it is read-only too (the runtime and kernel must support it: recursive.go).
 	RecursiveReadOnly bool
@@ -33,6 +36,11 @@ func editSpec(spec object, e edits) ([]byte, []string, error) {
 	}
 	if note != "" {
 		notes = append(notes, note)
+	}
+	if len(e.UnitMounts) > 0 {
+		if err := appendUnitMounts(spec, e.UnitMounts); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(e.Devices) > 0 {
 		if err := addDevices(spec, e.Devices); err != nil {
@@ -183,6 +191,27 @@ func addMounts(spec object, d *datasets, recursiveReadOnly bool) (note string, e
 	}
 	spec["mounts"] = append(buf, ']')
 	return "", nil
+}
+
+// appendUnitMounts binds each folder at the end of the mounts: read-write (the daemon's pipes
+// and shared memory are written both ways), with no device nodes, setuid or exec through it.
+func appendUnitMounts(spec object, mounts []unitMount) error {
+	existing, err := getArray(spec, "mounts")
+	if err != nil {
+		return err
+	}
+	buf := []byte{'['}
+	for _, raw := range existing {
+		buf = append(append(buf, raw...), ',')
+	}
+	for i, m := range mounts {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendMount(buf, m.Destination, m.Source, "", `"rbind","rw","nosuid","nodev","noexec","rprivate"`)
+	}
+	spec["mounts"] = append(buf, ']')
+	return nil
 }
 
 // appendMount writes one bind mount of source/rel at root/rel (rel "" for the root itself).

@@ -90,7 +90,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
     const out = (id: string) => path.join(dir, "out", id);
 
     /** A bundle whose process writes its env and the host's uptime at start and end into the mount at `at`. */
-    function bundle(id: string, opts: { at?: string; env?: string[]; sleep?: number } = {}): string {
+    function bundle(id: string, opts: { at?: string; env?: string[]; sleep?: number; then?: string } = {}): string {
         const at = opts.at ?? TASK_DIR;
         fs.mkdirSync(out(id), { recursive: true });
         const write = at;
@@ -100,7 +100,7 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
             [
                 "sh",
                 "-c",
-                `cut -d' ' -f1 /proc/uptime > ${write}/start; env > ${write}/env; sleep ${opts.sleep ?? 0}; cut -d' ' -f1 /proc/uptime > ${write}/end`,
+                `cut -d' ' -f1 /proc/uptime > ${write}/start; env > ${write}/env; ${opts.then ?? ""} sleep ${opts.sleep ?? 0}; cut -d' ' -f1 /proc/uptime > ${write}/end`,
             ],
             ["PATH=/bin", "NVIDIA_VISIBLE_DEVICES=all", ...(opts.env ?? [])],
         );
@@ -406,5 +406,62 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         assert.ok(r.ms < 30_000, `the waiting create went on once the unit was free (${r.ms} ms)`);
         assert.match(fs.readFileSync(path.join(holds(), "del-wait"), "utf8"), new RegExp(`^units=${freed}$`, "m"));
         assert.ok(!fs.existsSync(path.join(holds(), holders[2])), "the deleted container's hold is gone");
+    });
+
+    it("mps: a holder gets its GPU's daemon's pipe folder and shm (read-write, at /dev/shm) and the variable, nothing of another GPU's; one GPU at most; a GPU whose daemon is down is out of the pool", async () => {
+        const mps = path.join(dir, "mps");
+        const pipe = (g: number) => path.join(mps, `${g}`, "pipe");
+        const shm = (g: number) => path.join(mps, `${g}`, "shm");
+        for (const g of [0, 1]) for (const d of [pipe(g), shm(g)]) fs.mkdirSync(d, { recursive: true, mode: 0o1777 });
+        // What each GPU's daemon left in its folders: a holder must see its own GPU's only.
+        for (const g of [0, 1]) for (const d of [pipe(g), shm(g)]) fs.writeFileSync(path.join(d, `daemon-${g}`), "");
+        const allocation = nvidiaAllocation(2, { mode: "mps", replicas: 2, waitSeconds: 0 }) as { units: Record<string, unknown>[] };
+        allocation.units.forEach((u, g) => {
+            u.env = { CUDA_MPS_PIPE_DIRECTORY: pipe(g) };
+            u.mounts = [
+                { source: pipe(g), destination: pipe(g) },
+                { source: shm(g), destination: "/dev/shm" },
+            ];
+        });
+        writeSettings(settingsPath, withSettings(base, { allocation }));
+        // Each writes a file through both folders and says what it sees of the other GPU's.
+        const then = (id: string) =>
+            `echo ${id} > $CUDA_MPS_PIPE_DIRECTORY/${id}; echo ${id} > /dev/shm/${id}; ls ${mps} > ${TASK_DIR}/seen; ` +
+            `ls ${mps}/0/pipe ${mps}/1/pipe /dev/shm 2>/dev/null | grep daemon- > ${TASK_DIR}/daemons;`;
+        const runs = await Promise.all(
+            ["mps-a", "mps-b"].map((id) => {
+                const b = bundle(id, { env: ["GPU_WORKERS_GPUS=1"], then: then(id) });
+                return wrapped(["run", "--bundle", b, id]).done;
+            }),
+        );
+        for (const r of runs) ok(r);
+        for (const id of ["mps-a", "mps-b"]) {
+            const g = Number(envOf(id).get("NVIDIA_VISIBLE_DEVICES"));
+            assert.strictEqual(envOf(id).get("CUDA_MPS_PIPE_DIRECTORY"), pipe(g), `${id}: the variable names its GPU's pipe folder`);
+            assert.strictEqual(fs.readFileSync(path.join(pipe(g), id), "utf8").trim(), id, `${id}: wrote through its GPU's pipe folder`);
+            assert.strictEqual(fs.readFileSync(path.join(shm(g), id), "utf8").trim(), id, `${id}: its /dev/shm is its GPU's shm folder`);
+            assert.deepStrictEqual(
+                fs
+                    .readFileSync(path.join(out(id), "daemons"), "utf8")
+                    .trim()
+                    .split("\n"),
+                [`daemon-${g}`, `daemon-${g}`],
+                `${id}: nothing of another GPU's in sight`,
+            );
+        }
+        const two = wrappedSync(["create", "--bundle", bundle("mps-two", { env: ["GPU_WORKERS_GPUS=2"] }), "mps-two"]);
+        assert.notStrictEqual(two.status, 0);
+        assert.match(two.output, /GPU_WORKERS_GPUS=2: in mode mps a container holds one GPU at most/);
+        // GPU 1's daemon stops (its pipe folder goes): its unit is handed to no one.
+        fs.rmSync(pipe(1), { recursive: true });
+        ok(wrappedSync(["create", "--bundle", bundle("mps-c"), "mps-c"]));
+        ok(wrappedSync(["create", "--bundle", bundle("mps-d"), "mps-d"]));
+        const third = wrappedSync(["create", "--bundle", bundle("mps-e"), "mps-e"]);
+        assert.notStrictEqual(third.status, 0, "GPU 0 holds two, GPU 1 is out of the pool");
+        assert.match(
+            third.output,
+            new RegExp(`unit 1: out of the pool \\(${pipe(1).replace(/[/.]/g, "\\$&")} is not a folder: its GPU's daemon is not running\\)`),
+        );
+        for (const id of ["mps-c", "mps-d"]) assert.match(fs.readFileSync(path.join(holds(), id), "utf8"), /^units=0$/m);
     });
 });

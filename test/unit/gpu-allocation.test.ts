@@ -117,11 +117,40 @@ describe("allocation: the setting", () => {
         assert.deepStrictEqual(problemsOf(stackWith({ name: "a", inventory: L4_4X, extra: { allocation: { replicas: 2 } } })), []);
     });
 
-    it("mps is refused at plan time, naming the path, until the release runs the MPS daemon", () => {
-        const problems = problemsOf(stackWith({ name: "a", inventory: L4_4X, extra: { allocation: { mode: "mps" } } }));
-        assert.strictEqual(problems.length, 1, problems.join("\n"));
-        assert.match(problems[0], /^hosts\[0\]\.allocation\.mode: mps: not yet supported by this release/);
-        assert.throws(() => wrapperConfig(L4_4X, { allocation: { mode: "mps" } }), /allocation\.mode: mps: not yet supported by this release/);
+    it("mps: one unit per whole NVIDIA GPU, each holder given its GPU's daemon's pipe folder, the variable naming it, and its shm at /dev/shm", () => {
+        assert.deepStrictEqual(problemsOf(stackWith({ name: "a", inventory: L4_4X, extra: { allocation: { mode: "mps" } } })), []);
+        const a = wrapperConfig(L4_4X, { allocation: { mode: "mps" } }).allocation;
+        assert.strictEqual(a.mode, "mps");
+        assert.strictEqual(a.replicas, 2);
+        assert.deepStrictEqual(a.units[2], {
+            id: "2",
+            gpu: "2",
+            visible: "nvidia.com/gpu=2",
+            deviceNodes: [],
+            gpuNodes: ["/dev/nvidia2"],
+            env: { CUDA_MPS_PIPE_DIRECTORY: "/run/gpu-workers/mps/2/pipe" },
+            mounts: [
+                { source: "/run/gpu-workers/mps/2/pipe", destination: "/run/gpu-workers/mps/2/pipe" },
+                { source: "/run/gpu-workers/mps/2/shm", destination: "/dev/shm" },
+            ],
+        });
+        // Units of the other modes bring nothing of their own: their settings are as before.
+        assert.ok(!("env" in wrapperConfig(L4_4X, { allocation: { mode: "timeSlice" } }).allocation.units[0]));
+    });
+
+    it("mps is refused where a daemon per GPU cannot serve it: MIG, AMD, and perTask above 1, each naming why", () => {
+        const only = (inventory: GpuInventoryInput, allocation: Record<string, unknown>) =>
+            problemsOf(stackWith({ name: "a", inventory, extra: { allocation } }));
+        assert.deepStrictEqual(only(MIXED_MIG, { mode: "mps" }), [
+            "hosts[0].allocation.mode: mps: GPU 0 is in MIG mode, and MPS does not share MIG instances here; use exclusive or timeSlice",
+        ]);
+        assert.deepStrictEqual(only(AMD_TWO, { mode: "mps" }), [
+            "hosts[0].allocation.mode: mps: MPS is NVIDIA's; an AMD worker shares its GPUs with timeSlice",
+        ]);
+        assert.deepStrictEqual(only(L4_4X, { mode: "mps", perTask: 2 }), [
+            "hosts[0].allocation.perTask: 2: in mode mps a container holds one GPU at most (its MPS client talks to one GPU's daemon); set 0 or 1",
+        ]);
+        assert.deepStrictEqual(only(L4_4X, { mode: "mps", perTask: 0 }), []);
     });
 
     it("perTask above the worker's units is refused, naming both (every task asking none would fail)", () => {

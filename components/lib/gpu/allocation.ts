@@ -4,6 +4,7 @@
  * wrapper's settings and the worker's tags both come from what it returns. Pure.
  */
 import type { Gpu, GpuInventory } from "./inventory";
+import { MPS_PIPE_ENV, mpsPipeDir, mpsShmDir } from "./mps";
 import { PlanError } from "./plan-error";
 
 /** `all`: every container gets every selected GPU (no allocation); the others hand units out per task. */
@@ -20,8 +21,8 @@ export const DEFAULT_REPLICAS = 2;
 export const MAX_WAIT_SECONDS = 240;
 /** The param a task asks with (in the container's env at create). */
 export const ASK_VARIABLE = "GPU_WORKERS_GPUS";
-/** Whether this release runs the MPS control daemon that mode mps needs (issue 41, item 5). */
-export const MPS_SUPPORTED = false;
+/** Where an MPS client finds its GPU's daemon's shared memory (the wrapper binds the GPU's own tmpfs here). */
+export const MPS_CLIENT_SHM = "/dev/shm";
 
 /** The allocation settings, as the settings schema gives them. */
 export interface AllocationSettings {
@@ -47,6 +48,16 @@ export interface GpuUnit {
     deviceNodes: string[];
     /** The GPU's nodes: a spec naming one of a unit it does not hold is refused. */
     gpuNodes: string[];
+    /** Variables its holder gets besides the holders' own (mps: its GPU's daemon's pipe folder). */
+    env?: Record<string, string>;
+    /** Host folders bound read-write into its holder (mps: the daemon's pipe folder and shm); a unit whose folder is missing is handed to no one. */
+    mounts?: UnitMount[];
+}
+
+/** A host folder a unit's holder gets, bound at destination. */
+export interface UnitMount {
+    source: string;
+    destination: string;
 }
 
 /** The worker's allocation, mode `all` excepted. */
@@ -88,9 +99,6 @@ export interface AllocationInput {
 export function planAllocation(settings: AllocationSettings | undefined, input: AllocationInput): GpuAllocation | undefined {
     if (!settings || settings.mode === "all") return undefined;
     const mode = settings.mode;
-    if (mode === "mps" && !MPS_SUPPORTED) {
-        throw new PlanError("allocation.mode", "mps: not yet supported by this release (it runs no MPS control daemon yet); use exclusive or timeSlice");
-    }
     if (mode === "exclusive" && settings.replicas !== undefined && settings.replicas !== 1) {
         throw new PlanError(
             "allocation.replicas",
@@ -98,7 +106,8 @@ export function planAllocation(settings: AllocationSettings | undefined, input: 
         );
     }
     if (input.selected.length === 0) return undefined;
-    const units = input.inventory.vendor === "amd" ? amdUnits(input) : nvidiaUnits(input);
+    if (mode === "mps") mpsRefusals(settings, input);
+    const units = input.inventory.vendor === "amd" ? amdUnits(input) : nvidiaUnits(input).map((u) => (mode === "mps" ? withMpsDaemon(u) : u));
     if (settings.perTask > units.length) {
         throw new PlanError(
             "allocation.perTask",
@@ -119,6 +128,43 @@ export function planAllocation(settings: AllocationSettings | undefined, input: 
         holderDeviceNodes: input.inventory.vendor === "amd" ? ["/dev/kfd"] : [],
         units,
         slots: units.length * replicas,
+    };
+}
+
+/**
+ * mps runs one control daemon per GPU (gpu/mps.ts), and a client talks to the one daemon its
+ * pipe folder names: so a container holds one unit at most, a whole NVIDIA GPU (NVIDIA's
+ * device plugin refuses MPS on MIG devices too).
+ */
+function mpsRefusals(settings: AllocationSettings, input: AllocationInput): void {
+    if (input.inventory.vendor !== "nvidia") {
+        throw new PlanError("allocation.mode", `mps: MPS is NVIDIA's; an ${input.inventory.vendor.toUpperCase()} worker shares its GPUs with timeSlice`);
+    }
+    const mig = input.selected.filter((g) => g.mig.length > 0).map((g) => g.index);
+    if (mig.length > 0) {
+        throw new PlanError(
+            "allocation.mode",
+            `mps: GPU ${mig.join(", ")} is in MIG mode, and MPS does not share MIG instances here; use exclusive or timeSlice`,
+        );
+    }
+    if (settings.perTask > 1) {
+        throw new PlanError(
+            "allocation.perTask",
+            `${settings.perTask}: in mode mps a container holds one GPU at most (its MPS client talks to one GPU's daemon); set 0 or 1`,
+        );
+    }
+}
+
+/** A GPU shared through its own MPS daemon: its holder gets the daemon's pipe folder and shm, and the variable naming the pipe. */
+function withMpsDaemon(unit: GpuUnit): GpuUnit {
+    const pipe = mpsPipeDir(unit.gpu);
+    return {
+        ...unit,
+        env: { [MPS_PIPE_ENV]: pipe },
+        mounts: [
+            { source: pipe, destination: pipe },
+            { source: mpsShmDir(unit.gpu), destination: MPS_CLIENT_SHM },
+        ],
     };
 }
 

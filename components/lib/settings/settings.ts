@@ -216,7 +216,8 @@ export const settingsSchema = z.strictObject({
                         "how the runc wrapper hands the worker's GPUs to containers: `all`, every container gets every selected GPU (nothing changes); " +
                         "`exclusive`, each unit (a selected GPU, or on a MIG GPU one MIG instance) is held by one task's container at a time; " +
                         "`timeSlice`, by up to `replicas` at once, with no memory isolation; `mps`, as timeSlice through an MPS control daemon " +
-                        "(not yet supported by this release: refused). Check, get and put containers hold no GPU in every mode but `all`. " +
+                        "per GPU with per-client thread and memory limits (NVIDIA, no MIG; a container holds one GPU at most; [docs/gpu-mps.md](docs/gpu-mps.md)). " +
+                        "Check, get and put containers hold no GPU in every mode but `all`. " +
                         `A task asks with the param \`${ASK_VARIABLE}: N\`; the worker is tagged \`gpu-share=MODE\` and \`gpu-slots=N\` ` +
                         "(units × replicas). No effect on a worker without GPUs ([docs/gpu-allocation.md](docs/gpu-allocation.md))",
                 }),

@@ -46,6 +46,8 @@ const unitSchema = z
         visible: z.string().regex(/^[^,\0]+$/, { error: "expected a device name without , or NUL" }),
         deviceNodes: z.array(absolutePath),
         gpuNodes: z.array(absolutePath).min(1, { error: "a unit names its GPU's nodes" }),
+        env: z.record(variableName, envValue).optional(),
+        mounts: z.array(z.strictObject({ source: absolutePath, destination: absolutePath })).optional(),
     })
     .refine((u) => u.id.split(":")[0] === u.gpu, { error: "a unit's id starts with its GPU's index", path: ["id"] });
 
@@ -67,10 +69,13 @@ const allocationSchema = z
             ctx.addIssue({ code: "custom", path: ["replicas"], message: "exclusive holds each unit once (replicas 1)" });
         if (a.perTask > a.units.length) ctx.addIssue({ code: "custom", path: ["perTask"], message: `more than the ${a.units.length} units` });
         if (a.visibleEnv in a.holderEnv) ctx.addIssue({ code: "custom", path: ["holderEnv"], message: `${a.visibleEnv} is set from the units held` });
+        if (a.mode === "mps" && a.perTask > 1) ctx.addIssue({ code: "custom", path: ["perTask"], message: "a container holds one unit at most in mps" });
         const seen = new Set<string>();
         a.units.forEach((u, i) => {
             if (seen.has(u.id)) ctx.addIssue({ code: "custom", path: ["units", i, "id"], message: `duplicate unit ${u.id}` });
             seen.add(u.id);
+            const gpuVariable = Object.keys(u.env ?? {}).find((name) => name === a.visibleEnv || name in a.holderEnv);
+            if (gpuVariable) ctx.addIssue({ code: "custom", path: ["units", i, "env"], message: `${gpuVariable} is the holders' own` });
         });
     });
 
@@ -200,7 +205,15 @@ function allocationBlock(a: WrapperAllocationInput): WrapperAllocation {
         visibleEnv: a.visibleEnv,
         holderEnv: sorted(a.holderEnv),
         holderDeviceNodes: [...a.holderDeviceNodes],
-        units: a.units.map((u) => ({ id: u.id, gpu: u.gpu, visible: u.visible, deviceNodes: [...u.deviceNodes], gpuNodes: [...u.gpuNodes] })),
+        units: a.units.map((u) => ({
+            id: u.id,
+            gpu: u.gpu,
+            visible: u.visible,
+            deviceNodes: [...u.deviceNodes],
+            gpuNodes: [...u.gpuNodes],
+            ...(u.env ? { env: sorted(u.env) } : {}),
+            ...(u.mounts ? { mounts: u.mounts.map((m) => ({ source: m.source, destination: m.destination })) } : {}),
+        })),
         ...(a.healthFile !== undefined ? { healthFile: a.healthFile } : {}),
     };
 }
