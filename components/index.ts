@@ -22,6 +22,7 @@ export { FabricServiceVm, FabricServiceVmArgs } from "./chain/fabric-service-vm"
 export { SharedGpuBoard, SharedGpuBoardArgs, SharedGpuBoardWorker } from "./chain/shared-gpu-board";
 export { ConcourseWorker, ConcourseWorkerArgs } from "./chain/concourse-worker";
 export { GpuHealth, GpuHealthArgs } from "./chain/gpu-health";
+export { GpuMps, GpuMpsArgs } from "./chain/gpu-mps";
 export {
     ConcourseWeb,
     ConcourseWebArgs,

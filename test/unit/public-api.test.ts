@@ -27,6 +27,7 @@ const COMPONENTS = [
     "SharedGpuBoard",
     "ConcourseWorker",
     "GpuHealth",
+    "GpuMps",
     "ConcourseWeb",
     "KubernetesGpuNodes",
 ];
@@ -66,6 +67,8 @@ const PUBLIC_FACE = [
     "GpuInventoryInput",
     "GpuMetrics",
     "GpuMetricsArgs",
+    "GpuMps",
+    "GpuMpsArgs",
     "GpuNodeTerms",
     "GpuSelection",
     "GpuWorker",

@@ -26,6 +26,7 @@ import { RuncWrapper } from "../runc-wrapper";
 import type { WebAdmission, WebForWorkers } from "../concourse-web";
 import { WorkerValidator } from "../worker-validator";
 import { GpuMetrics } from "../gpu-metrics";
+import { GpuMps } from "../gpu-mps";
 
 /** A worker host in LXD: its instance (lxdWorkerTransportSchema: each field's doc and default are written there), and how to reach its LXD server. */
 export type GpuWorkerLxdTransport = z.input<typeof lxdWorkerTransportSchema> & LxdServerArg;
@@ -147,8 +148,9 @@ export function planWorker(name: string, args: GpuWorkerArgs, planning: WorkerPl
 /**
  * A whole GPU worker on one host: GpuHost, then GpuDriver -> ContainerToolkit ->
  * ContainerdRuntime -> RuncWrapper -> ConcourseWorker -> GpuHealth (and FabricManager on
- * NVSwitch boards), each waiting for the one before it. The resources come from planHost, the plan
- * the offline render writes out (`planned`, when the program made it already).
+ * NVSwitch boards, GpuMps after the wrapper in allocation mode mps), each waiting for the one
+ * before it. The resources come from planHost, the plan the offline render writes out
+ * (`planned`, when the program made it already).
  */
 export class GpuWorker extends pulumi.ComponentResource {
     /** The host's name (this component's name). */
@@ -263,6 +265,7 @@ const LINK_COMPONENTS: { [K in LinkComponent]: LinkMaker<K> } = {
     ContainerToolkit: (link, access, _worker, o) => new ContainerToolkit(link.name, { ...access, planned: link }, o),
     ContainerdRuntime: (link, access, _worker, o) => new ContainerdRuntime(link.name, { ...access, planned: link }, o),
     RuncWrapper: (link, access, _worker, o) => new RuncWrapper(link.name, { ...access, planned: link }, o),
+    GpuMps: (link, access, _worker, o) => new GpuMps(link.name, { ...access, planned: link }, o),
     WorkerValidator: (link, access, _worker, o) => new WorkerValidator(link.name, { ...access, planned: link }, o),
     GpuMetrics: (link, access, _worker, o) => new GpuMetrics(link.name, { ...access, planned: link }, o),
     ConcourseWorker: (link, access, worker, o) =>

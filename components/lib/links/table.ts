@@ -10,6 +10,7 @@ import { fabricManagerLink } from "./fabric-manager/plan";
 import { gpuDriverLink } from "./gpu-driver/plan";
 import { gpuHealthLink } from "./gpu-health/plan";
 import { gpuMetricsLink } from "./gpu-metrics/plan";
+import { gpuMpsLink } from "./gpu-mps/plan";
 import type { LinkDef } from "./link";
 import { runcWrapperLink } from "./runc-wrapper/plan";
 import { workerValidatorLink } from "./worker-validator/plan";
@@ -21,6 +22,7 @@ export const LINKS = {
     ContainerToolkit: containerToolkitLink,
     ContainerdRuntime: containerdLink,
     RuncWrapper: runcWrapperLink,
+    GpuMps: gpuMpsLink,
     WorkerValidator: workerValidatorLink,
     ConcourseWorker: concourseWorkerLink,
     GpuHealth: gpuHealthLink,
