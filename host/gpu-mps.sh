@@ -27,8 +27,9 @@
 # host's mounts reach it), where the shm folder is bound on /dev/shm (action daemon: start's
 # second half, in that namespace). configure gives each client total/replicas of
 # the GPU's memory pinned and the thread share, and checks the daemon answers with that share.
-# stop asks the daemon to quit. restore (after the daemon, a crash too) puts the
-# recorded compute mode back and forgets it.
+# stop asks the daemon to quit. restore (after the daemon, a crash too) removes the pipe
+# folder, which takes the GPU out of the runc wrapper's pool until the daemon runs again, and
+# puts the recorded compute mode back and forgets it.
 #
 # GPU_WORKERS_SYSCTL_DIR (tests only) reads the fs.protected_* settings under another folder than /proc/sys.
 set -euo pipefail
@@ -272,6 +273,8 @@ stop() {
 
 restore() {
   need_gpu
+  # No pipe folder: the wrapper hands this GPU to no new container (docs/gpu-mps.md).
+  rm -rf -- "${run_dir:?}/$gpu/pipe"
   restore_gpu "$gpu"
 }
 

@@ -193,8 +193,9 @@ describe("MPS control daemons under real systemd (LXD container; stand-in nvidia
         assert.strictEqual(again.out, "");
         assert.deepStrictEqual([mainPid(0), mainPid(1)], pids);
         exec(`touch ${mpsPipeDir(0)}/left-by-a-task && systemctl stop ${mpsUnit(0)}`);
-        // Its stop put the mode back.
+        // Its stop put the mode back, and took its pipe folder: the wrapper hands GPU 0 to no new container.
         assert.strictEqual(mode(0), "Default");
+        assert.strictEqual(run(`test -e ${mpsPipeDir(0)}`).status, 1, "a stopped daemon's pipe folder is gone");
         const check = step("check");
         assert.notStrictEqual(check.status, 0);
         assert.match(check.out, /gpu-workers-mps@0\.service is not running/);

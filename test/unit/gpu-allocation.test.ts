@@ -151,6 +151,10 @@ describe("allocation: the setting", () => {
             "hosts[0].allocation.perTask: 2: in mode mps a container holds one GPU at most (its MPS client talks to one GPU's daemon); set 0 or 1",
         ]);
         assert.deepStrictEqual(only(L4_4X, { mode: "mps", perTask: 0 }), []);
+        assert.deepStrictEqual(only(L4_4X, { mode: "mps", replicas: 101 }), [
+            "hosts[0].allocation.replicas: 101 clients of one GPU's daemon would each get less than 1 % of its threads; at most 100 in mode mps",
+        ]);
+        assert.deepStrictEqual(only(L4_4X, { mode: "mps", replicas: 100 }), []);
     });
 
     it("perTask above the worker's units is refused, naming both (every task asking none would fail)", () => {

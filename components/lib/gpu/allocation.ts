@@ -147,6 +147,12 @@ function mpsRefusals(settings: AllocationSettings, input: AllocationInput): void
             `mps: GPU ${mig.join(", ")} is in MIG mode, and MPS does not share MIG instances here; use exclusive or timeSlice`,
         );
     }
+    if ((settings.replicas ?? DEFAULT_REPLICAS) > 100) {
+        throw new PlanError(
+            "allocation.replicas",
+            `${settings.replicas} clients of one GPU's daemon would each get less than 1 % of its threads; at most 100 in mode mps`,
+        );
+    }
     if (settings.perTask > 1) {
         throw new PlanError(
             "allocation.perTask",
