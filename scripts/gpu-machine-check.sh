@@ -21,6 +21,10 @@
 # 3. The GPU health watcher (host/gpu-health-watch.sh, with the config the chain renders for
 #    every GPU nvidia-smi lists, policy none): it polls the real GPUs and reports each healthy,
 #    and its compute-apps query is captured for the fixtures.
+# 5. GPUs handed out per task, mode timeSlice with replicas 2 over GPU 0 (the wrapper's
+#    allocation block): two containers at once, each asking GPU_WORKERS_GPUS=1, both hold GPU 0
+#    and both run the CUDA program (nvidia-smi -L without nvcc) while the other runs; a third
+#    asking meanwhile is refused naming the two holders.
 # Every check prints "ok" or "FAIL" with what was expected and what was found; the exit status
 # is the number of failures. Nothing outside DIR and a temporary folder is left changed.
 set -uo pipefail
@@ -87,6 +91,8 @@ capture_fixture() {
 work=$(mktemp -d /var/lib/gpu-machine-check.XXXXXX)
 chmod 0755 "$work"
 saved_settings=""; saved_runc=""
+HOLDS=/run/gpu-workers/gpu-holds
+holds_were_there=""; [ -e "$HOLDS" ] && holds_were_there=yes
 # shellcheck disable=SC2317 # run by the EXIT trap
 restore() {
   umount -R "$work/rootfs" 2>/dev/null
@@ -94,6 +100,7 @@ restore() {
   if [ -n "$saved_runc" ]; then mv -f "$saved_runc" "$RUNC_REAL"; else rm -f "$RUNC_REAL"; fi
   rm -rf "$work"
   rmdir "$(dirname "$SETTINGS")" "$(dirname "$RUNC_REAL")" 2>/dev/null || true
+  if [ -z "$holds_were_there" ]; then rm -rf "$HOLDS"; rmdir "$(dirname "$HOLDS")" 2>/dev/null || true; fi
 }
 trap restore EXIT
 
@@ -279,6 +286,51 @@ check_metrics() {
 }
 
 
+# --- 5. timeSlice: two containers at once on GPU 0 -----------------------------------------------
+settings_time_slice() {
+  cat >"$SETTINGS" <<EOF
+{"realRuntime": "$RUNC_REAL", "datasetRoot": "$work/srv", "writableSuffixes": ["_rw"],
+ "env": {}, "unsetEnv": ["NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"], "deviceNodes": [],
+ "gpuNodes": ["/dev/nvidia0"], "log": "$work/wrapper.log", "allowPrivileged": false,
+ "allocation": {"mode": "timeSlice", "perTask": 1, "replicas": 2, "waitSeconds": 0,
+   "visibleEnv": "NVIDIA_VISIBLE_DEVICES", "holderEnv": {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+   "holderDeviceNodes": ["/dev/nvidiactl", "/dev/nvidia-uvm"],
+   "units": [{"id": "0", "gpu": "0", "visible": "0", "deviceNodes": ["/dev/nvidia0"], "gpuNodes": ["/dev/nvidia0"]}]}}
+EOF
+  chmod 0644 "$SETTINGS"
+}
+
+# The program each holder runs twice: the CUDA check where nvcc built it, else nvidia-smi -L.
+slice_ran_twice() {
+  if [ -x "$work/vector-add" ]; then [ "$(grep -c '^vector-add: ok' <<<"$1")" -eq 2 ]; else [ "$(grep -c '^GPU 0' <<<"$1")" -eq 2 ]; fi
+}
+
+check_time_slice() {
+  local program='nvidia-smi -L' i o status both=yes
+  [ -x "$work/vector-add" ] && program="$work/vector-add"
+  settings_time_slice
+  # Each holds GPU 0 for 20 s and runs the program at its start and its end, so the two overlap.
+  for i in 1 2; do
+    run "slice-$i" "$BASE_CAPS" "printenv NVIDIA_VISIBLE_DEVICES; $program && sleep 20 && $program" '"GPU_WORKERS_GPUS=1"' >"$work/slice-$i.out" 2>&1 &
+  done
+  sleep 8
+  o=$(run slice-3 "$BASE_CAPS" 'echo ran' '"GPU_WORKERS_GPUS=1"'); status=$?
+  if [ "$status" -ne 0 ] && grep -q 'unit 0: held by gpu-check-slice-1, gpu-check-slice-2' <<<"$o"; then
+    ok "timeSlice: a third container asking while two hold GPU 0 is refused: $(grep -m 1 -o 'too few free.*' <<<"$o")"
+  else
+    fail "timeSlice: expected a third container to be refused naming both holders, got ($status): $o"
+  fi
+  wait
+  for i in 1 2; do
+    o=$(cat "$work/slice-$i.out")
+    if [ "$(head -n 1 <<<"$o")" != 0 ] || ! slice_ran_twice "$o"; then
+      both=""
+      fail "timeSlice: container $i expected NVIDIA_VISIBLE_DEVICES=0 and $program to run twice, got: $o"
+    fi
+  done
+  if [ -n "$both" ]; then ok "timeSlice: two containers at once on GPU 0 both ran $program, each while the other held it"; fi
+}
+
 capture_fixture
 check_health_watcher
 check_metrics
@@ -287,6 +339,7 @@ check_selected
 check_not_selected
 check_privileged_refused
 check_datasets
+check_time_slice
 cp "$work/wrapper.log" "$out/wrapper.log" 2>/dev/null || true
 echo "failures: $failures"
 exit "$failures"
