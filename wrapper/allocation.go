@@ -43,7 +43,7 @@ type allocUnit struct {
 	// Env and Mounts are what its holder gets besides (mps: its GPU's daemon's pipe folder,
 	// and its shm at /dev/shm). A unit whose mount source is not a folder is handed out to no one.
 	Env    map[string]string `json:"env"`
-	Mounts []unitMount        `json:"mounts"`
+	Mounts []unitMount       `json:"mounts"`
 }
 
 // unitMount is a host folder bound read-write, without devices, setuid or exec, into a holder.
@@ -113,7 +113,7 @@ func (a *allocation) validate() error {
 			return err
 		}
 		for name := range u.Env {
-			if !validEnvName(name) || name == a.VisibleEnv || a.HolderEnv[name] != "" {
+			if _, holders := a.HolderEnv[name]; !validEnvName(name) || name == a.VisibleEnv || holders {
 				return fmt.Errorf("%s.env: invalid variable name %q (the visible variable and the holders' own are set apart)", at, name)
 			}
 		}

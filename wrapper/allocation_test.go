@@ -158,12 +158,15 @@ func TestMpsSettings(t *testing.T) {
 		`"destination":"/dev/shm"`:              "units[0].mounts[1]",
 		`"source":"/run/gpu-workers/mps/0/shm"`: "units[0].mounts[1]",
 		`"CUDA_MPS_PIPE_DIRECTORY"`:             "units[0].env",
+		`"holderDeviceNodes":[]`:                "units[0].env",
 	}
 	to := map[string]string{
 		`"perTask":1`:                           `"perTask":2`,
 		`"destination":"/dev/shm"`:              `"destination":"/"`,
 		`"source":"/run/gpu-workers/mps/0/shm"`: `"source":"/run/gpu-workers/mps/0/../0/shm"`,
 		`"CUDA_MPS_PIPE_DIRECTORY"`:             `"NVIDIA_DRIVER_CAPABILITIES"`,
+		// A holders' variable named with an empty value is still the holders'.
+		`"holderDeviceNodes":[]`: `"holderDeviceNodes":[],"holderEnv":{"CUDA_MPS_PIPE_DIRECTORY":""}`,
 	}
 	for from, want := range bad {
 		text := strings.Replace(mpsAllocation, from, to[from], 1)
