@@ -4,7 +4,7 @@
  * wrapper's settings and the worker's tags both come from what it returns. Pure.
  */
 import type { Gpu, GpuInventory } from "./inventory";
-import { MPS_PIPE_ENV, mpsPipeDir, mpsShmDir } from "./mps";
+import { MAX_MPS_REPLICAS, MPS_PIPE_ENV, mpsPipeDir, mpsShmDir } from "./mps";
 import { PlanError } from "./plan-error";
 
 /** `all`: every container gets every selected GPU (no allocation); the others hand units out per task. */
@@ -147,10 +147,10 @@ function mpsRefusals(settings: AllocationSettings, input: AllocationInput): void
             `mps: GPU ${mig.join(", ")} is in MIG mode, and MPS does not share MIG instances here; use exclusive or timeSlice`,
         );
     }
-    if ((settings.replicas ?? DEFAULT_REPLICAS) > 100) {
+    if ((settings.replicas ?? DEFAULT_REPLICAS) > MAX_MPS_REPLICAS) {
         throw new PlanError(
             "allocation.replicas",
-            `${settings.replicas} clients of one GPU's daemon would each get less than 1 % of its threads; at most 100 in mode mps`,
+            `${settings.replicas} clients of one GPU's daemon would each get less than 1 % of its threads; at most ${MAX_MPS_REPLICAS} in mode mps`,
         );
     }
     if (settings.perTask > 1) {

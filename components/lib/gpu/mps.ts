@@ -34,6 +34,9 @@ export function mpsLogDir(gpu: number | string): string {
     return `${MPS_LOG_ROOT}/${gpu}`;
 }
 
+/** The most clients of one GPU's daemon: each gets floor(100 / replicas) percent of its threads, at least 1. */
+export const MAX_MPS_REPLICAS = 100;
+
 /** The share of a GPU's threads (set_default_active_thread_percentage) each of `replicas` clients gets, as NVIDIA's device plugin sets it. */
 export function mpsThreadPercentage(replicas: number): number {
     return Math.floor(100 / replicas);

@@ -1,16 +1,13 @@
 /** The GPU MPS link: its terms, its plan, and its row of the chain. Pure. */
 import { DEFAULT_REPLICAS } from "../../gpu/allocation";
 import type { GpuInventory } from "../../gpu/inventory";
-import { mpsThreadPercentage } from "../../gpu/mps";
+import { MAX_MPS_REPLICAS, mpsThreadPercentage } from "../../gpu/mps";
 import type { GpuSelection, WorkerGpuPlan } from "../../gpu/plan";
 import type { WorkerSpec } from "../../settings/worker-spec";
 import { CONCOURSE_UNIT } from "../concourse-worker/render";
 import type { LinkDef } from "../link";
 import { containerGpus } from "../terms";
 import { GpuMpsSettings, renderGpuMps } from "./render";
-
-/** The most clients of one GPU: each gets floor(100 / replicas) percent of its threads, at least 1. */
-export const MAX_MPS_REPLICAS = 100;
 
 /** The MPS control daemons in a user's terms: the inventory, the GPUs that get one, and how many clients share each. */
 export interface GpuMpsTerms {
