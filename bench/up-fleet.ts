@@ -23,8 +23,8 @@ import { Stack } from "@pulumi/pulumi/automation";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
 import { commandPlugin } from "../test/support/supplied";
 import { median, pairedRatio, verdict } from "./stats";
+import { TSA_KEY } from "../test/fixtures/ssh-keys/keys";
 
-const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
 const SIZES = [1, 4, 8];
 const ROUNDS = Number(process.env.BENCH_UP_ROUNDS ?? 3);
 const FIRST_PORT = 2541;

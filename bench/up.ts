@@ -18,8 +18,8 @@ import { Stack } from "@pulumi/pulumi/automation";
 import { ensureEngine, makeProject, makeStack, tempDir, TestLxd } from "../test/support/engine";
 import { ensureCommands } from "../test/support/tools";
 import { fleetBench, tearDown } from "./up-fleet";
+import { TSA_KEY } from "../test/fixtures/ssh-keys/keys";
 
-const TSA_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoLXRzYS1rZXktcGxhY2Vob2xkZXItMTIzNA==";
 const ROUNDS = 5;
 
 function median(xs: number[]): number {

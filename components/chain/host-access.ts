@@ -11,6 +11,7 @@ import { SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../lib/host/transport-defaul
 import { LxdServer } from "../lib/lxd/types";
 import { renderAccessUserData } from "../lib/render/lxd-access";
 import { HostAccessPlan } from "../lib/plan/host-access";
+import { sshPublicKey, sshPublicKeyProblem } from "../lib/settings/ssh-public-key";
 import type { sshJumpHostSchema, sshTransportSchema } from "../lib/settings/transport-schema";
 import { HostConnection } from "../providers/host/resources";
 import { SshKeyPair } from "../providers/keys";
@@ -45,6 +46,19 @@ export interface ReachedHost {
     reachable: pulumi.Resource[];
 }
 
+/**
+ * A host key given to a component, checked once its value is known (text is checked with the
+ * component's args, an output here: at preview where the value is known then, else at up before
+ * any dial). An absent one passes, for the connection to name.
+ */
+function checkedHostKey(name: string, field: string, key: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.output(key).apply((k) => {
+        const problem = typeof k === "string" ? sshPublicKeyProblem(k, "host") : undefined;
+        if (problem) throw new Error(`${name}: ${field}: ${problem}`);
+        return k;
+    });
+}
+
 /** Creates what reaching the host takes, as children of `parent` named from `name`, after `before` (e.g. a board's service VM). */
 export function reachHost(
     parent: pulumi.ComponentResource,
@@ -61,7 +75,7 @@ export function reachHost(
                     port: ssh.port ?? SSH_PORT_DEFAULT,
                     user: plan.user,
                     privateKey: ssh.privateKey,
-                    hostKey: ssh.hostKey,
+                    hostKey: checkedHostKey(name, "transport.ssh.hostKey", ssh.hostKey),
                     ...(ssh.proxy
                         ? {
                               proxy: {
@@ -69,7 +83,7 @@ export function reachHost(
                                   port: ssh.proxy.port ?? SSH_PORT_DEFAULT,
                                   user: ssh.proxy.user ?? SSH_USER_DEFAULT,
                                   privateKey: ssh.proxy.privateKey,
-                                  hostKey: ssh.proxy.hostKey,
+                                  hostKey: checkedHostKey(name, "transport.ssh.proxy.hostKey", ssh.proxy.hostKey),
                               },
                           }
                         : {}),
@@ -118,7 +132,7 @@ export function reachHost(
                         user: plan.user,
                         privateKey: loginKey.privateKeyOpenssh,
                         // The key type and body, as known_hosts takes it.
-                        hostKey: hostKey.publicKeyOpenssh.apply((k) => k.split(" ").slice(0, 2).join(" ")),
+                        hostKey: hostKey.publicKeyOpenssh.apply((k) => sshPublicKey(k, `${name}: the generated host key`).pinned),
                         // A replaced instance (new image or type) has the same address and keys: this tells the steps apart.
                         machineId: instance.uuid,
                     }),

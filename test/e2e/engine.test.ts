@@ -16,6 +16,7 @@ import { e2eConcourseDefaults, PLACEHOLDER_TSA_KEY } from "../support/concourse"
 import { makeStack, PASSPHRASE, setStackConfig, StackConfig } from "../support/engine";
 import { engineSuite } from "../support/engine-suite";
 import { pendingWithout } from "../support/supplied";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 function changes(result: { summary: { resourceChanges?: Record<string, number> } }): Record<string, number> {
     return Object.fromEntries(Object.entries(result.summary.resourceChanges ?? {}).filter(([, n]) => n > 0));
@@ -244,7 +245,7 @@ describe("end to end through the Pulumi engine", function () {
             hosts: [
                 {
                     name: "bad",
-                    transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" } },
+                    transport: { ssh: { host: "127.0.0.1", privateKeySecret: "k", hostKey: HOST_KEY } },
                     vendor: "nvidia",
                     gpus: [{ index: -1, model: "X", memoryMiB: 1 }],
                     colour: "red",

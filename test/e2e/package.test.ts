@@ -15,6 +15,7 @@ import { generateOpensshKeyPair } from "../../components/providers/keys/openssh"
 import { ensureEngine } from "../support/engine";
 import { makeScratch, scratchName } from "../support/scratch";
 import { pendingWithout } from "../support/supplied";
+import { HOST_KEY, PUB, TSA_KEY } from "../fixtures/ssh-keys/keys";
 
 /** A package.json of this checkout's (its own, or an installed package's), read when the suite starts, never while mocha loads the file. */
 function packageJson(file: string): { version: string; devDependencies: Record<string, string> } {
@@ -32,7 +33,7 @@ const worker = new GpuWorker("gpu-a", {
     inventory: inventorySchema.parse({ vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA L4", memoryMiB: 23034 }] }),
     concourse: {
         tsaHost: "ci.example.test",
-        tsaPublicKey: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQConsumer",
+        tsaPublicKey: "${TSA_KEY}",
         binary: { url: "https://downloads.example.test/concourse.tgz", sha256: "${"0".repeat(64)}" },
     },
 });
@@ -53,7 +54,7 @@ pulumi.runtime.setMocks({
     call: (args) => args.inputs,
 }, "consumer", "mocks", false);
 pulumi.runtime.setConfig("consumer:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\\nmock\\n-----END OPENSSH PRIVATE KEY-----");
-pulumi.runtime.setConfig("consumer:hostKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMock");
+pulumi.runtime.setConfig("consumer:hostKey", "${HOST_KEY}");
 const program = require("./dist/index");
 program.tags.apply((tags) => setTimeout(() => console.log(JSON.stringify({ tags, types })), 500));
 `;
@@ -157,7 +158,8 @@ describe("the npm package, installed by another project", function () {
         );
         const stack = await LocalWorkspace.createOrSelectStack({ stackName, workDir: consumer }, { envVars: env });
         await stack.setConfig("consumer:sshKey", { value: generateOpensshKeyPair("consumer").privateKeyOpenssh, secret: true });
-        await stack.setConfig("consumer:hostKey", { value: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConsumerHostKey" });
+        // The host key as its .pub file holds it, comment and all.
+        await stack.setConfig("consumer:hostKey", { value: PUB.ed25519.trim() });
         if (hostSteps) await stack.setConfig("consumer:hostSteps", { value: hostSteps });
         // The engine's events name each resource's type; the terminal view does not.
         const types = new Map<string, string>();

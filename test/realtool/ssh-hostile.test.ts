@@ -61,7 +61,7 @@ describe("ssh: a hostile user, host or host key is refused before any dial", fun
         );
         await assert.rejects(
             runOverSsh({ ...user, hostKey: `${target.hostKey}\n* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil` }, "true", "", 20),
-            /ssh: the host key of 127\.0\.0\.1 is not one public key on one line/,
+            /ssh: the host key of 127\.0\.0\.1 \(hostKey\): 2 keys on 2 lines: pin one key, not several/,
         );
         await assert.rejects(runOverSsh({ ...user, host: "-oProxyCommand=x" }, "true", "", 20), /is neither a DNS name nor an IP address/);
     });

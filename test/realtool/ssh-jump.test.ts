@@ -2,11 +2,13 @@
  * The program's own SSH client (components/providers/host/ssh.ts, ssh2 in-process) against real
  * sshd: two on loopback, one the target and one a jump host that forwards to it. Commands share
  * one connection per host, pinned keys are enforced at the jump host and at the target, a jump
- * host that forwards nothing or a wrong key fails at once and runs nothing, a host that drops
+ * host that forwards nothing or a wrong key fails at once and runs nothing, a key given as its
+ * `.pub` line pins as the bare key does (and one that is no key line is refused before any dial), a host that drops
  * connections while it boots is waited for, and a peer that is no SSH server fails the command
  * with its address.
  */
 import * as assert from "assert";
+import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as net from "net";
 import * as os from "os";
@@ -56,7 +58,7 @@ describe("the program's SSH client (real sshd on both ends)", function () {
     let pwned = "";
 
     before(async () => {
-        ensureCommands(["sshd"], ["openssh-server"]);
+        ensureCommands(["sshd", "ssh-keygen", "ssh-keyscan"], ["openssh-server", "openssh-client"]);
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-ssh-jump-"));
         pwned = path.join(dir, "pwned");
         const client = generateOpensshKeyPair("client");
@@ -133,6 +135,45 @@ describe("the program's SSH client (real sshd on both ends)", function () {
     it("a target whose key is not the pinned one is refused too, with the jump host's right", async () => {
         const wrongKey = generateOpensshKeyPair("impostor").publicKeyOpenssh.split(" ").slice(0, 2).join(" ");
         await assert.rejects(runOverSsh({ ...via, hostKey: wrongKey }, "true", "", 60), /presented the host key .*, not the pinned one/);
+    });
+
+    it("pins a key given as its .pub line (comment, tabs) at both ends and shares the connection of the bare key; refuses what is no such line before any dial", async () => {
+        // The lines a user pastes: the public half as ssh-keygen derives it from the host key (with a comment), and ssh-keyscan's line.
+        const pubOf = (sshd: TestSshd) =>
+            `${execFileSync("ssh-keygen", ["-y", "-f", path.join(sshd.dir, "host_key")], { encoding: "utf8" }).trim()}\troot@${path.basename(sshd.dir)}\n`;
+        const keyscan = execFileSync("ssh-keyscan", ["-t", "ed25519", "-p", String(target.port), "127.0.0.1"], {
+            encoding: "utf8",
+            stdio: ["ignore", "pipe", "ignore"],
+        }).trim();
+        assert.strictEqual(pubOf(target).split(/\s+/).slice(0, 2).join(" "), target.hostKey);
+        assert.strictEqual(keyscan, `[127.0.0.1]:${target.port} ${target.hostKey}`);
+        const [jumpBefore, targetBefore] = [logins(jump), logins(target)];
+        const pinned = { ...via, hostKey: pubOf(target), proxy: { ...via.proxy!, hostKey: `  ${pubOf(jump)}` } };
+        const r = await runOverSsh(pinned, "echo pinned-by-pub", "", 60);
+        assert.deepStrictEqual([r.code, r.stdout], [0, "pinned-by-pub\n"], r.stderr);
+        assert.strictEqual((await runOverSsh(via, "echo bare", "", 60)).stdout, "bare\n", "the bare key: the same connection");
+        assert.deepStrictEqual([logins(jump) - jumpBefore, logins(target) - targetBefore], [1, 1], "one login on each, for both forms");
+
+        // Another host's key as a .pub line: the target presents its own, and nothing runs.
+        const marker = path.join(dir, "ran-past-a-mismatched-pub");
+        await assert.rejects(
+            runOverSsh({ ...pinned, hostKey: pubOf(jump) }, `touch ${marker}`, "", 60),
+            new RegExp(
+                `ssh: root@127\\.0\\.0\\.1:${target.port} presented the host key ${target.hostKey.replace(/[+/]/g, "\\$&")}, not the pinned one: nothing was run`,
+            ),
+        );
+        // ssh-keyscan's line with its host name, and ssh-rsa before the target's ed25519 body: refused before any dial, naming what they are.
+        const dialled = logins(target);
+        await assert.rejects(
+            runOverSsh({ ...via, hostKey: keyscan }, `touch ${marker}`, "", 60),
+            /\(hostKey\): a known_hosts line \(the host names "\[127\.0\.0\.1\]:\d+" before ssh-ed25519\)/,
+        );
+        await assert.rejects(
+            runOverSsh({ ...via, hostKey: `ssh-rsa ${target.hostKey.split(" ")[1]}` }, `touch ${marker}`, "", 60),
+            /\(hostKey\): the ssh-rsa key is refused: the line says ssh-rsa, but its body is an ssh-ed25519 key/,
+        );
+        assert.strictEqual(logins(target), dialled, "a refused key dialled the target");
+        assert.ok(!fs.existsSync(marker), "the command ran past a mismatched key");
     });
 
     it("refuses a login the host does not take, at once", async () => {

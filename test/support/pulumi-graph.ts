@@ -5,6 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { RegisterResourceRequest, RegisterResourceResponse } from "@pulumi/pulumi/proto/resource_pb";
 import { pathSlug } from "../../components/lib/host/steps";
+import { OTHER_HOST_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
 
 /** A command that places files: a file set (`<component>-files`, `<component>-system-files`) or one file's own (`<component>-file-<path>`). */
 export function isFileResourceName(name: string): boolean {
@@ -114,13 +115,13 @@ export class GraphRecorder {
 /** What the providers would return for their outputs, by resource type (dynamic resources echo their inputs otherwise). */
 const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
     "pulumi-nodejs:dynamic/gpu-workers:SshKeyPair": {
-        publicKeyOpenssh: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey mock",
+        publicKeyOpenssh: `${OTHER_HOST_KEY} mock`,
         privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n",
     },
     "pulumi-nodejs:dynamic/lxd:Instance": { uuid: "00000000-0000-4000-8000-000000000000", status: "Running" },
     "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": {
         value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n",
-        publicKeyOpenssh: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABMock mock",
+        publicKeyOpenssh: `${TSA_KEY} mock`,
     },
 };
 

@@ -16,6 +16,7 @@ import { parseStack } from "../../stacks/checks/stack";
 import { planStack } from "../../stacks/render/offline-render";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
+import { HOST_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
 
 const release = { url: "https://downloads.example.test/concourse.tgz", sha256: "a".repeat(64) };
 const worker = {
@@ -23,7 +24,7 @@ const worker = {
     version: "8.2.5",
     tsaHost: "ci.example.test",
     tsaPort: 2222,
-    tsaPublicKey: "ssh-rsa AAAAtsa",
+    tsaPublicKey: TSA_KEY,
     tags: ["gpu", "gpu-devices=0,1"],
     workDir: "/opt/concourse/worker",
     binary: release,
@@ -228,7 +229,7 @@ describe("Concourse web (render)", () => {
     });
 
     it("with a certificate: HTTPS on tlsPort with the certificate and key placed (secret) and watched, an https external URL", () => {
-        const ssh = { ssh: { host: "ci.example.test", privateKey: "k", hostKey: "ssh-ed25519 A" } };
+        const ssh = { ssh: { host: "ci.example.test", privateKey: "k", hostKey: HOST_KEY } };
         const tls = { certificate: "CERT", key: "KEY" };
         const plan = planWebHost(webSpec("ci", { transport: ssh, version: "8.2.5", binary: release, tls, tlsPort: 8443 }));
         assert.strictEqual(plan.settings.externalUrl, "https://ci.example.test:8443");
@@ -273,7 +274,7 @@ describe("Concourse web (render)", () => {
         const ssh = (bindIp?: string) =>
             planWebHost(
                 webSpec("ci", {
-                    transport: { ssh: { host: "10.0.0.5", privateKey: "k", hostKey: "ssh-ed25519 A" } },
+                    transport: { ssh: { host: "10.0.0.5", privateKey: "k", hostKey: HOST_KEY } },
                     version: "8.2.5",
                     binary: release,
                     ...(bindIp ? { bindIp } : {}),
@@ -300,7 +301,7 @@ describe("Concourse web (render)", () => {
         assert.throws(
             () =>
                 webSpec("ci", {
-                    transport: { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } },
+                    transport: { ssh: { host: "h", privateKey: "k", hostKey: HOST_KEY } },
                     version: "8.2.5",
                     binary: release,
                     port: 0,
@@ -312,7 +313,7 @@ describe("Concourse web (render)", () => {
     });
 
     it("an external database is checked, and takes the same defaults as in the stack config", () => {
-        const transport = { ssh: { host: "h", privateKey: "k", hostKey: "ssh-ed25519 A" } };
+        const transport = { ssh: { host: "h", privateKey: "k", hostKey: HOST_KEY } };
         const spec = webSpec("ci", { transport, version: "8.2.5", binary: release, postgres: { external: { host: "db.example.test", password: "p" } } });
         assert.deepStrictEqual(spec.postgres, { external: { host: "db.example.test", port: 5432, database: "atc", user: "concourse", sslmode: "require" } });
         assert.throws(

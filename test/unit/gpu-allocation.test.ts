@@ -20,6 +20,7 @@ import { fileSetContents, recordGraph, settle } from "../support/pulumi-graph";
 import { parseStackConfig } from "../../stacks/checks/stack";
 import { workerArgs } from "../../stacks/args/component-args";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const L4_4X: GpuInventoryInput = {
     vendor: "nvidia",
@@ -44,7 +45,7 @@ const AMD_TWO: GpuInventoryInput = {
 };
 
 const wrapperBinary = { path: "dist/wrapper/runc-wrapper", sha256: "4".repeat(64) };
-const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
+const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 const base: PlanOptions = { selection: "all", cdi: false, fabricManager: { mode: "off", partitions: [] }, extraTags: [] };
 
 /** The wrapper settings file RuncWrapper alone renders, parsed. */

@@ -16,10 +16,11 @@ import { HEALTH_PATHS, normalBusId, renderGpuHealth, renderHealthConfig } from "
 import { planHost } from "../../components/lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../components/lib/settings/settings";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
+import { HOST_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
 
-const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
+const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 const release = {
-    concourse: { binary: { url: "https://example.org/concourse.tgz", sha256: "a".repeat(64) }, tsaHost: "10.0.0.1", tsaPublicKey: "ssh-rsa AAAA" },
+    concourse: { binary: { url: "https://example.org/concourse.tgz", sha256: "a".repeat(64) }, tsaHost: "10.0.0.1", tsaPublicKey: TSA_KEY },
 };
 
 function healthLink(args: Parameters<typeof workerSpec>[1]) {

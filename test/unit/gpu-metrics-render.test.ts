@@ -20,8 +20,9 @@ import {
 import { planRuncWrapper, wrapperTerms } from "../../components/lib/links/runc-wrapper/plan";
 import { renderWrapperConfig, wrapperConfigSchema } from "../../components/lib/links/runc-wrapper/render";
 import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
-const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
+const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 
 function spec(inventory: object, extra: Record<string, unknown> = {}) {
     return workerSpec("w", { transport: ssh, ...extra, inventory: inventorySchema.parse(inventory) });

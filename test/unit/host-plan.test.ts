@@ -27,6 +27,7 @@ import { renderBoardPlan, renderWebPlan } from "../../stacks/render/offline-rend
 import { ConcourseWeb } from "../../components/chain/concourse-web";
 import { webArgs } from "../../stacks/args/component-args";
 import { exampleStack } from "../fixtures/stacks/boards";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const DYNAMIC = "pulumi-nodejs:dynamic/gpu-workers:";
 const STEP_TYPES = ["command:remote:Command", "pulumi-nodejs:dynamic/lxd:Instance", `${DYNAMIC}InventoryCheck`, `${DYNAMIC}CdiSpecCheck`];
@@ -202,7 +203,7 @@ describe("one plan per host: offline render = resource graph", function () {
         const g = recordGraph();
         const given = { image: "/var/lib/gpu-workers/fabric.qcow2", nvswitchPci: ["0000:09:00.0", "0000:0a:00.0"], partitions: [1, 2] };
         new FabricServiceVm("board-fabric", {
-            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
+            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: HOST_KEY },
             ...given,
         });
         await settle(g);
@@ -222,7 +223,7 @@ describe("one plan per host: offline render = resource graph", function () {
         // In a user's terms: the containerd config is the component's own, the runc swap a yes or no.
         const { containerdConfig: _ownConfig, wrapRunc, ...terms } = settings;
         new ConcourseWorker("solo-concourse", {
-            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
+            connection: { host: "10.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: HOST_KEY },
             ...terms,
             wrapRunc: wrapRunc !== undefined,
             tsaPublicKey: settings.tsaPublicKey!,

@@ -11,9 +11,9 @@ import { isHostAddress, isIpAddress } from "../../components/lib/settings/value-
 import { lxdTransportSchema, lxdWorkerTransportSchema, sshJumpHostSchema, sshTransportSchema } from "../../components/lib/settings/transport-schema";
 import { externalDatabaseFields } from "../../components/lib/settings/web-settings";
 import { parseSettings } from "../../components/lib/settings/settings";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const ZONED = ["fe80::1%eth0", "fe80::1%25eth0", "fe80::1%1"];
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
 
 /** The messages `schema` refuses `value` with, none when it takes it. */
 function refusals(

@@ -13,8 +13,8 @@ import { planRuncWrapper } from "../../components/lib/links/runc-wrapper/plan";
 import { WRAPPER_STATE_DIR } from "../../components/lib/links/runc-wrapper/render";
 import { HGX_H100_8X, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
 const REASON = "root writes and removes dcgm-exporter's job-mapping files there; give a folder of its own that only root can write, such as /run/dcgm-jobs";
 
 function withMapping(dir: string, extra: Record<string, unknown> = {}): string[] {

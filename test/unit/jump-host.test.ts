@@ -14,9 +14,8 @@ import { sshTransportSchema } from "../../stacks/config/schema";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { recordGraph, settle } from "../support/pulumi-graph";
 import { problemsOf } from "../support/stack-problems";
-
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
-const JUMP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey";
+import { HOST_KEY, JUMP_KEY } from "../fixtures/ssh-keys/keys";
+import { SSH_KEY_PASTE } from "../../components/lib/settings/ssh-public-key";
 
 function stackWithProxy(proxy: unknown) {
     const raw = stackWith({ name: "a", inventory: NO_GPU });
@@ -53,7 +52,7 @@ describe("transport.ssh.proxy in the stack config", () => {
             "hosts[0].transport.ssh.proxy.port: expected a port number (1-65535)",
             "hosts[0].transport.ssh.proxy.user: expected a POSIX user name: a letter or _, then letters, digits, _ . or - (at most 32)",
             "hosts[0].transport.ssh.proxy.privateKeySecret: expected the name of a secret config key, e.g. gpu-a-ssh-key",
-            "hosts[0].transport.ssh.proxy.hostKey: expected a public host key such as 'ssh-ed25519 AAAA...'",
+            `hosts[0].transport.ssh.proxy.hostKey: 2 keys on 2 lines: pin one key, not several (ssh-keyscan prints one line per key type; \`-t ed25519\` picks one); ${SSH_KEY_PASTE.host}`,
             "hosts[0].transport.ssh.proxy: unknown key jump",
         ]);
     });
@@ -139,7 +138,7 @@ describe("runOverSsh through a jump host: the checks of its values", () => {
         assert.strictEqual(jump({ port: 22.5 }), "ssh: the jump host's port 22.5 is no TCP port (1 to 65535)");
         assert.strictEqual(
             jump({ hostKey: `${JUMP_KEY}\n* ${HOST_KEY}` }),
-            "ssh: the jump host's host key of bastion.example.test is not one public key on one line",
+            `ssh: the jump host's host key of bastion.example.test (proxy.hostKey): 2 keys on 2 lines: pin one key, not several (ssh-keyscan prints one line per key type; \`-t ed25519\` picks one); ${SSH_KEY_PASTE.host}`,
         );
         assert.strictEqual(sshTargetProblem({ ...target, port: 70000 }), "ssh: the port 70000 is no TCP port (1 to 65535)");
     });

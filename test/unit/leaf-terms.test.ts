@@ -21,11 +21,12 @@ import { renderGpuDriver } from "../../components/lib/links/gpu-driver/render";
 import { RUNC_REAL_PATH, renderRuncWrapperComponent } from "../../components/lib/links/runc-wrapper/render";
 import { renderWorkerValidator } from "../../components/lib/links/worker-validator/render";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 /** The wrapper as the component hands it in (it hashes this package's build). */
 const wrapperBinary = { path: "dist/wrapper/runc-wrapper", sha256: "4".repeat(64) };
 
-const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
+const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 
 describe("leaf components in a user's terms", () => {
     const workers = {

@@ -8,6 +8,7 @@ import * as path from "path";
 import { stringify } from "yaml";
 import { placeOnce } from "../../components/lib/plan/place-files";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const CLI = path.join(__dirname, "..", "..", "cli", "render.js");
 
@@ -177,7 +178,7 @@ describe("offline render", function () {
 
     it("says loudly when the web serves plain HTTP beyond loopback, in its output and manifest; not once it has a certificate", () => {
         const { defaults } = stackWith({ name: "a", inventory: NO_GPU });
-        const ssh = { host: "10.0.0.5", privateKeySecret: "ci-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGUyZS10ZXN0" };
+        const ssh = { host: "10.0.0.5", privateKeySecret: "ci-key", hostKey: HOST_KEY };
         const plain = renderStackFile({ defaults, hosts: [], allowNoHosts: true, web: { name: "ci", transport: { ssh } } });
         assert.strictEqual(plain.status, 0, plain.stderr);
         assert.match(plain.stdout, /^ {2}WARNING: web ci serves plain HTTP on 0\.0\.0\.0 \(http:\/\/10\.0\.0\.5:8080\): the main team's password/m);

@@ -13,6 +13,7 @@ import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { RUNC_REAL_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
+import { PUB } from "../fixtures/ssh-keys/keys";
 
 const HOST_COMMAND = "command:remote:Command";
 
@@ -63,6 +64,7 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
         assert.deepStrictEqual(problems, [], "the example compiles against the package's entry point");
         graph = recordGraph();
         pulumi.runtime.setConfig("gpu-workers:sshKey", "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n");
+        pulumi.runtime.setConfig("gpu-workers:hostKey", PUB.ed25519);
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- runs the example the test just compiled, as Pulumi would
         require(path.join(project, "out", "index.js"));
         await settle(graph);

@@ -9,6 +9,8 @@ import * as assert from "assert";
 import { parseStack } from "../../stacks/checks/stack";
 import { RawStackConfig, StackConfigError } from "../../stacks/config/stack";
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
+import { JUMP_KEY, OTHER_TSA_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
+import { SSH_KEY_PASTE as PASTE } from "../../components/lib/settings/ssh-public-key";
 
 /** An SSH host, an LXD host and a web: valid as it is. */
 function baseStack(): RawStackConfig {
@@ -213,7 +215,7 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ],
             [
                 "hosts.0.transport.ssh.proxy",
-                { host: "fe80::1%eth0", privateKeySecret: "jump-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey" },
+                { host: "fe80::1%eth0", privateKeySecret: "jump-key", hostKey: JUMP_KEY },
                 "hosts[0].transport.ssh.proxy.host: expected a DNS name or an IP address, e.g. ci.example.com or 10.0.0.5",
             ],
             ["hosts.1.transport.lxd.sshAddress", "fe80::1%eth0", "hosts[1].transport.lxd.sshAddress: expected an IP address, e.g. 127.0.0.1"],
@@ -226,8 +228,8 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ],
             [
                 "hosts.0.concourse.tsaPublicKey",
-                "ssh-rsa AAAA x\nssh-rsa BBBB",
-                "hosts[0].concourse.tsaPublicKey: expected one public key on one line, such as 'ssh-rsa AAAA... comment'",
+                `${TSA_KEY} x\n${OTHER_TSA_KEY}`,
+                `hosts[0].concourse.tsaPublicKey: 2 keys on 2 lines: pin one key, not several (ssh-keyscan prints one line per key type; \`-t ed25519\` picks one); ${PASTE.tsa}`,
             ],
             [
                 "hosts.0.concourse.binary",
@@ -267,10 +269,7 @@ describe("safety rules of the stack config, each pinned alone", () => {
             ["hosts.0.concourse.tags", ["gpu-devices=0,1", "a:b+c_d.e"]],
             ["hosts.0.transport.ssh.host", "fd00::10"],
             ["hosts.0.transport.ssh.host", "fe80::1"],
-            [
-                "hosts.0.transport.ssh.proxy",
-                { host: "fe80::1", privateKeySecret: "jump-key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey" },
-            ],
+            ["hosts.0.transport.ssh.proxy", { host: "fe80::1", privateKeySecret: "jump-key", hostKey: JUMP_KEY }],
             ["hosts.1.transport.lxd.sshAddress", "fe80::1"],
             ["web.transport.lxd.sshAddress", "fe80::1"],
             ["hosts.0.concourse.tsaHost", "fe80::1"],

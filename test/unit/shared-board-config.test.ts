@@ -8,6 +8,7 @@ import * as assert from "assert";
 import { parseStack } from "../../stacks/checks/stack";
 import { boardHost, boardStack, boardWorker, exampleStack } from "../fixtures/stacks/boards";
 import { problemsOf } from "../support/stack-problems";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const SHAPES = "8; 4+4; 4+2+2; 4+2+1+1; 4+1+1+1+1; 2+2+2+2; 2+2+2+1+1; 2+2+1+1+1+1; 2+1+1+1+1+1+1; 1+1+1+1+1+1+1+1";
 
@@ -83,7 +84,7 @@ describe("shared boards in the stack config", () => {
         (raw.hosts[2] as { transport: { lxd: Record<string, unknown> } }).transport.lxd.type = "container";
         raw.hosts.push(boardWorker("stray", "nowhere", { gpus: 1 }, 5), boardWorker("stray2", "plain", {}, 6), {
             name: "plain",
-            transport: { ssh: { host: "10.0.0.9", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey" } },
+            transport: { ssh: { host: "10.0.0.9", privateKeySecret: "k", hostKey: HOST_KEY } },
             vendor: "none",
             fabric: { nvswitchPci: [] },
         });

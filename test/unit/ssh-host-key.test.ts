@@ -9,9 +9,9 @@ import { runOverSsh, SshTarget, sshTargetProblem } from "../../components/provid
 import { NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { recordGraph } from "../support/pulumi-graph";
 import { problemsOf } from "../support/stack-problems";
+import { HOST_KEY, JUMP_KEY } from "../fixtures/ssh-keys/keys";
+import { SSH_KEY_PASTE } from "../../components/lib/settings/ssh-public-key";
 
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
-const JUMP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyjumpkey";
 const ABSENT = ["absent", "empty", "white space"] as const;
 
 /** `ssh` with its hostKey taken away (absent), or set to "" or white space. */
@@ -36,10 +36,7 @@ describe("an absent or empty host key", () => {
             const transport = raw.hosts[0].transport as { ssh: Record<string, unknown> };
             const ssh = transport.ssh;
             transport.ssh = withKey(ssh, how);
-            const expected =
-                how === "absent"
-                    ? "required (expected a public host key such as 'ssh-ed25519 AAAA...')"
-                    : "empty (expected a public host key such as 'ssh-ed25519 AAAA...')";
+            const expected = how === "absent" ? "required (expected a public host key such as 'ssh-ed25519 AAAA...')" : `empty; ${SSH_KEY_PASTE.host}`;
             assert.deepStrictEqual(problemsOf(raw), [`hosts[0].transport.ssh.hostKey: ${expected}`]);
             transport.ssh = { ...ssh, proxy: withKey({ host: "bastion.example.test", privateKeySecret: "bastion-key", hostKey: JUMP_KEY }, how) };
             assert.deepStrictEqual(problemsOf(raw), [`hosts[0].transport.ssh.proxy.hostKey: ${expected}`]);

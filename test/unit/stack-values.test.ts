@@ -19,8 +19,8 @@ import { namespaceKeysOf } from "../../stacks/config/namespace-keys";
 import { boardStack } from "../fixtures/stacks/boards";
 import { HGX_H100_8X, NO_GPU, stackWith } from "../fixtures/stacks/inventories";
 import { problemsOf } from "../support/stack-problems";
-
-const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHtestonlyhostkey";
+import { HOST_KEY, OTHER_TSA_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
+import { SSH_KEY_PASTE } from "../../components/lib/settings/ssh-public-key";
 
 /** One SSH worker and a web with an external database: every field below is valid in it. */
 function baseStack(): RawStackConfig & { hosts: Record<string, unknown>[]; web: Record<string, unknown> } {
@@ -126,9 +126,11 @@ describe("stack values: hostile and careless values are refused at their path", 
 
     it("the TSA key: one key on one line (a second line was a second trusted key)", () => {
         const raw = baseStack();
-        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAXRz\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAWV2");
-        assert.deepStrictEqual(problemsOf(raw), ["hosts[0].concourse.tsaPublicKey: expected one public key on one line, such as 'ssh-rsa AAAA... comment'"]);
-        set(raw, "hosts.0.concourse.tsaPublicKey", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAAXRz ci@example");
+        set(raw, "hosts.0.concourse.tsaPublicKey", `${TSA_KEY}\n${OTHER_TSA_KEY}`);
+        assert.deepStrictEqual(problemsOf(raw), [
+            `hosts[0].concourse.tsaPublicKey: 2 keys on 2 lines: pin one key, not several (ssh-keyscan prints one line per key type; \`-t ed25519\` picks one); ${SSH_KEY_PASTE.tsa}`,
+        ]);
+        set(raw, "hosts.0.concourse.tsaPublicKey", `${TSA_KEY} ci@example`);
         assert.deepStrictEqual(problemsOf(raw), [], "a comment after the key is fine");
     });
 
@@ -411,7 +413,7 @@ describe("the env-file renderer", () => {
             version: "8.2.5",
             tsaHost: "ci.example.test",
             tsaPort: 2222,
-            tsaPublicKey: "ssh-rsa AAAAtsa",
+            tsaPublicKey: TSA_KEY,
             tags: ["gpu"],
             workDir: "/opt/concourse/worker",
             binary: { path: "/tmp/c.tgz", sha256: "3".repeat(64) },
@@ -423,8 +425,8 @@ describe("the env-file renderer", () => {
         assert.throws(() => renderWorkerEnv({ ...worker, workDir: "/opt/x$(touch pwned)" }), /the value of CONCOURSE_WORK_DIR holds a \$/);
         assert.match(renderWorkerEnv({ ...worker, tsaHost: "fd00::2" }), /^CONCOURSE_TSA_HOST=\[fd00::2\]:2222$/m, "an IPv6 TSA in brackets");
         assert.throws(
-            () => renderConcourseWorker({ ...worker, tsaPublicKey: "ssh-rsa AAAAtsa\nssh-rsa AAAAevil" }),
-            /the TSA public key must be one key on one line/,
+            () => renderConcourseWorker({ ...worker, tsaPublicKey: `${TSA_KEY}\n${OTHER_TSA_KEY}` }),
+            /^Error: concourse worker: the TSA public key \(tsaPublicKey\): 2 keys on 2 lines: pin one key, not several/,
         );
         assert.throws(() => renderConcourseWorker({ ...worker, tags: ["gpu\nExecStartPre=/bin/sh"] }), /is not one plain word/);
         const web = {

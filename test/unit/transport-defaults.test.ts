@@ -3,6 +3,7 @@ import * as assert from "assert";
 import { LXD_TRANSPORT_DEFAULTS, SSH_USER_DEFAULT } from "../../components/lib/host/transport-defaults";
 import { lxdWorkerTransportSchema } from "../../components/lib/settings/transport-schema";
 import { lxdTransportSchema, sshTransportSchema } from "../../stacks/config/schema";
+import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 describe("transport defaults", () => {
     it("an LXD transport given only its instance, image and port gets the components' defaults from the stack schema too", () => {
@@ -25,6 +26,6 @@ describe("transport defaults", () => {
     });
 
     it("an SSH transport's user is the same default", () => {
-        assert.strictEqual(sshTransportSchema.parse({ host: "10.0.0.5", privateKeySecret: "k", hostKey: "ssh-ed25519 AAAA" }).user, SSH_USER_DEFAULT);
+        assert.strictEqual(sshTransportSchema.parse({ host: "10.0.0.5", privateKeySecret: "k", hostKey: HOST_KEY }).user, SSH_USER_DEFAULT);
     });
 });

@@ -5,7 +5,7 @@ import type { ConcourseRelease, PlannedRelease } from "../../lib/concourse/relea
 import type { Artifact } from "../../lib/host/steps";
 import { partOf } from "../../lib/links/link";
 import { ConcourseWorkerTerms, planConcourseWorker } from "../../lib/links/concourse-worker/plan";
-import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker } from "../../lib/links/concourse-worker/render";
+import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker, tsaPublicKeyFile } from "../../lib/links/concourse-worker/render";
 import { LOCAL_ARTIFACTS } from "../artifacts";
 import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
@@ -34,7 +34,7 @@ export interface ConcourseWorkerGiven extends ConcourseWorkerTerms {
 
 /** What the worker takes besides its plan: the keys and password only `up` knows, and the web it waits for. */
 export interface ConcourseWorkerExtras {
-    /** The TSA's host public key ("ssh-rsa AAAA..."); an output such as ConcourseWeb's `tsaPublicKey` works too. */
+    /** The TSA's host public key line ("ssh-rsa AAAA... comment", as its .pub holds it); an output such as ConcourseWeb's `tsaPublicKey` works too. */
     tsaPublicKey: pulumi.Input<string>;
     /** The worker's TSA private key: RSA in PEM, the only form Concourse reads (`concourse generate-key -t ssh`). Generated when absent. Pass a secret. */
     workerPrivateKey?: pulumi.Input<string>;
@@ -80,7 +80,7 @@ export class ConcourseWorker extends HostStepsComponent {
         const tsaKeyNow = typeof args.tsaPublicKey === "string" ? args.tsaPublicKey : undefined;
         const values = {
             [CONCOURSE_PATHS.workerKey]: privateKey,
-            ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply((k) => k.trim() + "\n") } : {}),
+            ...(tsaKeyNow === undefined ? { [CONCOURSE_PATHS.tsaPublicKey]: pulumi.output(args.tsaPublicKey).apply(tsaPublicKeyFile) } : {}),
         };
         const { settings, rendered } = partOf(
             args,

@@ -45,7 +45,7 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
     inventory: GpuInventory;
     /** The Concourse worker's settings (the schema's `concourse`), with keys, password and web that only a program has. */
     concourse?: Omit<NonNullable<SettingsLayer["concourse"]>, "tsaPublicKey"> & {
-        /** The TSA's host key, as the schema's `concourse.tsaPublicKey`; an output works too. Example: "ssh-rsa AAAA...". Required for the worker (or give `web`). */
+        /** The TSA's host key, as the schema's `concourse.tsaPublicKey` (its `.pub` line); an output works too. Example: "ssh-rsa AAAA... concourse-tsa". Required for the worker (or give `web`). */
         tsaPublicKey?: pulumi.Input<string>;
         /** The worker's TSA private key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent. Pass a secret. */
         workerPrivateKey?: pulumi.Input<string>;

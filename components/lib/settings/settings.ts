@@ -11,19 +11,8 @@ import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spe
 import { DEFAULT_IGNORED_XIDS, XID_RANGE } from "../gpu/xids";
 import { TOOLKITS } from "../toolkit/versions";
 import { defaultsOf } from "./schema-docs";
-import {
-    CONCOURSE_TAG,
-    datasetRoot,
-    hostAddress,
-    hostPath,
-    httpUrl,
-    jobMappingDir,
-    plainName,
-    publicKeyLine,
-    wholeNumber,
-    workDir,
-    writableSuffix,
-} from "./value-patterns";
+import { sshPublicKeySchema } from "./ssh-public-key";
+import { CONCOURSE_TAG, datasetRoot, hostAddress, hostPath, httpUrl, jobMappingDir, plainName, wholeNumber, workDir, writableSuffix } from "./value-patterns";
 
 export const nonNegativeInt = z
     .number({ error: "expected a non-negative integer" })
@@ -44,7 +33,8 @@ const toolkitVersionForm = z.string().regex(/^[0-9]+(\.[0-9]+)+(~rc\.[0-9]+)?$/,
 // One schema, not a union of two, so a bad value's error names both forms.
 const DRIVER_VERSION_ERROR = "expected preinstalled or a pinned version such as 550.54.15";
 const driverVersion = z.string({ error: DRIVER_VERSION_ERROR }).regex(/^(preinstalled|[0-9]+(\.[0-9]+)+(-[0-9A-Za-z.-]+)?)$/, { error: DRIVER_VERSION_ERROR });
-export const publicKey = publicKeyLine;
+/** The TSA's public key: one key line (ssh-public-key.ts), its comment taken. */
+export const publicKey = sshPublicKeySchema("tsa");
 /** A Concourse tag: kept plain, since CONCOURSE_TAG (which we never use) splits on commas. */
 const tag = z.string().regex(CONCOURSE_TAG, { error: "expected a tag of letters, digits and _.:=+,-" });
 
@@ -252,9 +242,11 @@ export const settingsSchema = z.strictObject({
                     "the TSA as the worker reaches it (a DNS name or an IP address); from `gpu-workers:web` when the stack has one (an LXD worker on the web's LXD server reaches its published TSA port through a proxy device of its own)",
             }),
             tsaPort: port.default(2222).meta({ description: "the TSA's port as the worker reaches it; the web's when the stack has one" }),
-            tsaPublicKey: publicKey
-                .optional()
-                .meta({ defaultText: "the web's", description: "the TSA's host key: one key on one line (`ssh-rsa AAAA... comment`)" }),
+            tsaPublicKey: publicKey.optional().meta({
+                defaultText: "the web's",
+                description:
+                    "the TSA's host key: its public key line as the `.pub` file holds it (`ssh-rsa AAAA... comment`); a known_hosts line, a fingerprint, a bare body, several keys or a private key are refused",
+            }),
             team: plainName("a team name")
                 .optional()
                 .meta({ description: "register as a team worker (letters, digits and `_ . -`, not starting with `.` or `-`)" }),

@@ -11,21 +11,21 @@ import { LXD_TRANSPORT_DEFAULTS, SSH_PORT_DEFAULT, SSH_USER_DEFAULT } from "../h
 import { lxdConfigKeyProblem } from "../lxd/config-keys";
 import { LXD_INSTANCE_NAME } from "../lxd/validate";
 import { port } from "./settings";
+import { sshPublicKeyProblem, sshPublicKeySchema } from "./ssh-public-key";
 import { hostAddress, posixUser } from "./value-patterns";
 
-/** Pinned host key, as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
-const HOST_KEY_ERROR = "expected a public host key such as 'ssh-ed25519 AAAA...'";
-const pinnedHostKey = z
-    .string({ error: HOST_KEY_ERROR })
-    .refine((key) => key.trim() !== "", { error: `empty (${HOST_KEY_ERROR})`, abort: true })
-    .regex(/^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/=]+$/, { error: HOST_KEY_ERROR });
+/** Pinned host key: the host's public key line (ssh-public-key.ts), compared by its type and blob. */
+const pinnedHostKey = sshPublicKeySchema("host");
+const HOST_KEY_DOC =
+    "pinned: its public key line as the `.pub` file holds it (`ssh-ed25519 AAAA... comment`: /etc/ssh/ssh_host_ed25519_key.pub, or `ssh-keyscan -t ed25519 HOST` without the host name); " +
+    "an `ssh-rsa` key only with SHA-2 signatures; a known_hosts line, a fingerprint, a bare body, several keys or a private key are refused";
 
 /** A jump host (bastion): the host is reached through it, and its address and port are as the jump host sees them. */
 export const sshJumpHostSchema = z.strictObject({
     host: hostAddress.meta({ description: "the jump host's DNS name or IP address, as this machine reaches it" }),
     port: port.default(SSH_PORT_DEFAULT).meta({ description: "the jump host's sshd port" }),
     user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user on the jump host (it runs nothing there: it only forwards the connection)" }),
-    hostKey: pinnedHostKey.meta({ description: "the jump host's own host key, pinned (`ssh-ed25519 AAAA...`; an `ssh-rsa` key only with SHA-2 signatures)" }),
+    hostKey: pinnedHostKey.meta({ description: `the jump host's own host key, ${HOST_KEY_DOC}` }),
 });
 
 /** A machine reached directly over SSH (the login key is the caller's: a secret of the program, or the stack's by name). */
@@ -33,7 +33,7 @@ export const sshTransportSchema = z.strictObject({
     host: hostAddress.meta({ description: "the host's DNS name or IP address" }),
     port: port.default(SSH_PORT_DEFAULT).meta({ description: "its sshd port" }),
     user: posixUser.default(SSH_USER_DEFAULT).meta({ description: "the login user; commands run through `sudo -n` unless it is root" }),
-    hostKey: pinnedHostKey.meta({ description: "the host's own host key, pinned (`ssh-ed25519 AAAA...`; an `ssh-rsa` key only with SHA-2 signatures)" }),
+    hostKey: pinnedHostKey.meta({ description: `the host's own host key, ${HOST_KEY_DOC}` }),
     proxy: sshJumpHostSchema.optional().meta({ description: "a jump host to go through; `host` and `port` are then as the jump host sees them" }),
 });
 
@@ -148,6 +148,28 @@ export function lxdInstanceFields(lxd: z.output<typeof lxdTransportSchema>): z.o
     return fieldsOf(lxdTransportSchema, lxd) as z.output<typeof lxdTransportSchema>;
 }
 
+/** The key fields of a component's SSH transport: text, or an output known only later. */
+interface SshKeys {
+    hostKey?: unknown;
+    proxy?: { hostKey?: unknown };
+}
+
+/**
+ * The host keys of a component's SSH transport that are given as text and are no public key line,
+ * as `transport.ssh.hostKey: problem` (and `transport.ssh.proxy.hostKey`): refused at preview and
+ * render, before any host is dialled. An output is checked where it is known (the connection), and
+ * an absent key is named where the connection is made (a component used alone may be given none).
+ */
+function sshKeyProblems(ssh: SshKeys): string[] {
+    return [
+        ["transport.ssh.hostKey", ssh.hostKey],
+        ["transport.ssh.proxy.hostKey", ssh.proxy?.hostKey],
+    ].flatMap(([field, key]) => {
+        const problem = typeof key === "string" ? sshPublicKeyProblem(key, "host") : undefined;
+        return problem ? [`${field as string}: ${problem}`] : [];
+    });
+}
+
 /**
  * A component's transport as its plan reads it: the fields the transport's schema declares,
  * parsed (defaults applied), or the problems as `transport.<ssh|lxd>.<path>: message`, the form
@@ -159,6 +181,8 @@ export function planTransport<S extends z.ZodObject, L extends z.ZodObject>(
 ): { data: Transport<z.output<S>, z.output<L>> } | { problems: string[] } {
     const kind = transport.ssh !== undefined ? "ssh" : "lxd";
     const parsed = schemas[kind].safeParse(fieldsOf(schemas[kind], transport[kind]!));
-    if (!parsed.success) return { problems: parsed.error.issues.map((i) => `${["transport", kind, ...i.path.map(String)].join(".")}: ${i.message}`) };
+    const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${["transport", kind, ...i.path.map(String)].join(".")}: ${i.message}`);
+    if (kind === "ssh") problems.push(...sshKeyProblems(transport.ssh as SshKeys));
+    if (!parsed.success || problems.length > 0) return { problems };
     return { data: (kind === "ssh" ? { ssh: parsed.data } : { lxd: parsed.data }) as Transport<z.output<S>, z.output<L>> };
 }

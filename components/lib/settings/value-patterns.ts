@@ -216,11 +216,6 @@ const LIBVIRT_URI_ERROR =
     "expected a libvirt URI of the board's own QEMU daemon: qemu:///system or qemu:///session, or qemu+unix:///system?socket=/path (no remote transport, no other parameter: qemu+ext and qemu+ssh run a program)";
 export const libvirtUri = z.string({ error: LIBVIRT_URI_ERROR }).regex(LIBVIRT_URI, { error: LIBVIRT_URI_ERROR });
 
-/** One public key on one line: type, base64, an optional comment of plain text. */
-export const PUBLIC_KEY_LINE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}( [\x21-\x7e][\x20-\x7e]*)?$/;
-const KEY_ERROR = "expected one public key on one line, such as 'ssh-rsa AAAA... comment'";
-export const publicKeyLine = z.string({ error: KEY_ERROR }).regex(PUBLIC_KEY_LINE, { error: KEY_ERROR });
-
 const URL_PARTS = /^([a-z]+):\/\/([^/?#]*)([/?#].*)?$/;
 /** What may follow the host in a URL: no space, quote, `$`, backquote, backslash or control character. */
 const URL_REST = /^[A-Za-z0-9._~:/?#@%+=&,-]*$/;

@@ -7,7 +7,8 @@
  */
 import type * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { SshTarget, sshTargetMissing } from "./ssh";
+import { sshPublicKey } from "../../lib/settings/ssh-public-key";
+import { SshTarget, sshTargetKeyProblem, sshTargetMissing } from "./ssh";
 import { checkSshBannerOnce } from "./ssh-banner";
 
 /** How often a dial may fail before a step fails (a host still booting), and how long one dial waits, in seconds. */
@@ -19,8 +20,8 @@ export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Outpu
     return pulumi.secret(
         // No command line is built from these (the provider dials itself), so nothing in them can become an option.
         pulumi.output(target).apply(async (t): Promise<command.types.input.remote.ConnectionArgs> => {
-            // A component used alone may be given no host key: say which field, before anything reads it.
-            const problem = sshTargetMissing(t);
+            // A component used alone may be given no host key, or one that is no key: say which field, before anything reads it.
+            const problem = sshTargetMissing(t) ?? sshTargetKeyProblem(t);
             if (problem) throw new Error(problem);
             await speaksSsh(t);
             return {
@@ -28,7 +29,8 @@ export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Outpu
                 port: t.port,
                 user: t.user,
                 privateKey: t.privateKey,
-                hostKey: t.hostKey.trim(),
+                // The key's type and body, as known_hosts pins it: its comment and spacing are no part of it.
+                hostKey: sshPublicKey(t.hostKey, "ssh: the host key").pinned,
                 dialErrorLimit: DIAL_ERROR_LIMIT,
                 perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
                 // The provider dials the jump host, then the host through it (a direct-tcpip channel): the host and port are as the jump host sees them.
@@ -39,7 +41,7 @@ export function commandConnection(target: pulumi.Input<SshTarget>): pulumi.Outpu
                               port: t.proxy.port,
                               user: t.proxy.user,
                               privateKey: t.proxy.privateKey,
-                              hostKey: t.proxy.hostKey.trim(),
+                              hostKey: sshPublicKey(t.proxy.hostKey, "ssh: the jump host's host key").pinned,
                               dialErrorLimit: DIAL_ERROR_LIMIT,
                               perDialTimeout: PER_DIAL_TIMEOUT_SECONDS,
                           },

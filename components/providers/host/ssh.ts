@@ -7,13 +7,15 @@
  * engine's one Node.js dynamic-provider process serves a whole `up`), with every command a
  * channel of it; a jump host's connection is shared the same way, each host behind it one
  * forwarded channel. The host key is pinned: the server is asked for that key type only and
- * any other key ends the handshake. The private key stays in this process's memory: no file,
+ * any other key ends the handshake (keys are compared by type and blob, so the pinned line's
+ * comment and spacing play no part). The private key stays in this process's memory: no file,
  * no process argument, no agent.
  */
 import * as net from "net";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
 import type { Duplex, Readable } from "stream";
-import { isHostAddress, POSIX_USER, PUBLIC_KEY_LINE } from "../../lib/settings/value-patterns";
+import { isPinnedKey, parseSshPublicKey, SshPublicKey } from "../../lib/settings/ssh-public-key";
+import { isHostAddress, POSIX_USER } from "../../lib/settings/value-patterns";
 
 /** A jump host (bastion) the connection to the target goes through, with its own login and pinned key. */
 export interface SshProxy {
@@ -21,7 +23,7 @@ export interface SshProxy {
     port: number;
     user: string;
     privateKey: string;
-    /** "ssh-ed25519 AAAA..." */
+    /** "ssh-ed25519 AAAA... comment": the public key line (ssh-public-key.ts). */
     hostKey: string;
 }
 
@@ -30,7 +32,7 @@ export interface SshTarget {
     port: number;
     user: string;
     privateKey: string;
-    /** "ssh-ed25519 AAAA..." */
+    /** "ssh-ed25519 AAAA... comment": the public key line (ssh-public-key.ts). */
     hostKey: string;
     /** The machine behind the address (an LXD instance's UUID): a new one makes every host step run again. */
     machineId?: string;
@@ -71,14 +73,14 @@ export function sshTargetMissing(target: Pick<SshTarget, "host" | "port" | "user
 /**
  * Why `target` (or its jump host) cannot be taken: a field that is missing, a user that is no
  * POSIX name, a host that is neither a DNS name nor an IP address, a port out of range, or a host
- * key that is not one public key on one line. The stack's schema refuses them first; a component
- * used alone meets this check.
+ * key that is no public key line (ssh-public-key.ts says what it is instead). The stack's schema
+ * and a component's args refuse them first; a key given as an output meets this check.
  */
 export function sshTargetProblem(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
     return (
         sshTargetMissing(target) ??
         endpoints(target)
-            .map(([what, , end]) => malformed(what, end))
+            .map(([what, field, end]) => malformed(what, field, end))
             .find((problem) => problem !== undefined)
     );
 }
@@ -95,12 +97,34 @@ function missingField(what: string, field: string, end: Endpoint): string | unde
     return undefined;
 }
 
-function malformed(what: string, end: Endpoint): string | undefined {
+function malformed(what: string, field: string, end: Endpoint): string | undefined {
     if (!POSIX_USER.test(end.user)) return `${what} user ${JSON.stringify(end.user)} is no POSIX user name`;
     if (!isHostAddress(end.host)) return `${what} host ${JSON.stringify(end.host)} is neither a DNS name nor an IP address`;
     if (!Number.isInteger(end.port) || end.port < 1 || end.port > 65535) return `${what} port ${JSON.stringify(end.port)} is no TCP port (1 to 65535)`;
-    if (!PUBLIC_KEY_LINE.test(end.hostKey.trim())) return `${what} host key of ${end.host} is not one public key on one line`;
-    return undefined;
+    return sshHostKeyProblem(what, field, end);
+}
+
+/** Why the host key of `end` (given) is no public key line, naming the field, or undefined. */
+function sshHostKeyProblem(what: string, field: string, end: Endpoint): string | undefined {
+    const parsed = parseSshPublicKey(end.hostKey, "host");
+    return "problem" in parsed ? `${what} host key of ${end.host} (${field}hostKey): ${parsed.problem}` : undefined;
+}
+
+/**
+ * Why a host key of `target` (or of its jump host) that is given is no public key line, or
+ * undefined: what the remote-command connection checks besides a missing field.
+ */
+export function sshTargetKeyProblem(target: Pick<SshTarget, "host" | "port" | "user" | "hostKey" | "proxy">): string | undefined {
+    return endpoints(target)
+        .map(([what, field, end]) => sshHostKeyProblem(what, field, end))
+        .find((problem) => problem !== undefined);
+}
+
+/** The pinned key of an endpoint whose key sshTargetProblem has taken. */
+function pinnedKey(end: Pick<SshProxy, "hostKey">): SshPublicKey {
+    const parsed = parseSshPublicKey(end.hostKey, "host");
+    if ("problem" in parsed) throw new Error(`ssh: the host key: ${parsed.problem}`);
+    return parsed.key;
 }
 
 /**
@@ -165,13 +189,13 @@ const connections = new Map<string, Promise<Connection>>();
 export const connectionsOpened = new Map<string, number>();
 
 function endpointKey(end: SshProxy, via?: SshProxy): string {
-    return JSON.stringify([end.host, end.port, end.user, end.hostKey.trim(), end.privateKey, via ? endpointKey(via) : null]);
+    return JSON.stringify([end.host, end.port, end.user, pinnedKey(end).pinned, end.privateKey, via ? endpointKey(via) : null]);
 }
 
 /** One dial and login: over a TCP connection of its own, or over `sock` (a channel forwarded by a jump host). */
 function dialOnce(end: SshProxy, sock?: Duplex): Promise<Client> {
-    const [keyType, keyBody] = end.hostKey.trim().split(/\s+/);
-    const pinned = Buffer.from(keyBody, "base64");
+    const pinned = pinnedKey(end);
+    const keyType = pinned.type;
     // Our own socket, so a failure can tell a peer that closed without a word from one that said something else.
     const tcp = sock ? undefined : net.connect({ host: end.host, port: end.port });
     return new Promise((resolve, reject) => {
@@ -197,7 +221,7 @@ function dialOnce(end: SshProxy, sock?: Duplex): Promise<Client> {
             authHandler: ["publickey"],
             algorithms: { serverHostKey: hostKeyAlgorithms(keyType) as NonNullable<ConnectConfig["algorithms"]>["serverHostKey"] },
             hostVerifier: (key: Buffer) => {
-                if (key.equals(pinned)) return true;
+                if (isPinnedKey(pinned, key)) return true;
                 mismatch = `${keyType} ${key.toString("base64")}`;
                 return false;
             },

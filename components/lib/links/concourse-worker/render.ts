@@ -7,7 +7,8 @@ import { combine, hostScriptFile, scriptStep } from "../../host/scripts";
 import { HOST_LIB_DIR, HostFile, ProgramCheck, RenderedComponent } from "../../host/steps";
 import { concourseReleaseArgs, concourseReleaseFiles, PlannedRelease } from "../../concourse/release";
 import { renderEnvFile } from "../../render/env-file";
-import { CONCOURSE_TAG, isIpAddress, PUBLIC_KEY_LINE } from "../../settings/value-patterns";
+import { sshPublicKey } from "../../settings/ssh-public-key";
+import { CONCOURSE_TAG, isIpAddress } from "../../settings/value-patterns";
 import { WRAPPER_INSTALLER } from "../runc-wrapper/render";
 import type { PrivilegedMode } from "../../gpu/plan";
 
@@ -149,11 +150,13 @@ export function renderWorkerUnit(s: ConcourseWorkerSettings): string {
     ].join("\n");
 }
 
-/** The TSA's host key file: one key on one line (a second line would be a second key the worker trusts). */
-function tsaPublicKeyFile(key: string): string {
-    if (!PUBLIC_KEY_LINE.test(key.trim()))
-        throw new Error("concourse worker: the TSA public key must be one key on one line, such as 'ssh-rsa AAAA... comment'");
-    return key.trim() + "\n";
+/**
+ * The TSA's host key file: one key line (ssh-public-key.ts), as given with its comment, one space
+ * between the fields (a second line would be a second key the worker trusts). An output known
+ * only at `up` (the web's generated key) is written by the same function.
+ */
+export function tsaPublicKeyFile(key: string): string {
+    return sshPublicKey(key, "concourse worker: the TSA public key (tsaPublicKey)", "tsa").line + "\n";
 }
 
 export function renderConcourseWorker(s: ConcourseWorkerSettings): RenderedComponent {
