@@ -4,8 +4,8 @@
  * file that changed, was added or was removed (`--- a/<host>/<path>`, `+++ b/<host>/<path>`;
  * `/dev/null` for a side that has none), the host's own settings with its tags one a line
  * (`<host>/[host]`) and each step (`<host>/[steps]/<name>`: its component, what it waits for,
- * its command with each `--option` on a line of its own). A file whose change is the very same
- * on an earlier host is named, not shown again: a fleet's change to one script is read once; so
+ * its command with each `--option` on a line of its own). A file or step whose change is the very
+ * same on an earlier host is named, not shown again: a fleet's change to one script is read once; so
  * is a file added (a new host's) just as another host of the earlier render has it, or removed
  * just as another host still has it: a new host shows what differs from the hosts there were.
  * The diff is jsdiff's (the `diff` package): a pure function of the two texts, which no git
@@ -145,11 +145,13 @@ export function diffRenders(stack: string, a: RenderFolder, b: RenderFolder, sid
                     continue;
                 }
             }
-            if (isFile) {
-                const key = `${entry}\0${o ? (o.mode ?? "") : "-"}\0${n ? (n.mode ?? "") : "-"}\0${body.join("\n")}`;
+            if (counts) {
+                // A step is named after its host (`<host>-runc-wrapper-...`): the same step of another host is the same name without it.
+                const alike = isFile || !entry.startsWith(`/[steps]/${name}-`) ? entry : `/[steps]/*${entry.slice(`/[steps]/${name}`.length)}`;
+                const key = `${alike}\0${o ? (o.mode ?? "") : "-"}\0${n ? (n.mode ?? "") : "-"}\0${body.join("\n")}`;
                 const first = shownOn.get(key);
                 if (first !== undefined) {
-                    note(`the same change as on ${first}`, entry);
+                    note(`the same change as on ${first}`, entry.startsWith("/") && !isFile ? entry.slice(1) : entry);
                     continue;
                 }
                 shownOn.set(key, name);

@@ -93,8 +93,8 @@ describe("render --against", function () {
             /^ {5}--writable-suffix _writable\n- {4}--writable-suffix _rw\n\+ {4}--writable-suffix _scratch$/m,
         );
         // The second GPU host's file changed as the first's: named, not shown again.
-        assert.match(report, /^hgx2: the same change as on hgx:\n {2}\/etc\/gpu-workers\/runc-wrapper\.json$/m);
-        assert.ok(!report.includes("--- a/hgx2/etc/gpu-workers/runc-wrapper.json"));
+        assert.match(report, /^hgx2: the same change as on hgx:\n {2}\/etc\/gpu-workers\/runc-wrapper\.json\n {2}\[steps\]\/hgx2-validate-validate$/m);
+        assert.ok(!report.includes("--- a/hgx2/etc/gpu-workers/runc-wrapper.json") && !report.includes("--- a/hgx2/[steps]/"));
         assert.match(report, /^--- a\/cpu\/etc\/gpu-workers\/runc-wrapper\.json$/m);
         // Without --expect-no-changes the same report, and exit 0.
         const plain = render(dir, "--against", earlier);
