@@ -1,45 +1,76 @@
 /**
- * npm run render -- --stack NAME --out DIR
+ * npm run render -- --stack NAME --out DIR | --against REV|DIR [--expect-no-changes] (--help: every option)
  * Writes every file each host would receive under DIR/<host>/<absolute path>, and
  * DIR/<host>/manifest.json (ordered steps, files with mode and sha256, tags); each Kubernetes
- * cluster's objects as DIR/_kubernetes/<cluster>.yaml.
+ * cluster's objects as DIR/_kubernetes/<cluster>.yaml. With --against, prints what changed
+ * since an earlier render (a folder) or since a git revision (cli/render-diff.ts).
  * Needs no Pulumi engine and no host; secrets appear as [secret].
  */
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 import { parse } from "yaml";
+import { PACKAGE_ROOT } from "../components/program";
 import { parseStack } from "../stacks/checks/stack";
 import { namespaceKeysOf } from "../stacks/config/namespace-keys";
 import { RawStackConfig, StackConfigError } from "../stacks/config/stack";
-import {
-    MISSING_PLACEHOLDER,
-    RENDER_ARTIFACTS,
-    RenderedCluster,
-    renderClusters,
-    RenderedContent,
-    RenderedHost,
-    renderPlans,
-} from "../stacks/render/offline-render";
+import { MISSING_PLACEHOLDER, RENDER_ARTIFACTS, RenderedCluster, renderClusters, RenderedHost, renderPlans } from "../stacks/render/offline-render";
+import { AgainstError, Baseline, renderRevision } from "./render-against";
+import { diffRenders } from "./render-diff";
+import { KUBERNETES_DIR, readRenderFolder, writeRenderFolder } from "./render-folder";
 
-/** Where a cluster's objects go: a folder no host can have (a host's name is a DNS label, which has no `_`). */
-export const KUBERNETES_DIR = "_kubernetes";
+export { KUBERNETES_DIR };
 
-function usage(message: string): never {
-    console.error(`render: ${message}\nusage: npm run render -- --stack NAME --out DIR [--project-dir DIR]`);
-    process.exit(2);
+export const USAGE = `usage: npm run render -- --stack NAME (--out DIR | --against REV|DIR) [options]
+  --stack NAME         the stack: its config is Pulumi.NAME.yaml in the project folder
+  --out DIR            write each host's files at their host paths and its manifest.json under
+                       DIR/<host>/, each cluster's objects as DIR/_kubernetes/<cluster>.yaml; a host
+                       folder an earlier render wrote there for a host the stack no longer has is removed
+  --project-dir DIR    the folder of Pulumi.NAME.yaml, and of the paths it names (default: this folder)
+  --against REV|DIR    print what changed, as a unified diff per host (files, steps, tags), against
+                       DIR, a folder an earlier render wrote, or REV, a git revision: REV's program
+                       rendering REV's Pulumi.NAME.yaml (a folder of that name wins; ./NAME says so);
+                       --out is then optional
+  --expect-no-changes  with --against: exit 1 when anything differs, 0 when nothing does
+  -h, --help           print this and exit`;
+
+export class UsageError extends Error {}
+
+export interface RenderArgs {
+    stack: string;
+    out?: string;
+    projectDir: string;
+    against?: string;
+    expectNoChanges: boolean;
 }
 
-function parseArgs(argv: string[]): { stack: string; out: string; projectDir: string } {
-    const args: Record<string, string> = {};
-    for (let i = 0; i < argv.length; i += 2) {
+/** The command line; --help is a UsageError with no message. */
+export function parseArgs(argv: string[]): RenderArgs {
+    const values: Record<string, string> = {};
+    let expectNoChanges = false;
+    for (let i = 0; i < argv.length; i++) {
         const key = argv[i];
-        if (!["--stack", "--out", "--project-dir"].includes(key)) usage(`unknown argument ${key}`);
-        if (argv[i + 1] === undefined) usage(`${key} needs a value`);
-        args[key.slice(2)] = argv[i + 1];
+        if (key === "-h" || key === "--help") throw new UsageError("");
+        if (key === "--expect-no-changes") {
+            expectNoChanges = true;
+            continue;
+        }
+        if (!["--stack", "--out", "--project-dir", "--against"].includes(key)) throw new UsageError(`unknown argument ${key}`);
+        const value = argv[i + 1];
+        if (value === undefined || value.startsWith("--")) throw new UsageError(`${key} needs a value`);
+        if (values[key.slice(2)] !== undefined) throw new UsageError(`${key} is given twice`);
+        values[key.slice(2)] = value;
+        i++;
     }
-    if (!args.stack) usage("--stack is required");
-    if (!args.out) usage("--out is required");
-    return { stack: args.stack, out: args.out, projectDir: args["project-dir"] ?? process.cwd() };
+    if (!values.stack) throw new UsageError("--stack is required");
+    if (!values.out && !values.against) throw new UsageError("--out is required (or --against, to print what changed)");
+    if (expectNoChanges && !values.against) throw new UsageError("--expect-no-changes goes with --against");
+    return { stack: values.stack, out: values.out, projectDir: values["project-dir"] ?? process.cwd(), against: values.against, expectNoChanges };
+}
+
+function usage(message: string): never {
+    console.error(`render: ${message}\n${USAGE}`);
+    process.exit(2);
 }
 
 /** Reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web and gpu-workers:allowNoHosts from Pulumi.<stack>.yaml, and every other gpu-workers: key (a typo is an error). */
@@ -59,62 +90,45 @@ export function readStackFile(projectDir: string, stack: string): RawStackConfig
     };
 }
 
-/**
- * How an artifact (a binary uploaded from here) is written: as its bytes, copied once and then
- * linked at every other host path with the same digest and mode (a fleet of hosts costs one copy
- * of each binary), or, for a tree compared as text (test/golden), as a line naming its digest.
- */
-export type ArtifactWrite = "bytes" | "digest";
+/** Each host as the render's console shows it: its files, steps, tags, partitions, notes and warnings. */
+function consoleLines(hosts: RenderedHost[], out: string): string[] {
+    return hosts.flatMap(({ manifest }) => [
+        `${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${path.join(out, manifest.host)}`,
+        `  tags: ${manifest.tags.length > 0 ? manifest.tags.join(" ") : "none"}`,
+        ...(manifest.partitions ?? []).map((p) => `  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`),
+        ...(manifest.stoppedBeforeWorker ? [`  note: ${manifest.stoppedBeforeWorker}`] : []),
+        ...(manifest.warnings ?? []).map((w) => `  WARNING: ${w}`),
+        ...manifest.files
+            .filter((f) => f.sha256 === MISSING_PLACEHOLDER)
+            .map((f) => `  note: ${f.path} is uploaded from ${f.uploadedFrom}, which is not there yet (pulumi up would stop on it)`),
+    ]);
+}
 
-/** Writes each host's files at their host paths under out/<host>/, and its manifest.json. */
-export function writeRendered(hosts: RenderedHost[], out: string, artifacts: ArtifactWrite = "bytes"): void {
-    const written = new Map<string, string>();
-    // Each folder made once: a fleet's hosts have the same few folders, and mkdir is most of the render's time.
-    const folders = new Set<string>();
-    const write = (target: string, content: RenderedContent, mode: number): void => {
-        if (typeof content === "string") return fs.writeFileSync(target, content, { mode });
-        if (artifacts === "digest") return fs.writeFileSync(target, `artifact sha256 ${content.sha256}, uploaded from ${content.path}\n`, { mode });
-        const key = `${content.sha256} ${mode}`;
-        const first = written.get(key);
-        if (first !== undefined) {
-            try {
-                return fs.linkSync(first, target);
-            } catch {
-                /* another file system, or no links there: copy */
-            }
-        }
-        fs.copyFileSync(content.path, target);
-        fs.chmodSync(target, mode);
-        written.set(key, target);
-    };
-    for (const { manifest, contents } of hosts) {
-        const root = path.join(out, manifest.host);
-        fs.rmSync(root, { recursive: true, force: true });
-        for (const file of manifest.files) {
-            const target = path.join(root, file.path);
-            const folder = path.dirname(target);
-            if (!folders.has(folder)) {
-                fs.mkdirSync(folder, { recursive: true });
-                folders.add(folder);
-            }
-            write(target, contents.get(file.path)!, parseInt(file.mode, 8));
-        }
-        fs.writeFileSync(path.join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+/** The earlier render --against names: a folder, else a git revision rendered now. */
+function baselineOf(against: string, stack: string, projectDir: string): Baseline {
+    if (fs.existsSync(against) && fs.statSync(against).isDirectory()) {
+        const dir = path.resolve(against);
+        return { dir, roots: [path.resolve(projectDir), PACKAGE_ROOT], label: against, timing: "", cleanup: () => undefined };
     }
+    return renderRevision(against, stack, projectDir);
 }
 
-/** Each cluster's objects as out/_kubernetes/<cluster>.yaml. */
-export function writeClusters(clusters: RenderedCluster[], out: string): void {
-    const dir = path.join(out, KUBERNETES_DIR);
-    fs.rmSync(dir, { recursive: true, force: true });
-    if (clusters.length === 0) return;
-    fs.mkdirSync(dir, { recursive: true });
-    for (const c of clusters) fs.writeFileSync(path.join(dir, `${c.cluster}.yaml`), c.yaml);
-}
-
-function main(): void {
-    const { stack, out, projectDir } = parseArgs(process.argv.slice(2));
-    let hosts;
+/** The command; returns its exit status (0 done, 1 a bad stack or a difference under --expect-no-changes, 2 bad arguments). */
+export function main(argv: string[]): number {
+    let args: RenderArgs;
+    try {
+        args = parseArgs(argv);
+    } catch (e) {
+        if (!(e instanceof UsageError)) throw e;
+        if (e.message === "") {
+            console.log(USAGE);
+            return 0;
+        }
+        console.error(`render: ${e.message}\n${USAGE}`);
+        return 2;
+    }
+    const { stack, projectDir, against } = args;
+    let hosts: RenderedHost[];
     let clusters: RenderedCluster[];
     try {
         // Paths in the stack (a release uploaded from here) are the project folder's, as for pulumi up.
@@ -123,28 +137,44 @@ function main(): void {
         hosts = renderPlans(parsed.plans);
         clusters = renderClusters(parsed);
     } catch (e) {
-        if (e instanceof StackConfigError) {
-            console.error(e.message);
-            process.exit(1);
-        }
-        console.error(`render: ${(e as Error).message}`);
-        process.exit(1);
+        console.error(e instanceof StackConfigError ? e.message : `render: ${(e as Error).message}`);
+        return 1;
     }
-    if (hosts.length === 0) console.log(`stack ${stack}: no hosts (gpu-workers:allowNoHosts is true), nothing to render`);
-    writeRendered(hosts, out);
-    writeClusters(clusters, out);
-    for (const c of clusters) console.log(`cluster ${c.cluster}: ${c.objects.length} objects -> ${path.join(out, KUBERNETES_DIR, `${c.cluster}.yaml`)}`);
-    for (const { manifest } of hosts) {
-        const root = path.join(out, manifest.host);
-        console.log(`${manifest.host}: ${manifest.files.length} files, ${manifest.steps.length} steps -> ${root}`);
-        for (const p of manifest.partitions ?? [])
-            console.log(`  fabric partition ${p.partition} (modules ${p.modules.join(", ")}; ${p.pci.join(", ")}) -> ${p.worker}`);
-        if (manifest.stoppedBeforeWorker) console.log(`  note: ${manifest.stoppedBeforeWorker}`);
-        for (const warning of manifest.warnings ?? []) console.log(`  WARNING: ${warning}`);
-        for (const file of manifest.files.filter((f) => f.sha256 === MISSING_PLACEHOLDER)) {
-            console.log(`  note: ${file.path} is uploaded from ${file.uploadedFrom}, which is not there yet (pulumi up would stop on it)`);
+    if (against === undefined) {
+        const out = args.out!;
+        if (hosts.length === 0) console.log(`stack ${stack}: no hosts (gpu-workers:allowNoHosts is true), nothing to render`);
+        let removed: string[];
+        try {
+            ({ removed } = writeRenderFolder(hosts, clusters, out));
+        } catch (e) {
+            console.error(`render: ${(e as Error).message}`);
+            return 1;
         }
+        for (const host of removed) console.log(`${host}: removed ${path.join(out, host)} (an earlier render's; the stack has no such host now)`);
+        for (const c of clusters) console.log(`cluster ${c.cluster}: ${c.objects.length} objects -> ${path.join(out, KUBERNETES_DIR, `${c.cluster}.yaml`)}`);
+        for (const line of consoleLines(hosts, out)) console.log(line);
+        return 0;
+    }
+    // The earlier render is read before this one is written: --out may be the very folder --against names.
+    let baseline: Baseline | undefined;
+    let scratch: string | undefined;
+    try {
+        baseline = baselineOf(against, stack, projectDir);
+        const before = readRenderFolder(baseline.dir, baseline.roots);
+        const out = args.out ?? (scratch = fs.mkdtempSync(path.join(os.tmpdir(), "gw-render-")));
+        writeRenderFolder(hosts, clusters, out, args.out ? "bytes" : "digest");
+        const now = readRenderFolder(out, [path.resolve(projectDir), PACKAGE_ROOT]);
+        const diff = diffRenders(stack, before, now, { a: baseline.label, b: args.out ? `this checkout, written to ${args.out}` : "this checkout" });
+        if (baseline.timing) console.error(`render: ${baseline.timing}`);
+        process.stdout.write(diff.text);
+        return args.expectNoChanges && diff.changed ? 1 : 0;
+    } catch (e) {
+        console.error(e instanceof AgainstError ? `render: ${e.message}` : `render: --against ${against}: ${(e as Error).message}`);
+        return 1;
+    } finally {
+        baseline?.cleanup();
+        if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     }
 }
 
-if (require.main === module) main();
+if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -57,8 +57,9 @@ export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
 export { planWorkerGpus, normalizeFabricMode, WorkerGpuPlan, PlanOptions } from "./lib/gpu/plan";
 export { toolkitVersion, toolkitVersionProblems } from "./lib/toolkit/versions";
 
-// What `npm run discover` reads besides the public discovery: the script it runs and its document's interpretation.
-export { readHostScript } from "./lib/host/scripts";
+// What `npm run discover` reads besides the public discovery: the script it runs and its document's interpretation;
+// and the checkout `npm run render -- --against REV` takes node_modules from.
+export { readHostScript, PACKAGE_ROOT } from "./lib/host/scripts";
 export { interpretDiscovery } from "./lib/discovery/parse";
 
 // What `npm run bench:wrapper` writes for the wrapper it measures.

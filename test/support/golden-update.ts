@@ -5,7 +5,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { writeClusters, writeRendered } from "../../cli/render";
+import { writeClusters, writeRendered } from "../../cli/render-folder";
 import { GOLDEN_DIR, goldenStacks, renderGolden, renderGoldenClusters } from "./golden-stacks";
 
 function main(): void {

@@ -8,7 +8,7 @@ import * as assert from "assert";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { writeClusters, writeRendered } from "../../cli/render";
+import { writeClusters, writeRendered } from "../../cli/render-folder";
 import { GOLDEN_DIR, goldenStacks, renderGolden, renderGoldenClusters } from "../support/golden-stacks";
 import { makeScratch, scratchName } from "../support/scratch";
 import { ensureCommands } from "../support/tools";

@@ -225,9 +225,71 @@ describe("offline render", function () {
         assert.throws(() => placeOnce("h", [group("A", "a\n"), group("B", "a\n", "0600")]), /with different modes \(0644, 0600\)/);
     });
 
-    it("refuses unknown arguments", () => {
+    it("refuses unknown arguments, naming them, with the usage", () => {
         const r = spawnSync("node", [CLI, "--stack"], { encoding: "utf8" });
         assert.strictEqual(r.status, 2);
         assert.match(r.stderr, /--stack needs a value/);
+        const unknown = spawnSync("node", [CLI, "--stack", "s", "--out", "o", "--bogus"], { encoding: "utf8" });
+        assert.strictEqual(unknown.status, 2);
+        assert.match(unknown.stderr, /^render: unknown argument --bogus\nusage: npm run render/);
+        const lone = spawnSync("node", [CLI, "--stack", "s", "--out", "o", "--expect-no-changes"], { encoding: "utf8" });
+        assert.strictEqual(lone.status, 2);
+        assert.match(lone.stderr, /--expect-no-changes goes with --against/);
+    });
+
+    it("--help prints the usage with every option, and exits 0", () => {
+        for (const flag of ["--help", "-h"]) {
+            const r = spawnSync("node", [CLI, flag], { encoding: "utf8" });
+            assert.strictEqual(r.status, 0, r.stderr);
+            assert.strictEqual(r.stderr, "");
+            assert.match(r.stdout, /^usage: npm run render -- --stack NAME/);
+            for (const option of ["--stack NAME", "--out DIR", "--project-dir DIR", "--against REV|DIR", "--expect-no-changes", "-h, --help"])
+                assert.match(r.stdout, new RegExp(`^ {2}${option.replace(/[|]/g, "\\$&")} `, "m"), option);
+        }
+    });
+
+    it("shows each host's computed tags on the console, as its manifest has them", () => {
+        const r = renderStackFile(stackWith({ name: "hgx", inventory: HGX_H100_8X, extra: { selection: [0, 1] } }, { name: "cpu", inventory: NO_GPU }));
+        assert.strictEqual(r.status, 0, r.stderr);
+        const tags = JSON.parse(fs.readFileSync(path.join(r.out, "hgx", "manifest.json"), "utf8")).tags as string[];
+        assert.ok(tags.includes("gpu-devices=0,1") && tags.includes("gpu-count=2"), tags.join(" "));
+        assert.match(r.stdout, new RegExp(`^hgx: \\d+ files, \\d+ steps -> \\S+\\n  tags: ${tags.join(" ")}$`, "m"));
+        assert.match(r.stdout, /^cpu: \d+ files, \d+ steps -> \S+\n {2}tags: none$/m);
+    });
+
+    it("a reused --out: the folder of a host the stack no longer has is removed; folders the render did not write are left, or stop it", () => {
+        const dir = tempDir("gw-render-stale-");
+        const out = path.join(dir, "out");
+        const render = (config: unknown) => {
+            const raw = config as { defaults: unknown; hosts: unknown };
+            fs.writeFileSync(
+                path.join(dir, "Pulumi.test.yaml"),
+                stringify({ config: { "gpu-workers:defaults": raw.defaults, "gpu-workers:hosts": raw.hosts } }),
+            );
+            return spawnSync("node", [CLI, "--stack", "test", "--out", out, "--project-dir", dir], { encoding: "utf8" });
+        };
+        const first = render(stackWith({ name: "a", inventory: NO_GPU }, { name: "b", inventory: NO_GPU }));
+        assert.strictEqual(first.status, 0, first.stderr);
+        assert.deepStrictEqual(JSON.parse(fs.readFileSync(path.join(out, ".gpu-workers-render.json"), "utf8")), { hosts: ["a", "b"] });
+        // A user's own folder and file beside the render's.
+        fs.mkdirSync(path.join(out, "notes"));
+        fs.writeFileSync(path.join(out, "notes", "keep.txt"), "mine\n");
+        fs.writeFileSync(path.join(out, "README"), "mine\n");
+
+        const second = render(stackWith({ name: "a", inventory: NO_GPU }));
+        assert.strictEqual(second.status, 0, second.stderr);
+        assert.match(second.stdout, /^b: removed \S+\/out\/b \(an earlier render's; the stack has no such host now\)$/m);
+        assert.ok(!fs.existsSync(path.join(out, "b")), "b's folder is gone");
+        assert.ok(fs.existsSync(path.join(out, "a", "manifest.json")));
+        assert.strictEqual(fs.readFileSync(path.join(out, "notes", "keep.txt"), "utf8"), "mine\n");
+        assert.strictEqual(fs.readFileSync(path.join(out, "README"), "utf8"), "mine\n");
+        assert.deepStrictEqual(JSON.parse(fs.readFileSync(path.join(out, ".gpu-workers-render.json"), "utf8")), { hosts: ["a"] });
+
+        // A host named as a folder the render never wrote: the render stops and the folder stays.
+        const third = render(stackWith({ name: "a", inventory: NO_GPU }, { name: "notes", inventory: NO_GPU }));
+        assert.strictEqual(third.status, 1);
+        assert.match(third.stderr, /\/out\/notes is in the way: the render did not write it/);
+        assert.strictEqual(fs.readFileSync(path.join(out, "notes", "keep.txt"), "utf8"), "mine\n");
+        assert.ok(!fs.existsSync(path.join(out, "notes", "manifest.json")));
     });
 });
