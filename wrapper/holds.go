@@ -21,7 +21,8 @@ import (
 // the real runtime in the same process, so until runc has made the container's state folder
 // the creator is alive. A hold is stale, and swept at the next create, only when both are
 // gone: runc no longer knows the container AND its creator has exited. Either alone is a
-// create under way (no state folder yet) or a live container (creator long gone).
+// create under way (no state folder yet) or a live container (creator long gone). A record
+// whose container has ended (holds_ended.go) stays, and counts for no unit.
 
 // holdsDirName is the records' folder under stateDir; release.c names the same.
 const holdsDirName = "gpu-holds"
@@ -31,10 +32,19 @@ type hold struct {
 	Pid      int
 	Start    string // field 22 of /proc/<pid>/stat
 	RuncRoot string
+	// Execed: a process was started in the container with `runc exec`; ExecPid and ExecStart
+	// name the last such call while it runs (holds_ended.go).
+	Execed    bool
+	ExecPid   int
+	ExecStart string
 }
 
 func (h hold) format() []byte {
-	return []byte(fmt.Sprintf("units=%s\npid=%d\nstart=%s\nrunc_root=%s\n", strings.Join(h.Units, ","), h.Pid, h.Start, h.RuncRoot))
+	text := fmt.Sprintf("units=%s\npid=%d\nstart=%s\nrunc_root=%s\n", strings.Join(h.Units, ","), h.Pid, h.Start, h.RuncRoot)
+	if h.Execed {
+		text += fmt.Sprintf("exec_pid=%d\nexec_start=%s\n", h.ExecPid, h.ExecStart)
+	}
+	return []byte(text)
 }
 
 func parseHold(data []byte) hold {
@@ -52,12 +62,17 @@ func parseHold(data []byte) hold {
 			h.Start = value
 		case "runc_root":
 			h.RuncRoot = value
+		case "exec_pid":
+			h.Execed = true
+			h.ExecPid, _ = strconv.Atoi(value)
+		case "exec_start":
+			h.ExecStart = value
 		}
 	}
 	return h
 }
 
-// processStart is a process's start time in clock ticks since boot ("" when it is gone): with
+// processStart is a process's start time in clock ticks since boot ("" when it has exited): with
 // the pid it names one process, whatever pid is later reused.
 func processStart(pid int) string {
 	if pid <= 0 {
@@ -73,8 +88,8 @@ func processStart(pid int) string {
 		return ""
 	}
 	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 20 {
-		return ""
+	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
+		return "" // a zombie has exited (runc too calls a container whose init is one stopped)
 	}
 	return fields[19] // field 22: state is field 3, the first after ")"
 }
@@ -265,14 +280,7 @@ func tryHold(a *allocation, id, root string, n int, self hold) ([]allocUnit, err
 	if other, ok := holds[id]; ok {
 		return nil, fmt.Errorf("container %q already holds GPU units %s (a container of that id is still known)", id, strings.Join(other.Units, ","))
 	}
-	count := map[string]int{}
-	byUnit := map[string][]string{}
-	for holder, h := range holds {
-		for _, u := range h.Units {
-			count[u]++
-			byUnit[u] = append(byUnit[u], holder)
-		}
-	}
+	count, byUnit := unitHolders(holds, "")
 	picked := pickUnits(a.Units, count, a.Replicas, n, a.outOfPool())
 	if picked == nil {
 		return nil, &errBusy{holders: byUnit}
@@ -291,6 +299,22 @@ func tryHold(a *allocation, id, root string, n int, self hold) ([]allocUnit, err
 }
 
 func (e *errBusy) Error() string { return "busy" }
+
+// unitHolders counts, for each unit, the holds that have not ended (holds_ended.go), but for `except`'s, and names them.
+func unitHolders(holds map[string]hold, except string) (map[string]int, map[string][]string) {
+	count := map[string]int{}
+	byUnit := map[string][]string{}
+	for holder, h := range holds {
+		if holder == except || h.ended(holder) {
+			continue
+		}
+		for _, u := range h.Units {
+			count[u]++
+			byUnit[u] = append(byUnit[u], holder)
+		}
+	}
+	return count, byUnit
+}
 
 // acquire holds n units for the container, waiting up to waitSeconds for them.
 func acquire(a *allocation, id, root string, n int) ([]allocUnit, error) {
@@ -352,26 +376,49 @@ func releaseHold(id string) {
 	}
 }
 
-// heldUnits are the units the container's hold names (none: no hold), for `exec`.
-func heldUnits(a *allocation, id string) []allocUnit {
+// holdForExec: the units of the container's hold (none: no hold), for `runc exec`, under the
+// lock. The hold is marked as exec'ed by this process (the same pid runs runc exec), so that it
+// counts while the call runs; a hold that had ended counts again, unless others hold its
+// units meanwhile: then the process is refused, since the container still has those GPUs.
+func holdForExec(a *allocation, id string) ([]allocUnit, error) {
 	if !validContainerID(id) {
-		return nil
+		return nil, nil
 	}
 	dir, err := openHoldsDir(false)
 	if err != nil {
-		return nil
+		return nil, nil // no folder: nothing is held
+	}
+	defer syscall.Close(dir)
+	if err := syscall.Flock(dir, syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("GPU holds: lock: %v", err)
 	}
 	data, err := readAt(dir, id)
-	syscall.Close(dir)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	held := parseHold(data).Units
+	h := parseHold(data)
+	if h.ended(id) {
+		holds, err := liveHolds(dir)
+		if err != nil {
+			return nil, fmt.Errorf("GPU holds: %v", err)
+		}
+		count, byUnit := unitHolders(holds, id)
+		for _, u := range h.Units {
+			if count[u] >= a.Replicas {
+				sort.Strings(byUnit[u])
+				return nil, fmt.Errorf("container %q: its GPU unit %s went to %s after its processes had ended, so no process may start in it again", id, u, strings.Join(byUnit[u], ", "))
+			}
+		}
+	}
+	h.Execed, h.ExecPid, h.ExecStart = true, os.Getpid(), processStart(os.Getpid())
+	if err := replaceAt(dir, id, h.format()); err != nil {
+		return nil, fmt.Errorf("GPU holds: write %s: %v", id, err)
+	}
 	var units []allocUnit
 	for _, u := range a.Units {
-		if contains(held, u.ID) {
+		if contains(h.Units, u.ID) {
 			units = append(units, u)
 		}
 	}
-	return units
+	return units, nil
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func units4() []allocUnit {
@@ -120,11 +122,14 @@ func TestTryHold(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(data), "units=2\npid=") {
 		t.Errorf("record b: %q %v", data, err)
 	}
-	if units := heldUnits(a, "b"); len(units) != 1 || units[0].ID != "2" {
-		t.Errorf("heldUnits(b) = %v", units)
+	if units, err := holdForExec(a, "b"); err != nil || len(units) != 1 || units[0].ID != "2" {
+		t.Errorf("holdForExec(b) = %v %v", units, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(stateDir, holdsDirName, "b")); !strings.Contains(string(data), fmt.Sprintf("exec_pid=%d\n", os.Getpid())) {
+		t.Errorf("record b after exec names no exec: %q", data)
 	}
 	releaseHold("b")
-	if units := heldUnits(a, "b"); units != nil {
+	if units, _ := holdForExec(a, "b"); units != nil {
 		t.Errorf("released, still held: %v", units)
 	}
 	if units, err := tryHold(a, "d", root, 1, self); err != nil || units[0].ID != "2" {
@@ -133,5 +138,69 @@ func TestTryHold(t *testing.T) {
 	info, err := os.Stat(filepath.Join(stateDir, holdsDirName))
 	if err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("holds folder: %v %v (root's alone)", info, err)
+	}
+}
+
+// ended: a hold counts while its container's init lives and no exec'ed-and-finished state says otherwise.
+func TestHoldEnded(t *testing.T) {
+	root := t.TempDir()
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	pid := sleeper.Process.Pid
+	start := processStart(pid)
+	if err := os.MkdirAll(filepath.Join(root, "c"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeState := func(pid int, start string) {
+		state := fmt.Sprintf(`{"id":"c","init_process_pid":%d,"init_process_start":%s,"created":"2026-12-02T00:00:00Z"}`, pid, start)
+		if err := os.WriteFile(filepath.Join(root, "c", "state.json"), []byte(state), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := hold{Units: []string{"0"}, RuncRoot: root}
+	if h.ended("c") {
+		t.Error("no state.json yet (a create under way): ended")
+	}
+	writeState(pid, start)
+	if h.ended("c") {
+		t.Error("init alive, never exec'ed: ended")
+	}
+	// Exec'ed, the call gone: the init's cgroup here is this test's, with more in it than the init.
+	gone := hold{Units: h.Units, RuncRoot: root, Execed: true, ExecPid: 1 << 30, ExecStart: "1"}
+	if gone.ended("c") {
+		t.Error("exec'ed, but other processes share the init's cgroup: ended")
+	}
+	running := hold{Units: h.Units, RuncRoot: root, Execed: true, ExecPid: os.Getpid(), ExecStart: processStart(os.Getpid())}
+	if running.ended("c") {
+		t.Error("the exec call still runs: ended")
+	}
+	writeState(pid, "1") // another process now has that pid
+	if !h.ended("c") {
+		t.Error("the init's pid names another process: not ended")
+	}
+	writeState(pid, start)
+	sleeper.Process.Kill()
+	for i := 0; i < 100 && processStart(pid) != ""; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !h.ended("c") {
+		t.Error("the init has exited, a zombie not yet reaped: not ended")
+	}
+	sleeper.Wait()
+	if !h.ended("c") {
+		t.Error("the init has exited: not ended")
+	}
+	writeState(pid, start)
+	if err := os.WriteFile(filepath.Join(root, "c", "state.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h.ended("c") {
+		t.Error("an unreadable state: ended")
+	}
+	if (hold{Units: h.Units}).ended("c") {
+		t.Error("a hold with no runc root: ended")
 	}
 }

@@ -250,7 +250,11 @@ func prepareProcess(inv invocation, s *settings) error {
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
 	if a := s.Allocation; a != nil {
 		// The container's hold says its units (none: no GPU), whatever the process file asks.
-		e.Env, e.UnsetEnv = a.holderEdits(s, heldUnits(a, inv.ID))
+		units, err := holdForExec(a, inv.ID)
+		if err != nil {
+			return err
+		}
+		e.Env, e.UnsetEnv = a.holderEdits(s, units)
 	}
 	editsEnv := len(e.Env) > 0 || len(e.UnsetEnv) > 0
 	if path == "" || (!editsEnv && s.AllowPrivileged) {

@@ -5,7 +5,6 @@
  * shows the worker landing or landed within 10 s; after the settle time it is running again.
  */
 import * as assert from "assert";
-import * as fs from "fs";
 import { renderConcourseContainerdConfig } from "../../components/lib/links/containerd/render";
 import {
     CONCOURSE_PATHS,
@@ -14,9 +13,9 @@ import {
     renderWorkerEnv,
     renderWorkerUnit,
 } from "../../components/lib/links/concourse-worker/render";
-import { Fly, flyFor } from "../support/concourse";
+import { Fly } from "../support/concourse";
 import { pendingWithout, release } from "../support/supplied";
-import { freePort } from "./lxd-support";
+import { startWebIn, TSA_PORT } from "./concourse-instance";
 import { capture, kernelLine, uniqueDomain, withDomain } from "./gpu-health-support";
 import { HealthInstance } from "./gpu-health-instance";
 
@@ -36,33 +35,13 @@ describe("GPU health watcher with a real Concourse worker", function () {
         this.timeout(1_500_000);
         const r = release();
         inst = await HealthInstance.start("t-health-cc", ["security.nesting=true"]);
-        const port = await freePort();
-        inst.d.lxc("config", "device", "add", inst.name, "web", "proxy", `listen=tcp:127.0.0.1:${port}`, "connect=tcp:127.0.0.1:8080");
-        inst.put("/tmp/concourse.tgz", fs.readFileSync(r.tarball), "0644");
-        const c = CONCOURSE_PATHS.binary;
-        inst.exec(
-            [
-                "set -e",
-                "tar -xzf /tmp/concourse.tgz -C /usr/local && rm /tmp/concourse.tgz",
-                "mkdir -p /etc/concourse",
-                `${c} generate-key -t rsa -f /etc/concourse/session_signing_key`,
-                `${c} generate-key -t ssh -f ${CONCOURSE_PATHS.tsaPublicKey.replace(/\.pub$/, "")}`,
-                `${c} generate-key -t ssh -f ${CONCOURSE_PATHS.workerKey}`,
-                // Its public half is where the worker's unit reads the TSA's key (CONCOURSE_PATHS.tsaPublicKey).
-                "systemctl start postgresql",
-                `su postgres -c "psql -qc \\"CREATE USER concourse PASSWORD '${PASSWORD}'\\"" && su postgres -c "createdb -O concourse atc"`,
-                `systemd-run --unit concourse-web ${c} web --add-local-user admin:${PASSWORD} --main-team-local-user admin ` +
-                    `--session-signing-key /etc/concourse/session_signing_key --tsa-host-key ${CONCOURSE_PATHS.tsaPublicKey.replace(/\.pub$/, "")} ` +
-                    `--tsa-authorized-keys ${CONCOURSE_PATHS.workerKey}.pub --postgres-host 127.0.0.1 --postgres-user concourse ` +
-                    `--postgres-password ${PASSWORD} --postgres-database atc --external-url http://127.0.0.1:${port}`,
-            ].join("\n"),
-        );
+        fly = await startWebIn(inst, r, "gpu-health", PASSWORD);
         // The worker as the chain renders it.
         const settings = {
             name: WORKER,
             version: r.version,
             tsaHost: "127.0.0.1",
-            tsaPort: 2222,
+            tsaPort: TSA_PORT,
             tags: ["gpu", "gpu-count=1"],
             workDir: "/opt/concourse/worker",
             containerdConfig: renderConcourseContainerdConfig(),
@@ -73,9 +52,6 @@ describe("GPU health watcher with a real Concourse worker", function () {
         inst.put(CONCOURSE_PATHS.env, renderWorkerEnv(settings), "0644");
         inst.put(CONCOURSE_PATHS.containerdConfig, settings.containerdConfig, "0644");
         inst.put(CONCOURSE_PATHS.unit, renderWorkerUnit(settings), "0644");
-        const url = `http://127.0.0.1:${port}`;
-        await inst.until(() => inst!.status(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080'`) === 0, 120_000, "the web to listen");
-        fly = await flyFor("gpu-health", { url, username: "admin", password: PASSWORD });
         inst.exec(`systemctl daemon-reload && systemctl enable --now ${CONCOURSE_UNIT}`);
         await inst.until(() => state() === "running", 180_000, "fly workers to show the worker running");
         await inst.installWatcher(bus, capture("h100-vm-1x", "nvidia-smi-q.txt", domain));

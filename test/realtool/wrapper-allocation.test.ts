@@ -408,6 +408,53 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         assert.ok(!fs.existsSync(path.join(holds(), holders[2])), "the deleted container's hold is gone");
     });
 
+    /** A bundle whose init is `args` alone (as Concourse's, which only waits while its steps run as execs). */
+    function bundleWithInit(id: string, args: string[]): string {
+        const b = bundle(id);
+        const specPath = path.join(b, "config.json");
+        const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+        spec.process.args = args;
+        fs.writeFileSync(specPath, JSON.stringify(spec, null, 2));
+        return b;
+    }
+
+    /** `runc exec` through the wrapper of a short process in `id`, as containerd's shim starts a step: a process file. */
+    function execShort(id: string): Ran {
+        const proc = path.join(dir, `${id}.short.json`);
+        fs.writeFileSync(proc, JSON.stringify({ terminal: false, user: { uid: 0, gid: 0 }, cwd: "/", args: ["sh", "-c", `env > ${TASK_DIR}/exec-env`], env: ["PATH=/bin"] }));
+        return wrappedSync(["exec", "--process", proc, id]);
+    }
+
+    it("a container whose processes have ended frees its units while runc still knows it; an exec into it takes them back, or is refused while another holds them", () => {
+        configure({ units: 1, waitSeconds: 1 });
+        // Concourse's way: an init that only waits, the step as an exec; the container stays after the step.
+        ok(wrappedSync(["create", "--bundle", bundleWithInit("end-step", ["sleep", "300"]), "end-step"]));
+        sh(runc(), ["--root", runcRoot(), "start", "end-step"]);
+        const before = wrappedSync(["create", "--bundle", bundle("end-before"), "end-before"]);
+        assert.notStrictEqual(before.status, 0, "a started container no exec has reached yet keeps its unit");
+        assert.match(before.output, /unit 0: held by end-step/);
+        ok(execShort("end-step"));
+        assert.strictEqual(fs.readFileSync(path.join(out("end-step"), "exec-env"), "utf8").match(/^NVIDIA_VISIBLE_DEVICES=(.*)$/m)?.[1], "0", "the step got the unit");
+        const after = wrappedSync(["create", "--bundle", bundle("end-after"), "end-after"]);
+        ok(after);
+        assert.match(fs.readFileSync(path.join(holds(), "end-after"), "utf8"), /^units=0$/m, "the step's end freed unit 0");
+        const again = execShort("end-step");
+        assert.notStrictEqual(again.status, 0, "the container still has unit 0's GPU, now end-after's");
+        assert.match(again.output, /container "end-step": its GPU unit 0 went to end-after after its processes had ended/);
+        ok(wrappedSync(["delete", "--force", "end-after"]));
+        ok(execShort("end-step"));
+        // The exec held the unit again while it ran; the init alone is left, so it is free once more.
+        ok(wrappedSync(["create", "--bundle", bundle("end-next"), "end-next"]));
+        ok(wrappedSync(["delete", "--force", "end-next"]));
+        // An init that has exited: runc calls the container stopped, and keeps it until delete.
+        ok(wrappedSync(["delete", "--force", "end-step"]));
+        ok(wrappedSync(["create", "--bundle", bundleWithInit("end-stopped", ["true"]), "end-stopped"]));
+        sh(runc(), ["--root", runcRoot(), "start", "end-stopped"]);
+        for (let i = 0; i < 50 && !/"status": "stopped"/.test(sh(runc(), ["--root", runcRoot(), "state", "end-stopped"])); i++) spawnSync("sleep", ["0.1"]);
+        ok(wrappedSync(["create", "--bundle", bundle("end-after-stop"), "end-after-stop"]));
+        assert.ok(fs.existsSync(path.join(holds(), "end-stopped")), "the stopped container's record stays until its delete");
+    });
+
     it("mps: a holder gets its GPU's daemon's pipe folder and shm (read-write, at /dev/shm) and the variable, nothing of another GPU's; one GPU at most; a GPU whose daemon is down is out of the pool", async () => {
         const mps = path.join(dir, "mps");
         const pipe = (g: number) => path.join(mps, `${g}`, "pipe");

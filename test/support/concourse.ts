@@ -3,7 +3,7 @@
  * GPU_WORKERS_CONCOURSE_RELEASE), and fly as a web serves it (`/api/v1/cli`), logged in to that
  * web as a target of its own. Without a release, the tests that need one are pending (supplied.ts).
  */
-import { spawnSync, SpawnSyncReturns } from "child_process";
+import { spawn, spawnSync, SpawnSyncReturns } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as https from "https";
@@ -88,6 +88,16 @@ export class Fly {
 
     run(args: string[], timeoutMs = 180_000): SpawnSyncReturns<string> {
         return spawnSync(this.bin, ["-t", this.target, ...args], { encoding: "utf8", env: { ...process.env, HOME: this.home }, timeout: timeoutMs });
+    }
+
+    /** Runs fly in the background: `output()` is what it printed so far (stdout and stderr), `done` its exit. */
+    start(args: string[]): { output: () => string; done: Promise<{ status: number | null; output: string }> } {
+        const child = spawn(this.bin, ["-t", this.target, ...args], { env: { ...process.env, HOME: this.home }, stdio: ["ignore", "pipe", "pipe"] });
+        let text = "";
+        child.stdout.on("data", (b: Buffer) => (text += b.toString()));
+        child.stderr.on("data", (b: Buffer) => (text += b.toString()));
+        const done = new Promise<{ status: number | null; output: string }>((resolve) => child.on("close", (status) => resolve({ status, output: text })));
+        return { output: () => text, done };
     }
 
     /** Runs fly and fails with its output unless it exits 0. */
