@@ -421,7 +421,10 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
     /** `runc exec` through the wrapper of a short process in `id`, as containerd's shim starts a step: a process file. */
     function execShort(id: string): Ran {
         const proc = path.join(dir, `${id}.short.json`);
-        fs.writeFileSync(proc, JSON.stringify({ terminal: false, user: { uid: 0, gid: 0 }, cwd: "/", args: ["sh", "-c", `env > ${TASK_DIR}/exec-env`], env: ["PATH=/bin"] }));
+        fs.writeFileSync(
+            proc,
+            JSON.stringify({ terminal: false, user: { uid: 0, gid: 0 }, cwd: "/", args: ["sh", "-c", `env > ${TASK_DIR}/exec-env`], env: ["PATH=/bin"] }),
+        );
         return wrappedSync(["exec", "--process", proc, id]);
     }
 
@@ -434,7 +437,11 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         assert.notStrictEqual(before.status, 0, "a started container no exec has reached yet keeps its unit");
         assert.match(before.output, /unit 0: held by end-step/);
         ok(execShort("end-step"));
-        assert.strictEqual(fs.readFileSync(path.join(out("end-step"), "exec-env"), "utf8").match(/^NVIDIA_VISIBLE_DEVICES=(.*)$/m)?.[1], "0", "the step got the unit");
+        assert.strictEqual(
+            fs.readFileSync(path.join(out("end-step"), "exec-env"), "utf8").match(/^NVIDIA_VISIBLE_DEVICES=(.*)$/m)?.[1],
+            "0",
+            "the step got the unit",
+        );
         const after = wrappedSync(["create", "--bundle", bundle("end-after"), "end-after"]);
         ok(after);
         assert.match(fs.readFileSync(path.join(holds(), "end-after"), "utf8"), /^units=0$/m, "the step's end freed unit 0");
