@@ -19,11 +19,12 @@ import { LINK_ORDER } from "../../components/lib/links/table";
 import { containerGpus } from "../../components/lib/links/terms";
 import { planHost } from "../../components/lib/plan/host-plan";
 import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
+import { HOST_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
 import { recordGraph, settle } from "../support/pulumi-graph";
 
-const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: "ssh-ed25519 AAAA" } };
+const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 const release = {
-    concourse: { binary: { url: "https://example.org/concourse.tgz", sha256: "a".repeat(64) }, tsaHost: "10.0.0.1", tsaPublicKey: "ssh-rsa AAAA" },
+    concourse: { binary: { url: "https://example.org/concourse.tgz", sha256: "a".repeat(64) }, tsaHost: "10.0.0.1", tsaPublicKey: TSA_KEY },
 };
 const H100_2X: GpuInventoryInput = {
     vendor: "nvidia",
@@ -181,7 +182,7 @@ describe("GPU MPS link", () => {
         it("GpuMps alone (Pulumi mocks): its type, the three files and the step on the host", async () => {
             const g = recordGraph();
             new GpuMps("gpu-a-mps", {
-                connection: { host: "10.0.0.5", port: 22, user: "root", privateKey: "k", hostKey: "ssh-ed25519 AAAA" },
+                connection: { host: "10.0.0.5", port: 22, user: "root", privateKey: "k", hostKey: HOST_KEY },
                 inventory: inventorySchema.parse(H100_2X),
                 replicas: 4,
             });
