@@ -2,14 +2,17 @@
  * examples/gpu-tags-pipeline.yml asks only for tags that the render computes for the workers of
  * examples/stacks/Pulumi.hgx.yaml, and every step lands on one of them: a change of the tags'
  * computation, or of the example stack, that leaves a step with no worker fails here. The
- * README's list of further reading links the pipeline.
+ * README's list of further reading links the pipeline. examples/gpu-allocation-pipeline.yml's
+ * steps land on the worker its header names: four GPUs handed out per task, mode exclusive.
  */
 import * as assert from "assert";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { goldenStacks, renderGolden } from "../support/golden-stacks";
+import { renderStack } from "../../stacks/render/offline-render";
+import { HGX_H100_8X, stackWith } from "../fixtures/stacks/inventories";
+import { GOLDEN_ARTIFACTS, goldenStacks, renderGolden } from "../support/golden-stacks";
 
 const PIPELINE = "examples/gpu-tags-pipeline.yml";
 
@@ -20,7 +23,8 @@ interface TaggedStep {
 }
 
 /** Every step of a pipeline that names a task, a get or a put, with its tags, through in_parallel, do, try and the hooks. */
-function taggedSteps(pipeline: unknown, file: string): TaggedStep[] {
+function taggedSteps(file: string): TaggedStep[] {
+    const pipeline: unknown = parse(fs.readFileSync(path.join(PACKAGE_ROOT, file), "utf8"));
     const jobs = (pipeline as { jobs?: unknown }).jobs;
     assert.ok(Array.isArray(jobs) && jobs.length > 0, `${file}: no jobs`);
     const steps: TaggedStep[] = [];
@@ -56,8 +60,7 @@ function stepProblems(steps: TaggedStep[], workers: { host: string; tags: string
 }
 
 describe(`${PIPELINE}: the computed tags of the example stack`, () => {
-    const file = path.join(PACKAGE_ROOT, PIPELINE);
-    const steps = taggedSteps(parse(fs.readFileSync(file, "utf8")), PIPELINE);
+    const steps = taggedSteps(PIPELINE);
     const stack = goldenStacks().find((s) => s.name === "example-hgx");
     assert.ok(stack, "examples/stacks/Pulumi.hgx.yaml is a golden stack");
     const workers = renderGolden(stack)
@@ -105,5 +108,18 @@ describe(`${PIPELINE}: the computed tags of the example stack`, () => {
         const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
         const more = readme.slice(readme.indexOf("\n## More\n"));
         assert.ok(more.includes(`](${PIPELINE})`), `README.md's "## More" list links ${PIPELINE}`);
+    });
+});
+
+describe("examples/gpu-allocation-pipeline.yml: the tags of a worker handing out four GPUs per task", () => {
+    const file = "examples/gpu-allocation-pipeline.yml";
+
+    it("every step asks only for computed tags, and the worker its header names (four GPUs, exclusive) carries them", () => {
+        const raw = stackWith({ name: "h100", inventory: HGX_H100_8X, extra: { selection: [0, 1, 2, 3], allocation: { mode: "exclusive" } } });
+        const workers = renderStack(raw, PACKAGE_ROOT, GOLDEN_ARTIFACTS).map((h) => h.manifest);
+        assert.ok(workers[0].tags.includes("gpu-slots=4"), workers[0].tags.join(", "));
+        const steps = taggedSteps(file);
+        assert.ok(steps.length >= 3, `${file}: its steps`);
+        assert.deepStrictEqual(stepProblems(steps, workers), []);
     });
 });
