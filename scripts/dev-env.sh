@@ -92,18 +92,33 @@ remove_datasets() {
 }
 
 # fly as the dev stack's web serves it (/api/v1/cli: the binary itself, which the web unpacks from
-# its fly-assets tarball), downloaded once; prints its path.
+# its fly-assets tarball), kept in DIR (default .dev/fly) while its version (fly --version) is the
+# web's (/api/v1/info), downloaded again when it is not: a fly of another release warns on every
+# command, or refuses the web when their major versions differ. Prints its path.
 ensure_fly() {
-  local url=$1 dir fly
-  dir="$root/.dev/fly"
+  local url=$1 dir=${2:-$root/.dev/fly} fly info want have
   fly="$dir/fly"
-  if [ ! -x "$fly" ]; then
-    mkdir -p "$dir"
-    curl -fsS -o "$fly.part" "$url/api/v1/cli?arch=amd64&platform=linux" || die "could not download fly from $url/api/v1/cli"
-    [ "$(head -c 4 "$fly.part" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || die "$url/api/v1/cli gave no Linux program"
-    chmod 0755 "$fly.part"
-    mv -f "$fly.part" "$fly"
+  info=$(curl -fsS "$url/api/v1/info") || die "could not read the web's version from $url/api/v1/info"
+  want=$(node -e 'const v = JSON.parse(process.argv[1]).version; if (typeof v !== "string" || v === "") process.exit(1); process.stdout.write(v)' "$info" 2>/dev/null) ||
+    die "$url/api/v1/info: no version in its answer: $info"
+  if [ -x "$fly" ]; then
+    have=$("$fly" --version 2>/dev/null) || have=""
+    if [ "$have" = "$want" ]; then
+      echo "$fly"
+      return 0
+    fi
+    echo "gpu-workers: the kept $fly is ${have:+fly }${have:-a fly whose --version fails}, the web is $want: downloading fly again" >&2
   fi
+  mkdir -p "$dir"
+  curl -fsS -o "$fly.part" "$url/api/v1/cli?arch=amd64&platform=linux" || die "could not download fly from $url/api/v1/cli"
+  [ "$(head -c 4 "$fly.part" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || die "$url/api/v1/cli gave no Linux program"
+  chmod 0755 "$fly.part"
+  have=$("$fly.part" --version 2>/dev/null) || have=""
+  if [ "$have" != "$want" ]; then
+    rm -f "$fly.part"
+    die "$url/api/v1/cli gave ${have:+fly }${have:-a fly whose --version fails}, but the web is $want"
+  fi
+  mv -f "$fly.part" "$fly"
   echo "$fly"
 }
 

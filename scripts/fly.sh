@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # npm run fly -- ARGS: runs fly against the dev stack's web, logged in as its main team user
-# (the URL, user and password are the stack's outputs). fly comes from that web (/api/v1/cli).
+# (the URL, user and password are the stack's outputs). fly comes from that web (/api/v1/cli), and
+# again when the web's version is no longer the kept fly's (ensure_fly in dev-env.sh).
 #   npm run fly -- workers
 #   npm run fly -- execute -c examples/gpu-task.yml --tag dev
 set -euo pipefail
