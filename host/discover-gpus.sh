@@ -7,7 +7,7 @@
 # never writes, apart from a private temporary folder it removes on exit.
 #   GPU_WORKERS_ROOT=/some/tree   read /proc, /sys, /dev and /etc under that prefix (tests)
 #   GPU_WORKERS_TOOL_TIMEOUT=60   seconds a vendor tool may take (a lost GPU can hang it)
-# Tools (nvidia-smi, lspci, amd-smi, rocm-smi) are taken from PATH.
+# Tools (nvidia-smi, lspci, amd-smi, rocm-smi, xpu-smi) are taken from PATH.
 set -u
 
 ROOT=${GPU_WORKERS_ROOT:-}
@@ -201,6 +201,35 @@ if have amd-smi; then
 fi
 if have rocm-smi; then
   run_tool rocm-smi rocm-smi --showproductname --showbus --showmeminfo vram
+fi
+
+# --- Intel ----------------------------------------------------------------------------
+# Each DRM card of an Intel display or 3D controller (vendor 0x8086, class 0x0300xx or
+# 0x0380xx), as Intel's device plugin finds them: its PCI address, device id and driver, and
+# its render node, from sysfs alone.
+: > "$TMP/intel"
+for card in "$ROOT"/sys/class/drm/card*; do
+  name=${card##*/}
+  case "$name" in card[0-9]*) ;; *) continue ;; esac
+  case "$name" in *-*) continue ;; esac # connectors (card0-HDMI-A-1) are not cards
+  [ -r "$card/device/vendor" ] || continue
+  pci_ids "$card/device"
+  [ "$vendor" = 0x8086 ] || continue
+  case "$class" in 0x0300*|0x0380*) ;; *) continue ;; esac
+  address=$(basename "$(readlink -f "$card/device")")
+  driver=""
+  [ -L "$card/device/driver" ] && driver=$(basename "$(readlink "$card/device/driver")")
+  render=""
+  for node in "$card"/device/drm/renderD*; do
+    [ -e "$node" ] && render=${node##*/}
+  done
+  item="\"card\":$(json_word "$name"),\"pci\":$(json_word "$address"),\"device\":$(json_word "$device"),\"class\":$(json_word "$class"),\"driver\":$(json_word "$driver"),\"render\":$(json_word "$render")"
+  [ -s "$TMP/intel" ] && printf ',' >> "$TMP/intel"
+  printf '{%s}' "$item" >> "$TMP/intel"
+done
+[ -s "$TMP/intel" ] && add_source intel-drm "[$(cat "$TMP/intel")]"
+if have xpu-smi; then
+  run_tool xpu-smi-discovery xpu-smi discovery -j
 fi
 
 # --- host -----------------------------------------------------------------------------

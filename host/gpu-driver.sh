@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the GPU driver a worker needs is loaded, and with a pinned version installs it.
-#   gpu-driver.sh ensure --vendor nvidia|amd --version preinstalled|X.Y[.Z]
-#   gpu-driver.sh remove --vendor nvidia|amd --version preinstalled|X.Y[.Z]
+#   gpu-driver.sh ensure --vendor nvidia|amd|intel --version preinstalled|X.Y[.Z]
+#   gpu-driver.sh remove --vendor nvidia|amd|intel --version preinstalled|X.Y[.Z]
+# Intel's drivers (i915, xe) are the kernel's: only preinstalled, checked as loaded.
 # --apt-source FILE --keyring FILE --fingerprint FPR: the vendor's driver repository that
 # gpu-workers placed, refreshed when no apt list offers the pinned version yet. The apt pin
 # placed beside this step holds a pinned version.
@@ -28,12 +29,19 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument: $1" ;;
   esac
 done
-case "$vendor" in nvidia|amd) ;; *) die "--vendor must be nvidia or amd (got '${vendor}')" ;; esac
+case "$vendor" in nvidia|amd|intel) ;; *) die "--vendor must be nvidia, amd or intel (got '${vendor}')" ;; esac
 [ -n "$version" ] || die "--version is required (preinstalled or a version)"
+if [ "$vendor" = intel ] && [ "$version" != preinstalled ]; then
+  die "Intel's GPU drivers (i915, xe) come with the kernel: only --version preinstalled (got '${version}')"
+fi
 
 # The loaded driver's version, or nothing when no driver is loaded.
 running_version() {
-  if [ "$vendor" = nvidia ]; then
+  if [ "$vendor" = intel ]; then
+    for module in i915 xe; do
+      [ -d "$ROOT/sys/module/$module" ] && echo "$module"
+    done | paste -sd, -
+  elif [ "$vendor" = nvidia ]; then
     if [ -r "$ROOT/proc/driver/nvidia/version" ]; then
       # "... x86_64 Kernel Module  550.54.15 ..." or "... Open Kernel Module for x86_64  560.35.03 ..."
       sed -nE 's/.*Kernel Module( for [^ ]+)? +([0-9]+\.[0-9.]+).*/\2/p' "$ROOT/proc/driver/nvidia/version" | head -n 1
@@ -48,11 +56,22 @@ running_version() {
 }
 
 driver_present() {
-  if [ "$vendor" = nvidia ]; then
+  if [ "$vendor" = intel ]; then
+    { [ -d "$ROOT/sys/module/i915" ] || [ -d "$ROOT/sys/module/xe" ]; } && [ -d "$ROOT/dev/dri" ]
+  elif [ "$vendor" = nvidia ]; then
     [ -r "$ROOT/proc/driver/nvidia/version" ]
   else
     [ -e "$ROOT/dev/kfd" ] && [ -d "$ROOT/sys/module/amdgpu" ]
   fi
+}
+
+# What a host without the vendor's driver lacks, in words.
+missing_driver() {
+  case "$vendor" in
+    nvidia) echo "/proc/driver/nvidia/version is missing" ;;
+    amd) echo "/dev/kfd or the amdgpu module is missing" ;;
+    intel) echo "neither the i915 nor the xe module is loaded, or /dev/dri is missing" ;;
+  esac
 }
 
 # Prints "package=version" of the first apt package that offers the pinned version.
@@ -77,7 +96,7 @@ ensure() {
   local running
   running=$(running_version)
   if [ "$version" = preinstalled ]; then
-    driver_present || die "expected a preinstalled ${vendor} driver, but none is loaded ($( [ "$vendor" = nvidia ] && echo "/proc/driver/nvidia/version is missing" || echo "/dev/kfd or the amdgpu module is missing"))"
+    driver_present || die "expected a preinstalled ${vendor} driver, but none is loaded ($(missing_driver))"
     echo "gpu-driver: ${vendor} driver ${running:-loaded} is present"
     return 0
   fi
@@ -105,5 +124,5 @@ remove() {
 case "$action" in
   ensure) ensure ;;
   remove) remove ;;
-  *) die "usage: gpu-driver.sh ensure|remove --vendor nvidia|amd --version preinstalled|X.Y.Z" ;;
+  *) die "usage: gpu-driver.sh ensure|remove --vendor nvidia|amd|intel --version preinstalled|X.Y.Z" ;;
 esac

@@ -5,7 +5,7 @@
 #   validate-worker.sh remove             forget the record
 #   validate-worker.sh inside [options]   (run in the test container by "ensure")
 # Options:
-#   --vendor nvidia|amd|none
+#   --vendor nvidia|amd|intel|none
 #   --gpus I[:UUID],...       every declared GPU index (with its UUID where declared)
 #   --selected I,...          the worker's GPUs
 #   --driver VERSION          the driver the host must run (a pin, or the declared version)
@@ -99,6 +99,24 @@ check_driver_nvidia() {
     found_cuda=$(nvidia-smi 2>/dev/null | sed -nE 's/.*CUDA (UMD )?Version: *([0-9.]+).*/\2/p' | head -n 1)
     same "$found_cuda" "$cuda" "driver: CUDA $found_cuda" "driver: expected CUDA $cuda, found ${found_cuda:-none}"
   fi
+}
+
+# Intel: the cards the inventory names are there, each on i915 or xe.
+check_driver_intel() {
+  local want found card driver
+  want=$(echo "$gpus" | tr ',' '\n' | grep -c .)
+  found=0
+  for card in /sys/class/drm/card*; do
+    case "${card##*/}" in card[0-9]*) ;; *) continue ;; esac
+    case "${card##*/}" in *-*) continue ;; esac
+    [ "$(cat "$card/device/vendor" 2>/dev/null)" = 0x8086 ] || continue
+    driver=$(basename "$(readlink "$card/device/driver" 2>/dev/null)")
+    case "$driver" in
+      i915|xe) found=$((found + 1)) ;;
+      *) fail "driver: expected ${card##*/} on i915 or xe, found ${driver:-no driver}" ;;
+    esac
+  done
+  same "$found" "$want" "driver: $found Intel GPUs on i915 or xe" "driver: expected $want Intel GPUs (the inventory), sysfs has $found"
 }
 
 check_driver_amd() {
@@ -255,8 +273,9 @@ ensure() {
   case "$vendor" in
     nvidia) check_driver_nvidia ;;
     amd) check_driver_amd ;;
+    intel) check_driver_intel ;;
     none) ;;
-    *) die "--vendor must be nvidia, amd or none (got '$vendor')" ;;
+    *) die "--vendor must be nvidia, amd, intel or none (got '$vendor')" ;;
   esac
   check_chain
   [ "$failures" -eq 0 ] || die "$failures check(s) failed: the worker does not give containers what its plan says"

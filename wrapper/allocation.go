@@ -79,7 +79,8 @@ func (a *allocation) validate() error {
 	if a.WaitSeconds < 0 || a.WaitSeconds > maxWaitSeconds {
 		return fmt.Errorf("allocation.waitSeconds must be 0 to %d (got %d)", maxWaitSeconds, a.WaitSeconds)
 	}
-	if !validEnvName(a.VisibleEnv) {
+	// "": no variable names a holder's units (Intel's: a container sees the GPUs whose nodes it has).
+	if a.VisibleEnv != "" && !validEnvName(a.VisibleEnv) {
 		return fmt.Errorf("allocation.visibleEnv: invalid variable name %q", a.VisibleEnv)
 	}
 	for name := range a.HolderEnv {
@@ -103,8 +104,8 @@ func (a *allocation) validate() error {
 		if !isGpuIndex(u.Gpu) {
 			return fmt.Errorf("%s.gpu: %q is not a GPU index", at, u.Gpu)
 		}
-		if u.Visible == "" || strings.ContainsAny(u.Visible, ",\x00\n") {
-			return fmt.Errorf("%s.visible: expected a value without commas (got %q)", at, u.Visible)
+		if (u.Visible == "") != (a.VisibleEnv == "") || strings.ContainsAny(u.Visible, ",\x00\n") {
+			return fmt.Errorf("%s.visible: expected a value without commas, empty exactly when visibleEnv is (got %q)", at, u.Visible)
 		}
 		if err := absolutePaths(at+".deviceNodes", u.DeviceNodes); err != nil {
 			return err
@@ -233,7 +234,10 @@ func (a *allocation) holderEdits(s *settings, units []allocUnit) (map[string]str
 	for k, v := range s.Env {
 		env[k] = v
 	}
-	gpuNames := []string{a.VisibleEnv}
+	var gpuNames []string
+	if a.VisibleEnv != "" {
+		gpuNames = append(gpuNames, a.VisibleEnv)
+	}
 	for name := range a.HolderEnv {
 		gpuNames = append(gpuNames, name)
 	}
@@ -261,7 +265,9 @@ func (a *allocation) holderEdits(s *settings, units []allocUnit) (map[string]str
 			env[k] = v
 		}
 	}
-	env[a.VisibleEnv] = strings.Join(visible, ",")
+	if a.VisibleEnv != "" {
+		env[a.VisibleEnv] = strings.Join(visible, ",")
+	}
 	for _, name := range s.UnsetEnv {
 		if _, set := env[name]; !set {
 			unset = append(unset, name)

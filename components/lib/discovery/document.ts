@@ -38,6 +38,11 @@ export const sourcesSchema = z
         "render-nodes": z.array(z.string()).optional(),
         "amd-smi": z.string().optional(),
         "rocm-smi": z.string().optional(),
+        /** Each DRM card of an Intel GPU: its node, PCI address, device id, class, driver and render node. */
+        "intel-drm": z
+            .array(z.object({ card: z.string(), pci: z.string(), device: z.string(), class: z.string(), driver: z.string(), render: z.string() }))
+            .optional(),
+        "xpu-smi-discovery": z.string().optional(),
         meminfo: z.string().optional(),
     })
     .loose();

@@ -1,7 +1,7 @@
 /** What discovery makes of a host: the inventory to compare or paste, and facts beside it. */
 import { Gpu, GpuInventory } from "../gpu/inventory";
 
-export type GpuVendor = "nvidia" | "amd";
+export type GpuVendor = "nvidia" | "amd" | "intel";
 
 /** Where a GPU's model name came from: only the vendor tools name it as the stack declares it. */
 export type ModelSource = "nvidia-smi" | "amd-smi" | "rocm-smi" | "lspci" | "pci-id" | "kfd" | "tegra";
@@ -20,7 +20,7 @@ export interface FoundVendor {
 }
 
 export interface DiscoveryResult {
-    /** Vendors with GPUs on this host, the primary one first (NVIDIA before AMD). */
+    /** Vendors with GPUs on this host, the primary one first (NVIDIA, then AMD, then Intel). */
     vendors: GpuVendor[];
     found: Partial<Record<GpuVendor, FoundVendor>>;
     /** The primary vendor's GPUs in the inventory's shape: the block to paste into the stack. */

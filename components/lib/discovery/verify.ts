@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { Gpu, GpuInventory, MigInstance } from "../gpu/inventory";
 import { normalizeBusId } from "./pci";
-import { DiscoveryResult, FoundGpu } from "./result";
+import { DiscoveryResult, FoundGpu, GpuVendor } from "./result";
 
 export { parseDiscoveryDocument } from "./parse";
 export type { DiscoveryResult } from "./result";
@@ -25,6 +25,9 @@ export const VERIFY_FIELDS = [
     "integrated",
     "gfx",
     "render",
+    "card",
+    "kernel-driver",
+    "pci-device",
     "mig",
     "nvswitches",
     "tegra",
@@ -59,7 +62,7 @@ export const MEMORY_TOLERANCE = 0.01;
 /** Model names only a vendor tool gives as the stack declares them ("NVIDIA H100 80GB HBM3"). */
 const AUTHORITATIVE_MODEL_SOURCES = new Set(["nvidia-smi", "amd-smi"]);
 
-const VENDOR_LABEL = { nvidia: "NVIDIA", amd: "AMD", none: "no" } as const;
+const VENDOR_LABEL = { nvidia: "NVIDIA", amd: "AMD", intel: "Intel", none: "no" } as const;
 
 function sameName(a: string, b: string): boolean {
     const norm = (s: string) => s.trim().replace(/\s+/g, " ").toLowerCase();
@@ -164,12 +167,26 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
             );
         }
     }
+    if (vendor === "intel") compareIntel(path, d, f, out);
     if (d.computeCapability) {
         if (!f.computeCapability) out.warn(`${path}: compute capability ${d.computeCapability} not verified (nvidia-smi did not report compute_cap)`);
         else if (d.computeCapability !== f.computeCapability)
             out.add("compute", `${path}: declared compute capability ${d.computeCapability}, found ${f.computeCapability}`);
     }
     compareMig(path, d.mig, f.mig, out);
+}
+
+/** An Intel GPU's nodes (what a container gets), kernel driver (its tags) and device id, each as sysfs has it. */
+function compareIntel(path: string, d: Gpu, f: FoundGpu, out: Collector): void {
+    const fields: [keyof Gpu, VerifyField, string][] = [
+        ["cardNode", "card", "card node"],
+        ["renderNode", "render", "render node"],
+        ["driver", "kernel-driver", "driver"],
+        ["pciDeviceId", "pci-device", "PCI device id"],
+    ];
+    for (const [key, field, what] of fields) {
+        if (d[key] !== undefined && f[key] !== undefined && d[key] !== f[key]) out.add(field, `${path}: declared ${what} ${String(d[key])}, found ${String(f[key])}`);
+    }
 }
 
 /** The declared driver (or ROCm) and CUDA versions, which the feature tags come from. */
@@ -225,7 +242,7 @@ export function compareInventory(declared: GpuInventory, found: DiscoveryResult,
 
     const foundVendor = declared.vendor === "none" ? undefined : found.found[declared.vendor];
     const others = found.vendors.filter((v) => v !== declared.vendor);
-    const summary = (v: "nvidia" | "amd") => {
+    const summary = (v: GpuVendor) => {
         const gpus = found.found[v]?.gpus ?? [];
         return `${gpus.length} ${VENDOR_LABEL[v]} GPU${gpus.length === 1 ? "" : "s"} (${gpus.map((g) => `${g.index}: ${g.model}`).join(", ")})`;
     };

@@ -15,7 +15,10 @@ function gpuBlock(gpu: Gpu): Record<string, unknown> {
     if (gpu.moduleId !== undefined) out.moduleId = gpu.moduleId;
     if (gpu.integrated) out.integrated = true;
     if (gpu.gfxTarget) out.gfxTarget = gpu.gfxTarget;
+    if (gpu.cardNode) out.cardNode = gpu.cardNode;
     if (gpu.renderNode) out.renderNode = gpu.renderNode;
+    if (gpu.driver) out.driver = gpu.driver;
+    if (gpu.pciDeviceId) out.pciDeviceId = gpu.pciDeviceId;
     if (gpu.computeCapability) out.computeCapability = gpu.computeCapability;
     if (gpu.mig.length > 0) out.mig = gpu.mig.map((m) => ({ index: m.index, profile: m.profile, gi: m.gi, ci: m.ci, ...(m.uuid ? { uuid: m.uuid } : {}) }));
     return out;
@@ -39,13 +42,17 @@ function renderInventory(found: FoundVendor | undefined, inv: GpuInventory): Doc
     const gpus: FoundGpu[] = found?.gpus ?? [];
     gpus.forEach((g, i) => {
         // PCI addresses and UUIDs quoted: "0000:14:00.0" reads as a base-60 number in YAML 1.1.
-        for (const key of ["pciBusId", "uuid"]) {
+        for (const key of ["pciBusId", "uuid", "pciDeviceId"]) {
             const node = doc.getIn(["gpus", i, key], true);
             if (node instanceof Scalar) node.type = Scalar.QUOTE_DOUBLE;
         }
         if (!g.memoryKnown) {
             const node = doc.getIn(["gpus", i, "memoryMiB"], true);
-            if (node instanceof Scalar) node.comment = " unknown without a working driver: fill in (nvidia-smi --query-gpu=memory.total)";
+            if (node instanceof Scalar)
+                node.comment =
+                    found?.vendor === "intel"
+                        ? " not in sysfs: fill in (xpu-smi discovery shows it)"
+                        : " unknown without a working driver: fill in (nvidia-smi --query-gpu=memory.total)";
         }
         if (g.modelSource !== "nvidia-smi" && g.modelSource !== "amd-smi") {
             const node = doc.getIn(["gpus", i, "model"], true);

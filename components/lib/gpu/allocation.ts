@@ -5,6 +5,7 @@
  */
 import type { Gpu, GpuInventory } from "./inventory";
 import { MAX_MPS_REPLICAS, MPS_PIPE_ENV, mpsPipeDir, mpsShmDir } from "./mps";
+import { intelNodes, renderNode } from "./nodes";
 import { PlanError } from "./plan-error";
 
 /** `all`: every container gets every selected GPU (no allocation); the others hand units out per task. */
@@ -60,6 +61,9 @@ export interface UnitMount {
     destination: string;
 }
 
+/** Per vendor, the variable that names a holder's units to the GPU runtime. */
+const VISIBLE_ENV = { nvidia: "NVIDIA_VISIBLE_DEVICES", amd: "AMD_VISIBLE_DEVICES", intel: "" } as const;
+
 /** The worker's allocation, mode `all` excepted. */
 export interface GpuAllocation {
     /** exclusive, timeSlice or mps. */
@@ -70,8 +74,8 @@ export interface GpuAllocation {
     replicas: number;
     /** How long a create waits for free units, in seconds. */
     waitSeconds: number;
-    /** The variable that names a holder's units. */
-    visibleEnv: "NVIDIA_VISIBLE_DEVICES" | "AMD_VISIBLE_DEVICES";
+    /** The variable that names a holder's units ("": none, Intel's: a holder has its units' nodes and no others). */
+    visibleEnv: (typeof VISIBLE_ENV)[keyof typeof VISIBLE_ENV];
     /** Set only in a container holding at least one unit. */
     holderEnv: Record<string, string>;
     /** Nodes every holder gets. */
@@ -92,7 +96,6 @@ export interface AllocationInput {
     names: string[];
     cdiDevices: string[];
     cdi: boolean;
-    renderNode: (gpu: Gpu) => string;
 }
 
 /** The worker's units and what a holder gets; undefined in mode `all`, or for a worker without GPUs (nothing to hand out). */
@@ -107,7 +110,9 @@ export function planAllocation(settings: AllocationSettings | undefined, input: 
     }
     if (input.selected.length === 0) return undefined;
     if (mode === "mps") mpsRefusals(settings, input);
-    const units = input.inventory.vendor === "amd" ? amdUnits(input) : nvidiaUnits(input).map((u) => (mode === "mps" ? withMpsDaemon(u) : u));
+    const vendor = input.inventory.vendor;
+    const units =
+        vendor === "amd" ? amdUnits(input) : vendor === "intel" ? intelUnits(input) : nvidiaUnits(input).map((u) => (mode === "mps" ? withMpsDaemon(u) : u));
     if (settings.perTask > units.length) {
         throw new PlanError(
             "allocation.perTask",
@@ -115,7 +120,7 @@ export function planAllocation(settings: AllocationSettings | undefined, input: 
         );
     }
     const replicas = mode === "exclusive" ? 1 : (settings.replicas ?? DEFAULT_REPLICAS);
-    const visibleEnv: GpuAllocation["visibleEnv"] = input.inventory.vendor === "amd" ? "AMD_VISIBLE_DEVICES" : "NVIDIA_VISIBLE_DEVICES";
+    const visibleEnv = VISIBLE_ENV[vendor as Exclude<typeof vendor, "none">];
     // What mode all sets in every container, but for the list of GPUs, goes to holders only.
     const holderEnv = Object.fromEntries(Object.entries(input.env).filter(([name]) => name !== visibleEnv));
     return {
@@ -185,8 +190,16 @@ function nvidiaUnits(input: AllocationInput): GpuUnit[] {
 /** AMD: a GPU, named by index in AMD_VISIBLE_DEVICES, with its render node. */
 function amdUnits(input: AllocationInput): GpuUnit[] {
     return input.selected.map((g) => {
-        const node = input.renderNode(g);
+        const node = renderNode(g);
         return { id: `${g.index}`, gpu: `${g.index}`, visible: `${g.index}`, deviceNodes: [node], gpuNodes: [node] };
+    });
+}
+
+/** Intel: a GPU, its card and render nodes; a container sees the GPUs whose nodes it has, so no variable names them. */
+function intelUnits(input: AllocationInput): GpuUnit[] {
+    return input.selected.map((g) => {
+        const nodes = intelNodes(g);
+        return { id: `${g.index}`, gpu: `${g.index}`, visible: "", deviceNodes: nodes, gpuNodes: nodes };
     });
 }
 

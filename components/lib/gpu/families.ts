@@ -2,8 +2,10 @@
  * A GPU's architecture family, the value of the gpu-family tag: for NVIDIA the architecture
  * its compute capability belongs to (CUDA C++ Programming Guide, "Compute Capabilities"),
  * for AMD the gfx target the KFD reports (ROCm builds code per gfx target, so that is
- * what a task needs to match). Pure.
+ * what a task needs to match), for Intel the product line its PCI device id belongs to (flex,
+ * max, arc-a, arc-b, integrated). Pure.
  */
+import { intelModel } from "./intel-models";
 import type { Gpu, GpuInventory } from "./inventory";
 
 /** Compute capability major (and, where one major spans two architectures, minor) -> family. */
@@ -30,6 +32,7 @@ export function nvidiaFamily(computeCapability: string): string | undefined {
 /** The family of one GPU, or undefined when the inventory does not say enough to know it. */
 export function gpuFamily(vendor: GpuInventory["vendor"], gpu: Gpu): string | undefined {
     if (vendor === "amd") return gpu.gfxTarget;
+    if (vendor === "intel" && gpu.pciDeviceId) return intelModel(gpu.pciDeviceId)?.family;
     if (vendor === "nvidia" && gpu.computeCapability) return nvidiaFamily(gpu.computeCapability);
     return undefined;
 }

@@ -16,6 +16,9 @@ export const DRIVER_VERSION_PATTERN = /^[0-9]+(\.[0-9]+)+$/;
 /** The CUDA version the driver supports, as the nvidia-smi header prints it (12.4). */
 export const CUDA_VERSION_PATTERN = /^[0-9]+\.[0-9]+$/;
 
+/** The kernel drivers of Intel GPUs: i915 (Gen9 to Alchemist, Flex and Max), xe (Battlemage, Lunar Lake and newer). */
+export const INTEL_DRIVERS = ["i915", "xe"] as const;
+
 export const MIG_PROFILE_PATTERN = /^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+[a-z.]+)?$/;
 
 /** One MIG device on a GPU, as `nvidia-smi -L` lists it ("MIG 3g.40gb Device 0"). */
@@ -57,10 +60,22 @@ export const gpuSchema = z.strictObject({
         .string()
         .regex(/^gfx[0-9a-f]{3,4}$/, { error: "expected an AMD gfx target such as gfx1103" })
         .optional(),
-    /** AMD only: the DRM render node, e.g. renderD128 (defaults to renderD<128+index>). */
+    /** AMD and Intel: the DRM render node, e.g. renderD128 (AMD's defaults to renderD<128+index>; Intel's is required). */
     renderNode: z
         .string()
         .regex(/^renderD[0-9]+$/, { error: "expected a render node such as renderD128" })
+        .optional(),
+    /** Intel only: the DRM card node, e.g. card0 (sysfs `device/drm/`). */
+    cardNode: z
+        .string()
+        .regex(/^card[0-9]+$/, { error: "expected a card node such as card0" })
+        .optional(),
+    /** Intel only: the kernel driver bound to the GPU (the `device/driver` link in sysfs): i915 or xe. */
+    driver: z.enum(INTEL_DRIVERS, { error: "expected i915 or xe" }).optional(),
+    /** Intel only: the PCI device id (sysfs `device/device`), e.g. 0x56c0 for a Flex 170. */
+    pciDeviceId: z
+        .string()
+        .regex(/^0x[0-9a-f]{4}$/, { error: "expected a PCI device id such as 0x56c0" })
         .optional(),
     /** MIG devices configured on this GPU (empty when MIG is off). */
     mig: z.array(migInstanceSchema).default([]),
@@ -80,7 +95,7 @@ export const gpuSchema = z.strictObject({
 export const inventorySchema = z
     .strictObject({
         /** The GPUs' vendor; none for a host without GPUs. */
-        vendor: z.enum(["nvidia", "amd", "none"], { error: "expected nvidia, amd or none" }),
+        vendor: z.enum(["nvidia", "amd", "intel", "none"], { error: "expected nvidia, amd, intel or none" }),
         /** Every GPU of the host, by index (`npm run discover` prints them). */
         gpus: z.array(gpuSchema).default([]),
         /** Number of NVSwitches (HGX boards); fabricmanager runs only where this is above 0. */
@@ -112,6 +127,12 @@ export const inventorySchema = z
                 modules.add(gpu.moduleId);
                 if (inv.vendor !== "nvidia") ctx.addIssue({ code: "custom", path: ["gpus", i, "moduleId"], message: "moduleId is for NVIDIA GPUs only" });
             }
+            if (inv.vendor === "intel") intelGpuIssues(gpu).forEach((issue) => ctx.addIssue({ ...issue, path: ["gpus", i, ...issue.path] }));
+            else
+                for (const field of ["cardNode", "driver", "pciDeviceId"] as const)
+                    if (gpu[field] !== undefined) ctx.addIssue({ code: "custom", path: ["gpus", i, field], message: `${field} is for Intel GPUs only` });
+            if (gpu.renderNode && inv.vendor !== "amd" && inv.vendor !== "intel")
+                ctx.addIssue({ code: "custom", path: ["gpus", i, "renderNode"], message: "renderNode is for AMD and Intel GPUs only" });
             if (gpu.gfxTarget && inv.vendor !== "amd")
                 ctx.addIssue({ code: "custom", path: ["gpus", i, "gfxTarget"], message: "gfxTarget is for AMD GPUs only" });
             if (gpu.computeCapability && inv.vendor !== "nvidia")
@@ -141,6 +162,19 @@ export const inventorySchema = z
             ctx.addIssue({ code: "custom", path: ["tegra"], message: "tegra is for NVIDIA integrated GPUs only" });
         }
     });
+
+/** What an Intel GPU must say: the nodes a container gets, the address its by-path links and LXD passthrough use, its driver. */
+function intelGpuIssues(gpu: z.infer<typeof gpuSchema>): { code: "custom"; path: string[]; message: string }[] {
+    const issues: { code: "custom"; path: string[]; message: string }[] = [];
+    const need = (field: "cardNode" | "renderNode" | "pciBusId" | "driver", what: string) => {
+        if (gpu[field] === undefined) issues.push({ code: "custom", path: [field], message: `an Intel GPU needs its ${what} (npm run discover prints it)` });
+    };
+    need("cardNode", "card node, e.g. card0");
+    need("renderNode", "render node, e.g. renderD128");
+    need("pciBusId", "PCI bus id, e.g. 0000:4d:00.0");
+    need("driver", "driver, i915 or xe");
+    return issues;
+}
 
 export type MigInstance = z.infer<typeof migInstanceSchema>;
 export type Gpu = z.infer<typeof gpuSchema>;

@@ -6,6 +6,7 @@
 import { allocationTags, AllocationSettings, GpuAllocation, planAllocation } from "./allocation";
 import { gpuFamily } from "./families";
 import { Gpu, GpuInventory } from "./inventory";
+import { intelNodes, renderNode } from "./nodes";
 import { PlanError } from "./plan-error";
 
 export { PlanError };
@@ -59,14 +60,14 @@ export interface WorkerGpuPlan {
     env: Record<string, string>;
     /** Variables the wrapper removes from every container unless it sets them itself. */
     unsetEnv: string[];
-    /** Host device nodes the wrapper adds to every container (AMD: kfd and render nodes). */
+    /** Host device nodes the wrapper adds to every container (AMD: kfd and render nodes; Intel: card and render nodes). */
     deviceNodes: string[];
     /**
-     * The device nodes of the selected GPUs (NVIDIA: /dev/nvidia<index>; AMD: their render nodes):
+     * The device nodes of the selected GPUs (NVIDIA: /dev/nvidia<index>; AMD: their render nodes; Intel: card and render nodes):
      * a spec whose linux.devices names another GPU's node is refused by the wrapper.
      */
     gpuNodes: string[];
-    /** Fully qualified CDI ids of the selected devices (nvidia.com/gpu=0, nvidia.com/gpu=0:1). */
+    /** Fully qualified CDI ids of the selected devices (nvidia.com/gpu=0, nvidia.com/gpu=0:1, intel.com/gpu=card0). */
     cdiDevices: string[];
     fabricManager: { enabled: boolean; partitions: number[] };
     /** The fabric partition of a worker VM on a shared board (fabricmanager runs in the board's service VM). */
@@ -103,11 +104,11 @@ export const HSA_OVERRIDES: Readonly<Record<string, string>> = {
     gfx90c: "9.0.0", // Renoir/Cezanne iGPU
 };
 
-/** Lower-case tag-safe form of a model name: "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3". */
+/** Lower-case tag-safe form of a model name: "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3", "Intel Arc A770" -> "arc-a770". */
 export function modelSlug(model: string): string {
     return model
         .toLowerCase()
-        .replace(/^(nvidia|amd)\s+/, "")
+        .replace(/^(nvidia|amd|intel)\s+/, "")
         .replace(/[^a-z0-9.]+/g, "-")
         .replace(/^-+|-+$/g, "");
 }
@@ -165,9 +166,7 @@ function nvidiaDeviceNames(selected: Gpu[]): string[] {
     return selected.flatMap((g) => (g.mig.length > 0 ? [...g.mig].sort((a, b) => a.index - b.index).map((m) => `${g.index}:${m.index}`) : [`${g.index}`]));
 }
 
-function renderNode(gpu: Gpu): string {
-    return `/dev/dri/${gpu.renderNode ?? `renderD${128 + gpu.index}`}`;
-}
+
 
 function computedTags(
     inventory: GpuInventory,
@@ -179,11 +178,14 @@ function computedTags(
     if (selected.length === 0) return [];
     const tags = ["gpu", `gpu-type=${inventory.vendor}`, `gpu-count=${selected.length}`, `gpu-devices=${selected.map((g) => g.index).join(",")}`];
     for (const slug of new Set(selected.map((g) => modelSlug(g.model)))) tags.push(`gpu-model=${slug}`);
-    tags.push(`gpu-memory-gib=${Math.min(...selected.map((g) => Math.round(g.memoryMiB / 1024)))}`);
+    // Intel's memory is not in sysfs: 0 is unknown, and a tag would promise what nobody checked.
+    if (selected.every((g) => g.memoryMiB > 0) || inventory.vendor !== "intel")
+        tags.push(`gpu-memory-gib=${Math.min(...selected.map((g) => Math.round(g.memoryMiB / 1024)))}`);
     const profiles = new Set(selected.flatMap((g) => g.mig.map((m) => m.profile)));
     if (profiles.size > 0) tags.push("gpu-mig");
     for (const profile of [...profiles].sort()) tags.push(`gpu-mig-profile=${profile}`);
     for (const target of new Set(selected.flatMap((g) => (g.gfxTarget ? [g.gfxTarget] : [])))) tags.push(`gpu-gfx=${target}`);
+    for (const driver of new Set(selected.flatMap((g) => (g.driver ? [g.driver] : [])))) tags.push(`gpu-driver=${driver}`);
     if (fabric) for (const id of partitions) tags.push(`gpu-fabric-partition=${id}`);
     if (options.fabricPartition !== undefined) tags.push(`gpu-fabric-partition=${options.fabricPartition}`);
     return [...tags, ...featureTags(inventory, selected, options.driverPin)];
@@ -262,8 +264,13 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         if (override) env.HSA_OVERRIDE_GFX_VERSION = override;
         deviceNodes.push("/dev/kfd", ...selected.map(renderNode));
         gpuNodes = selected.map(renderNode);
+    } else if (inventory.vendor === "intel" && selected.length > 0) {
+        // A container sees the GPUs whose nodes it has; Intel's runtimes read no selection variable of ours.
+        cdiDevices = selected.map((g) => `intel.com/gpu=${g.cardNode}`);
+        deviceNodes.push(...selected.flatMap(intelNodes));
+        gpuNodes = selected.flatMap(intelNodes);
     }
-    const allocation = planAllocation(options.allocation, { inventory, selected, env, names, cdiDevices, cdi: options.cdi, renderNode });
+    const allocation = planAllocation(options.allocation, { inventory, selected, env, names, cdiDevices, cdi: options.cdi });
     // No GPU for this worker: env stays empty and every GPU variable is unset, so no task sees
     // one and none can ask a runtime (or a hook left on the host) for a GPU.
     return {

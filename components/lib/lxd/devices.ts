@@ -24,7 +24,7 @@ export interface WorkerDeviceOptions {
      * (host tcp:address:port -> instance tcp:127.0.0.1:22). Leave out if you add it yourself.
      */
     ssh?: { address: string; port: number };
-    /** Group inside the instance that owns AMD device nodes (the image's render group); default 0. */
+    /** Group inside the instance that owns AMD and Intel device nodes (the image's render group); default 0. */
     gpuGid?: number;
     /**
      * Attach writable dataset folders with `shift` (an idmapped mount), so the instance's root
@@ -84,10 +84,11 @@ function nvidiaDevices(plan: WorkerGpuPlan, cdi: boolean, hostPci?: Record<numbe
 }
 
 /**
- * AMD: a gpu device per GPU brings its /dev/dri nodes; ROCm also needs /dev/kfd, which no gpu
- * device carries, so every node of plan.deviceNodes outside /dev/dri becomes a unix-char device.
+ * AMD and Intel: a gpu device per GPU (by PCI address) brings its /dev/dri nodes, owned by the
+ * render group's gid; ROCm also needs /dev/kfd, which no gpu device carries, so every node of
+ * plan.deviceNodes outside /dev/dri becomes a unix-char device.
  */
-function amdDevices(plan: WorkerGpuPlan, gid: number): LxdDevices {
+function driDevices(plan: WorkerGpuPlan, gid: number): LxdDevices {
     const devices: LxdDevices = {};
     for (const gpu of plan.selected) {
         devices[`gpu${gpu.index}`] = { type: "gpu", gputype: "physical", ...whichGpu(gpu), gid: String(gid), mode: DEVICE_MODE };
@@ -142,7 +143,7 @@ export function lxdSshProxyDevice(ssh: { address: string; port: number }): LxdDe
 export function lxdDevicesForWorker(plan: WorkerGpuPlan, opts: WorkerDeviceOptions): LxdDevices {
     let gpus: LxdDevices = {};
     if (plan.vendor === "nvidia") gpus = nvidiaDevices(plan, opts.cdi, opts.hostPci);
-    else if (plan.vendor === "amd") gpus = amdDevices(plan, opts.gpuGid ?? 0);
+    else if (plan.vendor === "amd" || plan.vendor === "intel") gpus = driDevices(plan, opts.gpuGid ?? 0);
     return { ...gpus, ...(opts.ssh ? { sshd: lxdSshProxyDevice(opts.ssh) } : {}), ...datasetDevices(opts) };
 }
 

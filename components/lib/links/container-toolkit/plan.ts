@@ -31,6 +31,14 @@ export function planContainerToolkit(
 ): ContainerToolkitSettings {
     const vendor = terms.inventory.vendor;
     if (vendor === "none") throw new PlanError("inventory.vendor", "a container toolkit needs GPUs, but the inventory declares vendor none");
+    const cdi = terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi");
+    const driverVersion = terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
+    if (vendor === "intel") {
+        if (terms.version !== undefined && terms.version !== "preinstalled")
+            throw new PlanError("toolkit.version", `${terms.version}: Intel has no container toolkit to install (its CDI spec is rendered here): leave it out, or set preinstalled on this host`);
+        const base = { vendor, version: "preinstalled", cdi, tegra: false, cdiDevices: plan.cdiDevices, realRuntime: RUNC_REAL_PATH, driverVersion };
+        return { ...base, intelGpus: terms.inventory.gpus };
+    }
     const version = toolkitVersion(vendor, terms.version);
     if (version !== "preinstalled") {
         const problems = toolkitVersionProblems(vendor, version);
@@ -41,12 +49,12 @@ export function planContainerToolkit(
         vendor,
         version,
         ...(repository ? { repository } : {}),
-        cdi: terms.cdi ?? builtin(WORKER_DEFAULTS.toolkit?.cdi, "toolkit.cdi"),
+        cdi,
         tegra: terms.inventory.tegra,
         cdiDevices: plan.cdiDevices,
         // nvidia-container-runtime hands containers to the runc the wrapper set aside, never back to the wrapper.
         realRuntime: RUNC_REAL_PATH,
-        driverVersion: terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version"),
+        driverVersion,
     };
 }
 
@@ -61,9 +69,10 @@ export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
     };
 }
 
-/** A worker with GPUs gets its vendor's toolkit; one without gets none. */
+/** A worker with GPUs gets its vendor's toolkit (Intel: its CDI spec); one without gets none. */
 export const containerToolkitLink: LinkDef<ContainerToolkitSettings> = {
     suffix: "toolkit",
-    plan: (host, gpus) => (gpus.vendor === "none" ? undefined : planContainerToolkit(toolkitTerms(host), gpus)),
+    // Intel without CDI has nothing here: no toolkit to install, and no spec.
+    plan: (host, gpus) => (gpus.vendor === "none" || (gpus.vendor === "intel" && !host.toolkit.cdi) ? undefined : planContainerToolkit(toolkitTerms(host), gpus)),
     render: renderContainerToolkit,
 };

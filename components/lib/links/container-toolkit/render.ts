@@ -4,11 +4,13 @@ import { HostFile, RenderedComponent, shellCommand } from "../../host/steps";
 import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "../../render/apt-sources";
 import type { VendorRepository } from "../../repos/vendor-repos";
 import { toolkitPin } from "../../toolkit/pins";
-import { cveFloorArgs } from "../../toolkit/versions";
+import { cveFloorArgs, ToolkitVendor } from "../../toolkit/versions";
+import type { Gpu } from "../../gpu/inventory";
+import { renderIntelCdiSpec } from "../../cdi/intel-spec";
 
 export interface ContainerToolkitSettings {
-    /** Whose toolkit: nvidia-container-toolkit or amd-container-toolkit. */
-    vendor: "nvidia" | "amd";
+    /** Whose toolkit: nvidia-container-toolkit or amd-container-toolkit; Intel has none to install, only its CDI spec. */
+    vendor: "nvidia" | "amd" | "intel";
     /** A version to install and hold, or "preinstalled" to use (and check against the CVE floor) the one on the host. */
     version: string;
     /** The vendor's apt repository, when the project ships its key; absent: the host's own apt sources. */
@@ -23,11 +25,13 @@ export interface ContainerToolkitSettings {
     realRuntime: string;
     /** The driver pin: a change regenerates the CDI spec. */
     driverVersion: string;
+    /** Intel: every GPU of the host, for the CDI spec rendered here (no tool of Intel's is installed). */
+    intelGpus?: Gpu[];
 }
 
 export const NVIDIA_RUNTIME_CONFIG = "/etc/nvidia-container-runtime/config.toml";
 export const NVIDIA_RUNTIME_BINARY = "/usr/bin/nvidia-container-runtime";
-export const CDI_SPEC_PATHS = { nvidia: "/etc/cdi/nvidia.yaml", amd: "/etc/cdi/amd.json" } as const;
+export const CDI_SPEC_PATHS = { nvidia: "/etc/cdi/nvidia.yaml", amd: "/etc/cdi/amd.json", intel: "/etc/cdi/intel.json" } as const;
 /** The udev rule that keeps /dev/char links for the NVIDIA device nodes. */
 export const DEV_CHAR_RULE_PATH = "/etc/udev/rules.d/71-gpu-workers-nvidia-dev-char.rules";
 export const NVIDIA_CTK = "/usr/bin/nvidia-ctk";
@@ -82,8 +86,11 @@ export function renderNvidiaRuntimeConfig(settings: Pick<ContainerToolkitSetting
     return "# Rendered by gpu-workers: changes here are replaced on the next pulumi up.\n" + stringify(config) + "\n";
 }
 
+/** What installs a vendor's toolkit package (Intel has none). */
+type ToolkitPackage = Pick<ContainerToolkitSettings, "version" | "repository"> & { vendor: ToolkitVendor };
+
 /** The toolkit's apt files: the vendor repository (when its key is shipped) and the pin of a pinned version. */
-export function renderToolkitAptFiles(settings: Pick<ContainerToolkitSettings, "vendor" | "version" | "repository">, paths: AptPaths = APT_PATHS): HostFile[] {
+export function renderToolkitAptFiles(settings: ToolkitPackage, paths: AptPaths = APT_PATHS): HostFile[] {
     if (settings.version === "preinstalled") return [];
     return [
         ...(settings.repository ? renderVendorRepository(settings.repository, paths) : []),
@@ -92,7 +99,7 @@ export function renderToolkitAptFiles(settings: Pick<ContainerToolkitSettings, "
 }
 
 /** container-toolkit.sh's arguments (its file dependencies are the apt files). */
-export function toolkitScriptArgs(settings: Pick<ContainerToolkitSettings, "vendor" | "version" | "repository">, paths: AptPaths = APT_PATHS): string[] {
+export function toolkitScriptArgs(settings: ToolkitPackage, paths: AptPaths = APT_PATHS): string[] {
     const repo =
         settings.repository && settings.version !== "preinstalled"
             ? [
@@ -115,8 +122,14 @@ export function toolkitScriptArgs(settings: Pick<ContainerToolkitSettings, "vend
     ];
 }
 
-/** The toolkit: its apt files and package, its runtime config (NVIDIA), the /dev/char rule (NVIDIA), and the CDI spec with a check of the selected ids. */
-export function renderContainerToolkit(settings: ContainerToolkitSettings): RenderedComponent {
+/** The toolkit: its apt files and package, its runtime config (NVIDIA), the /dev/char rule (NVIDIA), and the CDI spec with a check of the selected ids; on Intel, the CDI spec alone. */
+export function renderContainerToolkit(given: ContainerToolkitSettings): RenderedComponent {
+    if (given.vendor === "intel") {
+        // Nothing to install: the spec is rendered from the verified inventory, and shows in the preview.
+        const spec: HostFile = { path: CDI_SPEC_PATHS.intel, mode: "0644", content: renderIntelCdiSpec(given.intelGpus ?? []) };
+        return { files: given.cdi ? [spec] : [], steps: [] };
+    }
+    const settings = { ...given, vendor: given.vendor };
     const aptFiles = renderToolkitAptFiles(settings);
     const helper = aptFiles.length > 0 && settings.repository ? [hostScriptFile("apt-vendor-source.sh")] : [];
     const install = scriptStep({

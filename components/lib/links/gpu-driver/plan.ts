@@ -1,5 +1,6 @@
 /** The GPU driver link: its terms, its plan, and its row of the chain. Pure. */
 import { VendorRepository, vendorRepository } from "../../repos/vendor-repos";
+import { PlanError } from "../../gpu/plan-error";
 import { WORKER_DEFAULTS } from "../../settings/settings";
 import type { LinkDef } from "../link";
 import { builtin } from "../terms";
@@ -7,8 +8,8 @@ import { GpuDriverSettings, renderGpuDriver } from "./render";
 
 /** The GPU driver in a user's terms. */
 export interface GpuDriverTerms {
-    /** Whose driver: NVIDIA's (its packages, or the host's own) or AMD's (amdgpu, in the kernel). */
-    vendor: "nvidia" | "amd";
+    /** Whose driver: NVIDIA's (its packages, or the host's own), AMD's (amdgpu, in the kernel) or Intel's (i915 or xe, in the kernel: preinstalled only). */
+    vendor: "nvidia" | "amd" | "intel";
     /** "preinstalled" (check the loaded driver, install nothing) or a version to install and hold. Example: "550.54.15". Default: "preinstalled". */
     version?: string;
 }
@@ -16,7 +17,10 @@ export interface GpuDriverTerms {
 /** The driver's settings: a pinned version comes from the vendor's repository where the project ships its key. */
 export function planGpuDriver(terms: GpuDriverTerms): GpuDriverSettings {
     const version = terms.version ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
-    const repository: VendorRepository | undefined = version === "preinstalled" ? undefined : vendorRepository("driver", terms.vendor);
+    if (terms.vendor === "intel" && version !== "preinstalled")
+        throw new PlanError("driver.version", `${version}: Intel's GPU drivers (i915, xe) come with the kernel; only preinstalled is checked`);
+    const repository: VendorRepository | undefined =
+        version === "preinstalled" || terms.vendor === "intel" ? undefined : vendorRepository("driver", terms.vendor);
     return { vendor: terms.vendor, version, ...(repository ? { repository } : {}) };
 }
 

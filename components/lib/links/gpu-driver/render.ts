@@ -5,8 +5,8 @@ import { driverPin } from "../../toolkit/pins";
 import { keyringPath, renderAptPinFile, renderVendorRepository, sourcePath } from "../../render/apt-sources";
 
 export interface GpuDriverSettings {
-    /** Whose driver: NVIDIA's, or AMD's ROCm. */
-    vendor: "nvidia" | "amd";
+    /** Whose driver: NVIDIA's, AMD's ROCm, or Intel's i915 or xe (the kernel's). */
+    vendor: "nvidia" | "amd" | "intel";
     /** A pinned version, or "preinstalled" to only check that a driver is loaded. */
     version: string;
     /** The vendor's driver repository, when the project ships its key; absent: the host's own apt sources. */
@@ -19,7 +19,8 @@ export interface GpuDriverSettings {
  * from the vendor's repository where the project ships that repository's key.
  */
 export function renderGpuDriver(settings: GpuDriverSettings): RenderedComponent {
-    if (settings.version === "preinstalled") {
+    // Intel's drivers are the kernel's: its script checks them, and refuses a pin.
+    if (settings.version === "preinstalled" || settings.vendor === "intel") {
         return scriptStep({
             name: "gpu-driver",
             script: "gpu-driver.sh",

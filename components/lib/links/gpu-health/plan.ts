@@ -24,10 +24,13 @@ export interface GpuHealthTerms {
     pool?: boolean;
 }
 
-/** The watcher's settings; undefined for a worker without GPUs (vendor none), which gets no watcher. */
+/**
+ * The watcher's settings; undefined for a worker without GPUs (vendor none), which gets no
+ * watcher, and for Intel GPUs, whose reset lines and xpu-smi it does not read yet.
+ */
 export function planGpuHealth(terms: GpuHealthTerms, plan?: WorkerGpuPlan): GpuHealthSettings | undefined {
     const inv = terms.inventory;
-    if (inv.vendor === "none") return undefined;
+    if (inv.vendor === "none" || inv.vendor === "intel") return undefined;
     const given = terms.health ?? {};
     const d = WORKER_DEFAULTS.health;
     plan ??= containerGpus(inv, terms.selection, false);

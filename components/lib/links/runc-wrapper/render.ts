@@ -42,8 +42,8 @@ const unitSchema = z
     .strictObject({
         id: z.string().regex(/^[0-9]{1,8}(:[0-9]{1,8})?$/, { error: "expected a unit id: a GPU index, or GPU:MIG-instance" }),
         gpu: gpuIndex,
-        // Joined with , in the visible variable, so a value may hold none.
-        visible: z.string().regex(/^[^,\0]+$/, { error: "expected a device name without , or NUL" }),
+        // Joined with , in the visible variable, so a value may hold none; "" where no variable names units.
+        visible: z.string().regex(/^[^,\0]*$/, { error: "expected a device name without , or NUL" }),
         deviceNodes: z.array(absolutePath),
         gpuNodes: z.array(absolutePath).min(1, { error: "a unit names its GPU's nodes" }),
         env: z.record(variableName, envValue).optional(),
@@ -58,7 +58,8 @@ const allocationSchema = z
         perTask: wholeNumber(0),
         replicas: wholeNumber(1),
         waitSeconds: wholeNumber(0, MAX_WAIT_SECONDS),
-        visibleEnv: z.enum(["NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES"]),
+        // "": Intel's, whose containers see the GPUs whose nodes they have.
+        visibleEnv: z.enum(["NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES", ""]),
         holderEnv: z.partialRecord(z.enum(GPU_CONTROL_VARIABLES), envValue),
         holderDeviceNodes: z.array(absolutePath),
         units: z.array(unitSchema).min(1, { error: "allocation needs at least one unit" }),
@@ -72,6 +73,8 @@ const allocationSchema = z
         if (a.mode === "mps" && a.perTask > 1) ctx.addIssue({ code: "custom", path: ["perTask"], message: "a container holds one unit at most in mps" });
         const seen = new Set<string>();
         a.units.forEach((u, i) => {
+            if ((u.visible === "") !== (a.visibleEnv === ""))
+                ctx.addIssue({ code: "custom", path: ["units", i, "visible"], message: "empty exactly when visibleEnv is (no variable names the units)" });
             if (seen.has(u.id)) ctx.addIssue({ code: "custom", path: ["units", i, "id"], message: `duplicate unit ${u.id}` });
             seen.add(u.id);
             const gpuVariable = Object.keys(u.env ?? {}).find((name) => name === a.visibleEnv || name in a.holderEnv);

@@ -54,7 +54,10 @@ export function planWorkerValidator(
         selected: plan.allocation ? [] : plan.selected.map((g) => g.index),
         ...(driverVersion ? { driverVersion } : {}),
         ...(inv.cudaVersion && sameBranch ? { cudaVersion: inv.cudaVersion } : {}),
-        ...(inv.vendor !== "none" ? { toolkit: { package: TOOLKITS[inv.vendor].package, version: toolkitVersion(inv.vendor, terms.toolkitVersion) } } : {}),
+        // Intel has no toolkit package to check.
+        ...(inv.vendor !== "none" && inv.vendor !== "intel"
+            ? { toolkit: { package: TOOLKITS[inv.vendor].package, version: toolkitVersion(inv.vendor, terms.toolkitVersion) } }
+            : {}),
         ...(inv.vendor !== "none" && cdi ? { cdiSpec: CDI_SPEC_PATHS[inv.vendor] } : {}),
         wrapper: WRAPPER_PATH,
         ...(terms.socket !== undefined ? { socket: terms.socket } : {}),

@@ -11,7 +11,7 @@ import { RenderedComponent, shellCommand } from "../../host/steps";
 
 export interface WorkerValidatorSettings {
     /** The GPUs' vendor, or none for a worker without GPUs (only the datasets and env are checked). */
-    vendor: "nvidia" | "amd" | "none";
+    vendor: "nvidia" | "amd" | "intel" | "none";
     /** Every declared GPU (the driver must list exactly these), with its UUID where declared. */
     gpus: { index: number; uuid?: string }[];
     /** The worker's GPUs: a container must see exactly these. */
