@@ -166,9 +166,11 @@ export function main(argv: string[], io: Output = { out: (t) => process.stdout.w
         }
         const result = interpretDiscovery(doc);
         if (result.inventory.vendor === "none") {
-            io.err(`discover: no GPU found on ${origin}; what each probe saw:\n${whyNoGpu(doc)
-                .map((l) => `  - ${l}\n`)
-                .join("")}`);
+            io.err(
+                `discover: no GPU found on ${origin}; what each probe saw:\n${whyNoGpu(doc)
+                    .map((l) => `  - ${l}\n`)
+                    .join("")}`,
+            );
         }
         if (args.json) {
             io.out(JSON.stringify(result.inventory, null, 2) + "\n");

@@ -156,7 +156,10 @@ describe("npm run discover", () => {
 
     it("shows the other vendor's block, commented out, on a mixed host; problems go to stderr too", () => {
         const mixed = cli(["--from", saved("mixed-vendors")]);
-        assert.match(mixed.stdout, / {6}# This host also has AMD GPUs\. For a worker that uses them instead, replace the block above with:\n {6}# vendor: amd\n/);
+        assert.match(
+            mixed.stdout,
+            / {6}# This host also has AMD GPUs\. For a worker that uses them instead, replace the block above with:\n {6}# vendor: amd\n/,
+        );
         const lost = cli(["--from", saved("gpu-fallen-off-bus")]);
         assert.strictEqual(lost.status, 0);
         assert.match(lost.stdout, /^ {6}# PROBLEM: GPU 1 at 0000:0b:00.0 is lost to the driver/m);

@@ -50,7 +50,9 @@ function kfd(doc: DiscoveryDocument): string {
 function renderNodes(doc: DiscoveryDocument): string {
     const nodes = doc.sources["render-nodes"];
     if (nodes === undefined) return "/dev/dri: absent";
-    return nodes.length === 0 ? "/dev/dri: no render node" : `/dev/dri: render node(s) ${nodes.join(", ")} (not a GPU this project drives without KFD or a vendor tool)`;
+    return nodes.length === 0
+        ? "/dev/dri: no render node"
+        : `/dev/dri: render node(s) ${nodes.join(", ")} (not a GPU this project drives without KFD or a vendor tool)`;
 }
 
 function amdTools(doc: DiscoveryDocument): string {
@@ -68,7 +70,9 @@ export function whyNoGpu(doc: DiscoveryDocument): string[] {
     const s = doc.sources;
     return [
         nvidiaSmi(doc),
-        s["driver-version"] !== undefined ? "NVIDIA kernel driver: loaded (/proc/driver/nvidia/version)" : "NVIDIA kernel driver: not loaded (no /proc/driver/nvidia/version)",
+        s["driver-version"] !== undefined
+            ? "NVIDIA kernel driver: loaded (/proc/driver/nvidia/version)"
+            : "NVIDIA kernel driver: not loaded (no /proc/driver/nvidia/version)",
         s.tegra !== undefined ? "Jetson: /etc/nv_tegra_release present" : "Jetson: no /etc/nv_tegra_release",
         pci(doc),
         kfd(doc),
