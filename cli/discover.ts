@@ -3,13 +3,22 @@
  *
  * Runs host/discover-gpus.sh on a host (over ssh, as `bash -s` with the script on stdin;
  * or here), or reads a saved discovery document, and prints the inventory block to paste
- * under that host in the stack config (--json: the same block as one JSON document, for
- * tools; warnings and problems then go to stderr only). --raw prints the discovery document itself (keep it:
+ * under that host in the stack config, indented as a host's keys are in Pulumi.<stack>.yaml
+ * (--json: the same block as one JSON document, for tools; warnings and problems then go to
+ * stderr only). Where it finds no GPU (`vendor: none`), stderr says what each probe saw. --raw prints the discovery document itself (keep it:
  * `--from` reads it back, and it is what a bug report about discovery needs).
  */
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import { DiscoveryDocumentError, interpretDiscovery, readDiscoveryDocument, readHostScript, renderInventoryYaml } from "../components/program";
+import {
+    DiscoveryDocumentError,
+    interpretDiscovery,
+    PASTE_INDENT,
+    readDiscoveryDocument,
+    readHostScript,
+    renderInventoryYaml,
+    whyNoGpu,
+} from "../components/program";
 
 export const USAGE = `usage: npm run discover -- (--ssh user@host [--port N] [--identity FILE] | --local | --from FILE|-) [--raw | --json]
   --ssh user@host  run the discovery script on that host over ssh (bash -s; no files are copied)
@@ -156,13 +165,20 @@ export function main(argv: string[], io: Output = { out: (t) => process.stdout.w
             return 0;
         }
         const result = interpretDiscovery(doc);
+        if (result.inventory.vendor === "none") {
+            io.err(
+                `discover: no GPU found on ${origin}; what each probe saw:\n${whyNoGpu(doc)
+                    .map((l) => `  - ${l}\n`)
+                    .join("")}`,
+            );
+        }
         if (args.json) {
             io.out(JSON.stringify(result.inventory, null, 2) + "\n");
             for (const w of result.warnings) io.err(`discover: warning: ${w}\n`);
             for (const p of result.problems) io.err(`discover: PROBLEM: ${p}\n`);
             return 0;
         }
-        io.out(renderInventoryYaml(result, origin));
+        io.out(renderInventoryYaml(result, origin, { indent: PASTE_INDENT }));
         for (const p of result.problems) io.err(`discover: PROBLEM: ${p}\n`);
         return 0;
     } catch (err) {

@@ -57,10 +57,13 @@ export { planWebHost, planWorkerAdmission, WebPlan } from "./lib/plan/web-plan";
 export { planWorkerGpus, normalizeFabricMode, WorkerGpuPlan, PlanOptions } from "./lib/gpu/plan";
 export { toolkitVersion, toolkitVersionProblems } from "./lib/toolkit/versions";
 
-// What `npm run discover` reads besides the public discovery: the script it runs and its document's interpretation;
+// What `npm run discover` reads besides the public discovery: the script it runs, its document's interpretation,
+// why it found no GPU and the indent of a host's keys in a stack file;
 // and the checkout `npm run render -- --against REV` takes node_modules from.
 export { readHostScript, PACKAGE_ROOT } from "./lib/host/scripts";
 export { interpretDiscovery } from "./lib/discovery/parse";
+export { whyNoGpu } from "./lib/discovery/why-none";
+export { PASTE_INDENT } from "./lib/discovery/yaml-block";
 
 // What `npm run bench:wrapper` writes for the wrapper it measures.
 export { renderWrapperConfig } from "./lib/links/runc-wrapper/render";

@@ -1,7 +1,9 @@
 /**
  * The inventory block `npm run discover` prints, ready to paste under a host in the stack
  * config (the keys vendor, nvswitches, tegra, gpus sit beside name and transport). What
- * discovery could not establish becomes YAML comments next to the value concerned.
+ * discovery could not establish becomes YAML comments next to the value concerned. With
+ * `indent`, every line is indented by that many spaces: 6 (PASTE_INDENT) puts the keys where a
+ * host's keys sit in a Pulumi.<stack>.yaml (config: > gpu-workers:hosts: > - name:).
  */
 import { Document, Scalar } from "yaml";
 import { Gpu, GpuInventory } from "../gpu/inventory";
@@ -71,7 +73,20 @@ function commentOut(text: string): string {
         .join("\n");
 }
 
-export function renderInventoryYaml(result: DiscoveryResult, origin: string): string {
+/** Where a host's keys sit in a Pulumi.<stack>.yaml: `config:` (0), `gpu-workers:hosts:` (2), `- name:` (4), the keys (6). */
+export const PASTE_INDENT = 6;
+
+/** Each non-empty line indented by `n` spaces. */
+function indentLines(text: string, n: number): string {
+    const pad = " ".repeat(n);
+    return text
+        .split("\n")
+        .map((l) => (l === "" ? l : pad + l))
+        .join("\n");
+}
+
+export function renderInventoryYaml(result: DiscoveryResult, origin: string, options: { indent?: number } = {}): string {
+    const indent = options.indent ?? 0;
     const primary = result.vendors[0];
     const header: string[] = [`gpu-workers discover: ${origin}`];
     const facts = [
@@ -80,7 +95,11 @@ export function renderInventoryYaml(result: DiscoveryResult, origin: string): st
         result.l4t ? `L4T ${result.l4t}` : undefined,
     ].filter(Boolean);
     if (facts.length > 0) header.push(facts.join(", "));
-    header.push("Paste under the host in gpu-workers:hosts, beside name and transport.");
+    header.push(
+        indent > 0
+            ? `Paste under the host's \`- name:\` line in gpu-workers:hosts, beside name and transport (indented ${indent} spaces, as in Pulumi.<stack>.yaml).`
+            : "Paste under the host in gpu-workers:hosts, beside name and transport.",
+    );
     for (const p of result.problems) header.push(`PROBLEM: ${p}`);
     for (const w of result.warnings) header.push(`warning: ${w}`);
     const doc = renderInventory(primary ? result.found[primary] : undefined, result.inventory);
@@ -90,5 +109,5 @@ export function renderInventoryYaml(result: DiscoveryResult, origin: string): st
         const alt = renderInventory(result.found[other], inventoryOf(result.found[other])).toString({ lineWidth: 0 });
         text += `\n# This host also has ${other === "amd" ? "AMD" : "NVIDIA"} GPUs. For a worker that uses them instead, replace the block above with:\n${commentOut(alt)}\n`;
     }
-    return text;
+    return indent > 0 ? indentLines(text, indent) : text;
 }

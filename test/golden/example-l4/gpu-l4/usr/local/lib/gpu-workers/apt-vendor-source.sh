@@ -1,0 +1,1 @@
+host script host/apt-vendor-source.sh, sha256 7676ef1bd9fa55680d9eda640d9deb0580535b4ab138ef379ac99688312a3458

@@ -1,0 +1,1 @@
+host script host/container-toolkit.sh, sha256 4b1ce37cf6cb43b71e7ced418e04c85876ba8afc3634e35d0a6e3194cf06b79c

@@ -1,0 +1,1 @@
+host script host/generate-cdi.sh, sha256 3cf5074aba448210f8ce8e4060f75a9751ffa819d6f3984145c4a16412ea2c7b

@@ -1,0 +1,1 @@
+host script host/gpu-driver.sh, sha256 cee72d763b77c1a5e58fd37f8f4c1c7dae6fb20fd02fbfff4f49ac4f15fad577

@@ -1,0 +1,1 @@
+host script host/gpu-health-watch.sh, sha256 8927c53b347dc36b4ab93194d8b622613488f78a3c8c30d29243e418113e4eb0

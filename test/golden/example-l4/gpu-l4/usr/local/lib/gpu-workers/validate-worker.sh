@@ -1,0 +1,1 @@
+host script host/validate-worker.sh, sha256 d12a25c1ce16e1ec3c6e9e45f88dc6b8da54b6ae3301189f0b1fcebbf96f70b9
