@@ -15,7 +15,7 @@ import { parseStack } from "../../stacks/checks/stack";
 import { RenderedCluster, renderClusters, RenderedHost, renderStack } from "../../stacks/render/offline-render";
 import { readStackFile } from "../../cli/render";
 import { boardStack } from "../fixtures/stacks/boards";
-import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
+import { A100_MIG, AMD_PHOENIX, HGX_H100_8X, INTEL_FLEX_170_X2, NO_GPU, RTX_A500_LAPTOP, stackWith } from "../fixtures/stacks/inventories";
 
 export const GOLDEN_DIR = path.join(PACKAGE_ROOT, "test", "golden");
 const EXAMPLES_DIR = path.join(PACKAGE_ROOT, "examples", "stacks");
@@ -40,6 +40,7 @@ function fixtureStacks(): Record<string, RawStackConfig> {
         { name: "laptop", inventory: RTX_A500_LAPTOP, extra: { metrics: { nodeExporter: true, dcgmJobMappingDir: "/run/dcgm-jobs" } } },
         { name: "phoenix", inventory: AMD_PHOENIX },
         { name: "mig", inventory: A100_MIG },
+        { name: "flex", inventory: INTEL_FLEX_170_X2 },
     );
     return {
         "fixture-kinds": kinds,

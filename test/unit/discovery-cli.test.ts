@@ -92,6 +92,7 @@ describe("npm run discover", () => {
             "  - AMD KFD: no /sys/class/kfd topology (amdgpu's compute interface not loaded), no /dev/kfd",
             "  - /dev/dri: absent",
             "  - amd-smi: not on PATH; rocm-smi: not on PATH",
+            "  - Intel: no /sys/class/drm card of an Intel display or 3D controller (vendor 0x8086, class 0300 or 0380)",
             "",
         ].join("\n");
         assert.strictEqual(r.stderr, why);
@@ -124,7 +125,7 @@ describe("npm run discover", () => {
             "  - NVIDIA kernel driver: loaded (/proc/driver/nvidia/version)",
             "  - PCI (/sys/bus/pci/devices): no NVIDIA (10de) or AMD graphics (1002) function",
             "  - AMD KFD: 1 topology node(s), none a GPU, /dev/kfd present",
-            "  - /dev/dri: render node(s) renderD128 (not a GPU this project drives without KFD or a vendor tool)",
+            "  - /dev/dri: render node(s) renderD128 (not a GPU this project drives without KFD, a vendor tool or an Intel card in sysfs)",
             "  - amd-smi: not on PATH; rocm-smi: ran and listed no GPU",
         ])
             assert.ok(r.stderr.split("\n").includes(line), `stderr names: ${line}\n${r.stderr}`);

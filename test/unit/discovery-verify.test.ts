@@ -78,7 +78,7 @@ describe("inventory verification", () => {
     it("rejects an unknown warnOnly field, naming the valid ones; exports its zod schemas", () => {
         assert.throws(
             () => compareInventory(declared, hgx, { warnOnly: { colour: true } as never }),
-            /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda\)/,
+            /invalid verification options: warnOnly: Unrecognized key: "colour" \(fields: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, card, kernel-driver, pci-device, mig, nvswitches, tegra, driver, compute, cuda\)/,
         );
         assert.deepStrictEqual(verifyOptionsSchema.parse({ driverPin: "preinstalled" }), { driverPin: "preinstalled", warnOnly: {} });
         assert.deepStrictEqual(warnOnlyFieldsSchema.parse(["memory", "uuid"]), ["memory", "uuid"]);

@@ -52,7 +52,7 @@ function renderNodes(doc: DiscoveryDocument): string {
     if (nodes === undefined) return "/dev/dri: absent";
     return nodes.length === 0
         ? "/dev/dri: no render node"
-        : `/dev/dri: render node(s) ${nodes.join(", ")} (not a GPU this project drives without KFD or a vendor tool)`;
+        : `/dev/dri: render node(s) ${nodes.join(", ")} (not a GPU this project drives without KFD, a vendor tool or an Intel card in sysfs)`;
 }
 
 function amdTools(doc: DiscoveryDocument): string {
@@ -63,6 +63,13 @@ function amdTools(doc: DiscoveryDocument): string {
             return doc.sources[tool] !== undefined ? `${tool}: ran and listed no GPU` : `${tool}: not on PATH`;
         })
         .join("; ");
+}
+
+function intelCards(doc: DiscoveryDocument): string {
+    const cards = doc.sources["intel-drm"];
+    return cards === undefined || cards.length === 0
+        ? "Intel: no /sys/class/drm card of an Intel display or 3D controller (vendor 0x8086, class 0300 or 0380)"
+        : `Intel: ${cards.length} DRM card(s), none usable`;
 }
 
 /** What each probe saw, one line each: for a document in which discovery found no GPU. */
@@ -78,5 +85,6 @@ export function whyNoGpu(doc: DiscoveryDocument): string[] {
         kfd(doc),
         renderNodes(doc),
         amdTools(doc),
+        intelCards(doc),
     ];
 }
