@@ -1,1 +1,1 @@
-host script host/generate-cdi.sh, sha256 3cf5074aba448210f8ce8e4060f75a9751ffa819d6f3984145c4a16412ea2c7b
+host script host/generate-cdi.sh, sha256 b199c8f767f3624788ebc3e047e5224b770ea7662f033b628b276edb779947f8
