@@ -32,7 +32,12 @@ describe("cdi-check (the CDI library's verdict) on the spec corpus", () => {
         const r = check(specs(CORPUS));
         assert.strictEqual(r.status, 1, r.stderr);
         assert.strictEqual(r.stdout, fs.readFileSync(path.join(CORPUS, "expected-problems.txt"), "utf8"));
-        const refused = new Set(r.stdout.split("\n").filter(Boolean).map((l) => l.split(": ")[0]));
+        const refused = new Set(
+            r.stdout
+                .split("\n")
+                .filter(Boolean)
+                .map((l) => l.split(": ")[0]),
+        );
         for (const f of specs(CORPUS)) assert.strictEqual(refused.has(f), f.startsWith("refused-"), f);
         assert.ok(specs(CORPUS).length + specs(VENDOR_SPECS).length >= 30, "a corpus of 30 specs or more");
     });

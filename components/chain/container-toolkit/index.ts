@@ -17,8 +17,11 @@ export class ContainerToolkit extends HostStepsComponent {
     constructor(name: string, args: ContainerToolkitArgs, opts?: pulumi.ComponentResourceOptions) {
         super("gpu-workers:toolkit:ContainerToolkit", name, opts);
         this.placeOnHost(
-            partOf(args, (terms) => planContainerToolkit({ ...terms, checkerBinary: terms.checkerBinary ?? LOCAL_ARTIFACTS.built().cdiCheck }), renderContainerToolkit)
-                .rendered,
+            partOf(
+                args,
+                (terms) => planContainerToolkit({ ...terms, checkerBinary: terms.checkerBinary ?? LOCAL_ARTIFACTS.built().cdiCheck }),
+                renderContainerToolkit,
+            ).rendered,
             args,
         );
         this.registerOutputs({ files: this.files, steps: this.steps });

@@ -34,12 +34,14 @@ function verify(inputs: CdiSpecCheckInputs): { kind: string; devices: string[] }
     const at = lines.indexOf(CDI_SPEC_MARKER);
     if (at < 0) throw new Error(`${where}: generate-cdi.sh printed no spec (no line "${CDI_SPEC_MARKER}")`);
     if (!lines.slice(0, at).includes(cdiLibraryVerdict(inputs.path)))
-        throw new Error(`${where}: generate-cdi.sh printed no verdict of the CDI library on the spec (no line "${cdiLibraryVerdict(inputs.path)}"; a script from before cdi-check?)`);
+        throw new Error(
+            `${where}: generate-cdi.sh printed no verdict of the CDI library on the spec (no line "${cdiLibraryVerdict(inputs.path)}"; a script from before cdi-check?)`,
+        );
     let spec: unknown;
     try {
         spec = parseYaml(lines.slice(at + 1).join("\n"));
     } catch (err) {
-        throw new Error(`${where}: the spec generate-cdi.sh printed is not YAML or JSON: ${(err as Error).message.split("\n")[0]}`);
+        throw new Error(`${where}: the spec generate-cdi.sh printed is not YAML or JSON: ${(err as Error).message.split("\n")[0]}`, { cause: err });
     }
     const { kind, devices } = (spec ?? {}) as { kind?: unknown; devices?: unknown };
     const names = Array.isArray(devices) ? devices.map((d) => (d as { name?: unknown } | null)?.name) : [];
