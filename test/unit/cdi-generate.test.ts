@@ -190,6 +190,23 @@ describe("generate-cdi.sh", () => {
         assert.deepStrictEqual(fs.readdirSync(state).sort(), ["cdi-nvidia.state", "placed"], "no temporary folder left");
     });
 
+    it("a spec in place that the library refuses (one an earlier checker let through) fails ensure and check, naming its problems", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        const refused = fs.readFileSync(path.join(CDI_CORPUS, "refused-duplicate-device.yaml"), "utf8");
+        fs.writeFileSync(output(), refused);
+        const sum = execFileSync("sha256sum", [output()], { encoding: "utf8" }).split(" ")[0];
+        const stateFile = path.join(state, "cdi-nvidia.state");
+        fs.writeFileSync(stateFile, fs.readFileSync(stateFile, "utf8").replace(/^spec=.*$/m, `spec=${sum}`));
+        const problem = `  ${output()}: devices[1].name: invalid spec, multiple device "0" (also devices[0])\n`;
+        const r = ensureNvidia();
+        assert.strictEqual(r.status, 1);
+        assert.match(r.stdout, /nvidia\.yaml is current\n/);
+        assert.ok(r.stderr.startsWith(problem + `generate-cdi: the CDI library refuses ${output()} (problems above); `), r.stderr);
+        const c = run(["check", "--vendor", "nvidia", "--output", output(), "--driver-pin", "preinstalled", "--", "nvidia.com/gpu=0"]);
+        assert.deepStrictEqual([c.status, c.stderr], [1, problem + `generate-cdi: the CDI library refuses ${output()} (problems above)\n`]);
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), refused, "nothing is changed");
+    });
+
     it("where the old TypeScript validator differed, the library decides: a relative hook path and any annotation key are accepted", () => {
         for (const spec of ["accepted-relative-hook-path.yaml", "accepted-annotation-key.yaml"]) {
             fs.rmSync(state, { recursive: true, force: true });
