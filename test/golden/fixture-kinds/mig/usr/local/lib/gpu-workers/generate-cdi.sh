@@ -1,1 +1,1 @@
-host script host/generate-cdi.sh, sha256 b199c8f767f3624788ebc3e047e5224b770ea7662f033b628b276edb779947f8
+host script host/generate-cdi.sh, sha256 c738910e7d77e942db88e23d00c3592d68635485657de76f4e91de1245f6aae3
