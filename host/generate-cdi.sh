@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Keeps the vendor's CDI spec current and checks the worker's GPUs are in it.
-#   generate-cdi.sh ensure --vendor nvidia|amd --output FILE [--tegra] --driver-pin preinstalled|X.Y.Z -- CDI-ID...
-#   generate-cdi.sh check  --vendor nvidia|amd --output FILE [--tegra] [--driver-pin PIN] [-- CDI-ID...]
+#   generate-cdi.sh ensure --vendor nvidia|amd --output FILE --checker CDI-CHECK [--tegra] --driver-pin preinstalled|X.Y.Z -- CDI-ID...
+#   generate-cdi.sh check  --vendor nvidia|amd --output FILE --checker CDI-CHECK [--tegra] [--driver-pin PIN] [-- CDI-ID...]
 #   generate-cdi.sh remove --vendor nvidia|amd --output FILE
 #
 # ensure: (re)generates FILE with the vendor's tool when it is missing, when it changed since
 # it was generated, or when the driver or the GPU layout (MIG devices included) changed; it
-# leaves it alone otherwise. Then every CDI id given (nvidia.com/gpu=0, nvidia.com/gpu=0:1,
-# amd.com/gpu=1) must resolve, or it fails naming the missing ones. Last, it prints the spec
-# after the line "generate-cdi: the spec runtimes read:" for the program's CDI validator.
+# leaves it alone otherwise. A spec the tool wrote is judged by CDI-CHECK (cdi-check/: the CDI
+# project's own library, the one runtimes read specs with) before it replaces FILE: a spec the
+# library refuses fails the update naming every problem, and FILE stays as it was. The spec
+# in place is judged again on every run, and generated again when refused. Then every CDI id
+# given (nvidia.com/gpu=0, nvidia.com/gpu=0:1, amd.com/gpu=1) must resolve, or it fails naming
+# the missing ones. Last, it prints the spec after the line "generate-cdi: the spec runtimes
+# read:", for the program to record its kind and devices.
 # check: changes nothing; exits 0 while FILE is what ensure would leave, else says why (a
 # refresh runs it, so a driver upgraded by hand or a MIG change is noticed).
 #   NVIDIA: nvidia-ctk cdi generate --device-name-strategy=index (Tegra: --mode=csv --class=igpu),
@@ -24,15 +28,16 @@ ROOT=${GPU_WORKERS_ROOT:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "generate-cdi: $*" >&2; exit 1; }
-usage() { die "usage: generate-cdi.sh ensure|check|remove --vendor nvidia|amd --output FILE [--tegra] [--driver-pin PIN] [-- CDI-ID...]"; }
+usage() { die "usage: generate-cdi.sh ensure|check|remove --vendor nvidia|amd --output FILE [--checker CDI-CHECK] [--tegra] [--driver-pin PIN] [-- CDI-ID...]"; }
 
 action=${1:-}; shift || true
 case "$action" in ensure|check|remove) ;; *) usage ;; esac
-vendor=""; output=""; tegra=no; pin=preinstalled
+vendor=""; output=""; checker=""; tegra=no; pin=preinstalled
 while [ $# -gt 0 ]; do
   case "$1" in
     --vendor) [ $# -ge 2 ] || usage; vendor=$2; shift 2 ;;
     --output) [ $# -ge 2 ] || usage; output=$2; shift 2 ;;
+    --checker) [ $# -ge 2 ] || usage; checker=$2; shift 2 ;;
     --tegra) tegra=yes; shift ;;
     --driver-pin) [ $# -ge 2 ] || usage; pin=$2; shift 2 ;;
     --) shift; break ;;
@@ -49,6 +54,9 @@ case "$output" in
   /*.yaml|/*.json) ;;
   *) die "--output must be an absolute path ending in .yaml or .json (got '${output}')" ;;
 esac
+if [ "$action" != remove ] && [ ! -x "$checker" ]; then
+  die "--checker must name the cdi-check executable the program uploads (got '${checker}')"
+fi
 state="$STATE_DIR/cdi-$vendor.state"
 
 # The loaded NVIDIA driver's version, from nvidia-smi, else from the kernel module.
@@ -87,6 +95,16 @@ fingerprint() {
 
 checksum() { sha256sum "$1" | cut -d' ' -f1; }
 
+# judge SPEC: the CDI library's verdict (cdi-check), its problems named as problems of $output.
+judge() {
+  local problems rc=0
+  problems=$("$checker" --as "$output" "$1" 2>&1) || rc=$?
+  [ "$rc" -ne 0 ] || return 0
+  [ "$rc" -eq 1 ] || problems="cdi-check could not judge the spec (exit $rc): $problems"
+  printf '%s\n' "$problems" | sed 's/^/  /' >&2
+  return 1
+}
+
 recorded() { # recorded KEY: a value from the state file
   [ -r "$state" ] && sed -n "s/^$1=//p" "$state" | head -n 1
   return 0
@@ -111,6 +129,10 @@ generate() {
     "$tool" cdi generate "--output=$file" || { rm -rf "$work"; die "amd-ctk cdi generate failed (see above)"; }
   fi
   [ -s "$file" ] || { rm -rf "$work"; die "$tool wrote no spec to $file"; }
+  if ! judge "$file"; then
+    rm -rf "$work"
+    die "the spec $tool wrote is one the CDI library refuses (problems above); $output is left as it was"
+  fi
   chmod 0644 "$file"
   # A spec of the host's is kept aside before the first one of ours replaces it (a spec the
   # state records as ours, from an earlier version, is not).
@@ -158,6 +180,7 @@ check() {
   local reason
   reason=$(stale_reason "$(current_fingerprint)")
   [ -z "$reason" ] || die "the CDI spec is stale: $reason"
+  judge "$output" || die "the CDI spec is stale: the CDI library refuses $output (problems above)"
   check_ids
 }
 
@@ -172,6 +195,8 @@ ensure() {
   local now reason
   now=$(current_fingerprint)
   reason=$(stale_reason "$now")
+  # A spec in place that the library refuses (an earlier cdi-check let it through) is generated again.
+  if [ -z "$reason" ] && ! judge "$output" 2> /dev/null; then reason="the CDI library refuses $output"; fi
   if [ -n "$reason" ]; then
     echo "generate-cdi: generating $output: $reason"
     generate
@@ -181,8 +206,9 @@ ensure() {
   else
     echo "generate-cdi: $output is current"
   fi
+  echo "generate-cdi: the CDI library accepts $output"
   check_ids
-  # The program checks the spec with its own CDI validator: print it after a marker line.
+  # The program records the spec's kind and devices: print it after a marker line.
   echo "generate-cdi: the spec runtimes read:"
   cat "$output"
 }

@@ -10,6 +10,7 @@ import type { Artifact } from "../lib/host/steps";
 import type { BuildArtifacts } from "../lib/settings/worker-spec";
 import type { ConcourseRelease, PlannedRelease } from "../lib/concourse/release";
 import { CONTAINERD_TOML_BUILD_OUTPUT } from "../lib/links/containerd/render";
+import { CDI_CHECK_BUILD_OUTPUT } from "../lib/links/container-toolkit/render";
 import { WRAPPER_BUILD_OUTPUT } from "../lib/links/runc-wrapper/render";
 
 /** What a plan uploads from here: the built binaries, and a release named by path with its digest. */
@@ -46,6 +47,7 @@ export const LOCAL_ARTIFACTS: ArtifactSource = {
         (built ??= {
             wrapper: builtArtifact(WRAPPER_BUILD_OUTPUT, "runc wrapper", "scripts/build-wrapper.sh"),
             containerdToml: builtArtifact(CONTAINERD_TOML_BUILD_OUTPUT, "containerd-toml", "scripts/build-containerd-toml.sh"),
+            cdiCheck: builtArtifact(CDI_CHECK_BUILD_OUTPUT, "cdi-check", "scripts/build-cdi-check.sh"),
         }),
     release: (binary) => ("sha256" in binary ? binary : localArtifact(binary.path, "Concourse release")),
 };
@@ -58,6 +60,7 @@ export const UNREAD_ARTIFACTS: ArtifactSource = {
     built: () => ({
         wrapper: { path: WRAPPER_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN },
         containerdToml: { path: CONTAINERD_TOML_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN },
+        cdiCheck: { path: CDI_CHECK_BUILD_OUTPUT, sha256: DIGEST_NOT_TAKEN },
     }),
     release: (binary) => ("sha256" in binary ? binary : { path: binary.path, sha256: DIGEST_NOT_TAKEN }),
 };

@@ -116,6 +116,7 @@ describe("the npm package, installed by another project", function () {
             "package/dist/components/index.d.ts",
             "package/dist/wrapper/runc-wrapper",
             "package/dist/containerd-toml/containerd-toml",
+            "package/dist/cdi-check/cdi-check",
             "package/host/install-runc-wrapper.sh",
             "package/host/discover-gpus.sh",
             "package/dist/components/providers/registry.js",

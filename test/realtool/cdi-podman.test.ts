@@ -2,8 +2,9 @@
  * CDI specs rendered by the project, read by a real CDI consumer: podman (Debian 12 ships
  * 4.3, which reads specs only from /etc/cdi and /var/run/cdi; containers.conf's cdi_spec_dirs
  * came later). The specs describe test devices backed by /dev/null and /dev/zero, and the
- * container reports what it got. Then specs the validator rejects are handed to podman, and
- * what podman does with each is recorded and asserted.
+ * container reports what it got. Then specs the validator rejects are handed to podman and to
+ * cdi-check (the CDI library v1.1.2, which judges the specs on hosts), and what each does with
+ * them is recorded and asserted.
  *
  * Isolation: podman storage lives in a temporary --root/--runroot (vfs driver, no network);
  * spec files get a unique kind and file name under /var/run/cdi and are removed in after().
@@ -16,6 +17,7 @@ import * as os from "os";
 import * as path from "path";
 import { renderCdiSpec } from "../../components/lib/cdi/render";
 import { CdiSpecError, validateCdiSpec } from "../../components/lib/cdi/schema";
+import { CDI_CHECK_BUILD_OUTPUT } from "../../components/lib/links/container-toolkit/render";
 import { ensureCommands } from "../support/tools";
 
 const SPEC_DIR = "/var/run/cdi";
@@ -202,8 +204,8 @@ describe("CDI specs in a real consumer (podman)", function () {
         assert.ok(accepted.includes("0.5.0"), `podman must read the renderer's version 0.5.0 (it reads: ${accepted.join(", ")})`);
     });
 
-    /** Specs the validator rejects, and what podman 4.3 was measured to do with them. */
-    const BAD_SPECS: { name: string; yaml: string; podman: "refused" | "fails at start" | "accepted"; version?: string }[] = [
+    /** Specs the validator rejects, what podman 4.3 was measured to do with them, and cdi-check's verdict (the library the hosts' specs are judged by). */
+    const BAD_SPECS: { name: string; yaml: string; podman: "refused" | "fails at start" | "accepted"; library?: "accepted"; version?: string }[] = [
         { name: "env entry without =", podman: "refused", yaml: "  - name: gpu0\n    containerEdits:\n      env: [NOEQUALS, SEEN=1]\n" },
         { name: "env entry starting with =", podman: "refused", yaml: '  - name: gpu0\n    containerEdits:\n      env: ["=x", SEEN=1]\n' },
         {
@@ -214,6 +216,7 @@ describe("CDI specs in a real consumer (podman)", function () {
         {
             name: "relative hook path",
             podman: "fails at start",
+            library: "accepted",
             yaml: '  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      hooks:\n        - hookName: createContainer\n          path: "true"\n',
         },
         {
@@ -243,11 +246,12 @@ describe("CDI specs in a real consumer (podman)", function () {
         {
             name: "relative device path",
             podman: "accepted",
+            library: "accepted",
             yaml: "  - name: gpu0\n    containerEdits:\n      env: [SEEN=1]\n      deviceNodes:\n        - path: dev/fakegpu0\n          hostPath: /dev/null\n",
         },
     ];
 
-    it("a spec the validator rejects is refused by podman, fails at start, or (where podman 4.3 is looser than SPEC.md) is recorded as accepted", () => {
+    it("a spec the validator rejects is refused by podman, fails at start, or (where podman 4.3 is looser than SPEC.md) is recorded as accepted; cdi-check refuses all that podman refuses", () => {
         const table: string[] = [];
         for (const bad of BAD_SPECS) {
             const text = `cdiVersion: ${bad.version ?? "0.5.0"}\nkind: ${kind}\ndevices:\n${bad.yaml}`;
@@ -259,13 +263,23 @@ describe("CDI specs in a real consumer (podman)", function () {
                 assert.ok(err instanceof CdiSpecError, String(err));
                 validator = err.problems.join("; ");
             }
-            writeSpec("bad.yaml", text);
+            const file = writeSpec("bad.yaml", text);
+            const judged = spawnSync(CDI_CHECK_BUILD_OUTPUT, [file], { encoding: "utf8" });
+            const library = judged.status === 0 ? "accepted" : judged.status === 1 ? "refused" : `exit ${judged.status}: ${judged.stderr}`;
             const r = runWith([`${kind}=${bad.yaml.includes('name: "0"') ? "0" : "gpu0"}`], "echo SEEN=$SEEN");
             removeSpecs();
             const outcome = r.status === 0 ? "accepted" : /unresolvable CDI devices/.test(r.stderr) ? "refused" : "fails at start";
             const said = r.status === 0 ? r.stdout.trim() : r.stderr.trim().split("\n").pop();
-            table.push(`      ${bad.name}\n        validator: ${validator}\n        podman:    ${outcome} (${said})`);
+            const librarySaid = judged.stdout
+                .trim()
+                .replace(/^\S+: /gm, "")
+                .split("\n")
+                .join("; ");
+            table.push(
+                `      ${bad.name}\n        validator: ${validator}\n        podman:    ${outcome} (${said})\n        cdi-check: ${library}${librarySaid ? ` (${librarySaid})` : ""}`,
+            );
             assert.strictEqual(outcome, bad.podman, `${bad.name}: podman ${outcome}: ${said}`);
+            assert.strictEqual(library, bad.library ?? "refused", `${bad.name}: cdi-check ${library}: ${librarySaid}`);
         }
         console.log(table.join("\n"));
     });

@@ -1,7 +1,8 @@
 /**
  * The Go programs' own tests, run by mocha so `npm test` covers them: `go test ./...` in
- * wrapper/ (argument parsing, spec editing, dataset scanning) and in containerd-toml/ (the
- * TOML merge apply-containerd-config.sh runs on hosts). And where go's caches go when the
+ * wrapper/ (argument parsing, spec editing, dataset scanning), in containerd-toml/ (the
+ * TOML merge apply-containerd-config.sh runs on hosts) and in cdi-check/ (the CDI library's
+ * verdict on the specs generate-cdi.sh writes). And where go's caches go when the
  * environment gives go no HOME: a private folder of the checkout, never a fixed /tmp path.
  */
 import * as assert from "assert";
@@ -12,7 +13,7 @@ import { makeScratch, scratchName } from "../support/scratch";
 import { goBinary as goBinaryFor } from "../support/tools";
 import { REPO } from "./wrapper-support";
 
-const goBinary = () => goBinaryFor("wrapper/ and containerd-toml/ need it to build and test");
+const goBinary = () => goBinaryFor("wrapper/, containerd-toml/ and cdi-check/ need it to build and test");
 
 /** The environment without HOME and the other places go would put its caches (a service's). */
 function homeless(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -33,6 +34,7 @@ function privateCaches(root: string, env: NodeJS.ProcessEnv) {
 for (const [folder, module] of [
     ["wrapper", "gpu-workers/wrapper"],
     ["containerd-toml", "gpu-workers/containerd-toml"],
+    ["cdi-check", "gpu-workers/cdi-check"],
 ]) {
     describe(`Go unit tests (go test ./... in ${folder}/)`, function () {
         this.timeout(300_000);

@@ -26,7 +26,11 @@ function standIn(relative: string): { path: string; sha256: string } {
 
 /** Binaries by a digest of their name, paths relative to the checkout: the same on every machine, and no file is read. */
 export const GOLDEN_ARTIFACTS: ArtifactSource = {
-    built: () => ({ wrapper: standIn("dist/wrapper/runc-wrapper"), containerdToml: standIn("dist/containerd-toml/containerd-toml") }),
+    built: () => ({
+        wrapper: standIn("dist/wrapper/runc-wrapper"),
+        containerdToml: standIn("dist/containerd-toml/containerd-toml"),
+        cdiCheck: standIn("dist/cdi-check/cdi-check"),
+    }),
     release: (binary) => ("sha256" in binary ? binary : standIn(path.relative(PACKAGE_ROOT, binary.path))),
 };
 

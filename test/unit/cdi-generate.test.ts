@@ -1,8 +1,10 @@
 /**
  * host/generate-cdi.sh with fake nvidia-ctk, amd-ctk and nvidia-smi on PATH: the fakes
- * record every call and write the captured specs in test/fixtures/discovery/cdi/. Asserted:
+ * record every call and write the captured specs in test/fixtures/discovery/cdi/. The specs
+ * are judged by the real cdi-check (the CDI library; built by `npm run build`). Asserted:
  * the flags, regeneration only when the driver or GPU layout or the spec itself changed,
- * and the message when a selected device is missing.
+ * a spec the library refuses failing with every problem and leaving the spec in place, and
+ * the message when a selected device is missing.
  */
 import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
@@ -10,12 +12,13 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
-import { validateCdiSpec } from "../../components/lib/cdi/schema";
-import { specFromEnsureOutput } from "../../components/providers/checks/cdi-spec-check-ops";
+import { CDI_CHECK_BUILD_OUTPUT } from "../../components/lib/links/container-toolkit/render";
+import { cdiLibraryVerdict, specFromEnsureOutput } from "../../components/providers/checks/cdi-spec-check-ops";
 import { ensureCommands } from "../support/tools";
 
 const SCRIPT = path.join(PACKAGE_ROOT, "host", "generate-cdi.sh");
 const CDI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "discovery", "cdi");
+const CDI_CORPUS = path.join(PACKAGE_ROOT, "test", "fixtures", "cdi-corpus");
 const SYSTEM_TOOLS = [
     "bash",
     "sh",
@@ -92,6 +95,7 @@ describe("generate-cdi.sh", () => {
     let log: string;
     let env: NodeJS.ProcessEnv;
 
+    before(() => assert.ok(fs.existsSync(CDI_CHECK_BUILD_OUTPUT), `${CDI_CHECK_BUILD_OUTPUT} is missing: npm run build makes it`));
     beforeEach(() => {
         work = fs.mkdtempSync(path.join(os.tmpdir(), "generate-cdi-"));
         bin = path.join(work, "bin");
@@ -127,8 +131,10 @@ describe("generate-cdi.sh", () => {
     });
 
     const output = () => path.join(cdiDir, "nvidia.yaml");
+    /** The script with ARGS; ensure and check get the built cdi-check unless ARGS name one. */
     function run(args: string[], extra: NodeJS.ProcessEnv = {}): Run {
-        const r = spawnSync(path.join(bin, "bash"), [SCRIPT, ...args], { env: { ...env, ...extra }, encoding: "utf8" });
+        const checker = ["ensure", "check"].includes(args[0]) && !args.includes("--checker") ? ["--checker", CDI_CHECK_BUILD_OUTPUT] : [];
+        const r = spawnSync(path.join(bin, "bash"), [SCRIPT, args[0], ...checker, ...args.slice(1)], { env: { ...env, ...extra }, encoding: "utf8" });
         return { status: r.status, stdout: r.stdout, stderr: r.stderr };
     }
     const ensureNvidia = (ids: string[] = ["nvidia.com/gpu=0"], more: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
@@ -154,10 +160,68 @@ describe("generate-cdi.sh", () => {
         );
         assert.match(r.stdout, /generating .*nvidia\.yaml: .*nvidia\.yaml is missing\n/);
         assert.match(r.stdout, /1 selected device\(s\) resolve: nvidia\.com\/gpu=0\n/);
-        assert.strictEqual(specFromEnsureOutput(r.stdout), fs.readFileSync(output(), "utf8"), "the spec follows the marker, for the program's validator");
+        assert.ok(r.stdout.split("\n").includes(cdiLibraryVerdict(output())), "the CDI library's verdict");
+        assert.strictEqual(specFromEnsureOutput(r.stdout), fs.readFileSync(output(), "utf8"), "the spec follows the marker, for the program to record");
         assert.deepStrictEqual(fs.readdirSync(state).sort(), ["cdi-nvidia.state", "placed"], "no temporary folder left");
         assert.deepStrictEqual(fs.readdirSync(path.join(state, "placed", output())), ["absent"], "the record that no spec was there before");
-        validateCdiSpec(fs.readFileSync(output(), "utf8"), output());
+    });
+
+    it("a spec the CDI library refuses fails the update naming every problem, and the spec in place stays", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        const good = fs.readFileSync(output(), "utf8");
+        const recorded = fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8");
+        fs.writeFileSync(path.join(work, "driver"), "550.144.03\n");
+        const r = run(["ensure", "--vendor", "nvidia", "--output", output(), "--driver-pin", "550", "--", "nvidia.com/gpu=0"], {
+            FAKE_SPEC: path.join(CDI_CORPUS, "refused-env.yaml"),
+        });
+        assert.strictEqual(r.status, 1);
+        assert.strictEqual(
+            r.stderr.replace(/^INFO.*\n/gm, ""),
+            [
+                `  ${output()}: containerEdits.env[0]: invalid environment variable "=x"`,
+                `  ${output()}: containerEdits.env[2]: invalid environment variable "NOVALUE"`,
+                `  ${output()}: devices[0].containerEdits.hooks[0]: invalid hook "createContainer": invalid environment variable "X"`,
+                `generate-cdi: the spec nvidia-ctk wrote is one the CDI library refuses (problems above); ${output()} is left as it was`,
+                "",
+            ].join("\n"),
+        );
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), good, "the spec in place stays");
+        assert.strictEqual(fs.readFileSync(path.join(state, "cdi-nvidia.state"), "utf8"), recorded, "and so does its record");
+        assert.deepStrictEqual(fs.readdirSync(state).sort(), ["cdi-nvidia.state", "placed"], "no temporary folder left");
+    });
+
+    it("a spec in place that the library refuses (one an earlier checker let through): check names its problems, ensure generates it again", () => {
+        assert.strictEqual(ensureNvidia().status, 0);
+        const refused = fs.readFileSync(path.join(CDI_CORPUS, "refused-duplicate-device.yaml"), "utf8");
+        fs.writeFileSync(output(), refused);
+        const sum = execFileSync("sha256sum", [output()], { encoding: "utf8" }).split(" ")[0];
+        const stateFile = path.join(state, "cdi-nvidia.state");
+        fs.writeFileSync(stateFile, fs.readFileSync(stateFile, "utf8").replace(/^spec=.*$/m, `spec=${sum}`));
+        const check = () => run(["check", "--vendor", "nvidia", "--output", output(), "--driver-pin", "preinstalled", "--", "nvidia.com/gpu=0"]);
+        const c = check();
+        assert.deepStrictEqual(
+            [c.status, c.stderr],
+            [
+                1,
+                `  ${output()}: devices[1].name: invalid spec, multiple device "0" (also devices[0])\n` +
+                    `generate-cdi: the CDI spec is stale: the CDI library refuses ${output()} (problems above)\n`,
+            ],
+        );
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), refused, "check changes nothing");
+        const r = ensureNvidia();
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.match(r.stdout, new RegExp(`generating .*nvidia\\.yaml: the CDI library refuses .*nvidia\\.yaml\n`));
+        assert.strictEqual(fs.readFileSync(output(), "utf8"), fs.readFileSync(path.join(CDI_FIXTURES, "nvidia-ctk-1gpu.yaml"), "utf8"));
+        assert.strictEqual(check().status, 0);
+    });
+
+    it("where the old TypeScript validator differed, the library decides: a relative hook path and any annotation key are accepted", () => {
+        for (const spec of ["accepted-relative-hook-path.yaml", "accepted-annotation-key.yaml"]) {
+            fs.rmSync(state, { recursive: true, force: true });
+            const r = ensureNvidia([], [], { FAKE_SPEC: path.join(CDI_CORPUS, spec) });
+            assert.strictEqual(r.status, 0, `${spec}: ${r.stderr}`);
+            assert.ok(r.stdout.split("\n").includes(cdiLibraryVerdict(output())), spec);
+        }
     });
 
     it("does not regenerate when nothing changed (idempotent), and regenerates when the driver changes", () => {
@@ -327,6 +391,10 @@ describe("generate-cdi.sh", () => {
         );
         assert.match(run(["ensure", "--vendor", "nvidia", "--output", output(), "--bogus"]).stderr, /unknown argument: --bogus/);
         assert.match(run(["frobnicate"]).stderr, /usage: generate-cdi\.sh ensure\|check\|remove/);
+        assert.match(
+            run(["ensure", "--vendor", "nvidia", "--output", output(), "--checker", path.join(work, "none")]).stderr,
+            /--checker must name the cdi-check executable the program uploads \(got '.*none'\)/,
+        );
         fs.rmSync(path.join(bin, "nvidia-ctk"));
         assert.match(ensureNvidia().stderr, /nvidia-ctk is not installed \(the container toolkit step installs it\)/);
     });

@@ -25,6 +25,7 @@ import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 /** The wrapper as the component hands it in (it hashes this package's build). */
 const wrapperBinary = { path: "dist/wrapper/runc-wrapper", sha256: "4".repeat(64) };
+const checkerBinary = { path: "dist/cdi-check/cdi-check", sha256: "5".repeat(64) };
 
 const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
 
@@ -82,18 +83,18 @@ describe("leaf components in a user's terms", () => {
         assert.match(s.plan.env.NVIDIA_VISIBLE_DEVICES, /^nvidia\.com\/gpu=/);
         assert.deepStrictEqual(s.datasets, { root: "/srv", writableSuffixes: ["_writable", "_rw"] });
         assert.strictEqual(s.allowPrivileged, false);
-        const toolkit = planContainerToolkit({ inventory: inventorySchema.parse(HGX_H100_8X), selection: [1] });
+        const toolkit = planContainerToolkit({ inventory: inventorySchema.parse(HGX_H100_8X), selection: [1], checkerBinary });
         assert.deepStrictEqual(toolkit.cdiDevices, ["nvidia.com/gpu=1"]);
         assert.strictEqual(toolkit.driverVersion, "preinstalled");
     });
 
     it("a toolkit for a host without GPUs, or at a version with a known escape, is refused by name", () => {
         assert.throws(
-            () => planContainerToolkit({ inventory: inventorySchema.parse(NO_GPU) }),
+            () => planContainerToolkit({ inventory: inventorySchema.parse(NO_GPU), checkerBinary }),
             (e: unknown) => e instanceof PlanError && /inventory\.vendor/.test(e.message),
         );
         assert.throws(
-            () => planContainerToolkit({ inventory: inventorySchema.parse(RTX_A500_LAPTOP), version: "1.16.1" }),
+            () => planContainerToolkit({ inventory: inventorySchema.parse(RTX_A500_LAPTOP), version: "1.16.1", checkerBinary }),
             (e: unknown) => e instanceof PlanError && /toolkit\.version/.test(e.message),
         );
     });

@@ -5,7 +5,9 @@
  * implementation (pkg/parser, api/producer/validator-default.go, specs-go/version.go) decides,
  * because every CDI-aware runtime (podman, containerd, CRI-O, docker) uses it: a spec it
  * rejects is a spec no runtime can use. Unknown keys are errors: the reference parser reads
- * specs with strict unmarshalling.
+ * specs with strict unmarshalling. It guards the specs renderCdiSpec writes, and is stricter
+ * than the library on paths and annotation keys; the specs vendor tools write on hosts are
+ * judged by the library itself (cdi-check/, run by host/generate-cdi.sh).
  *
  * Version history, from SPEC.md "Released versions" and specs-go/version.go:
  *   0.3.0  first tagged release of this format (devices / containerEdits); earlier drafts differ.

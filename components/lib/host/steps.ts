@@ -61,8 +61,8 @@ export interface HostStep {
 }
 
 /**
- * A check the program (not the host) runs after a step: `cdi-spec` validates the CDI spec the
- * vendor's tool generated at `path` with the project's CDI validator; `worker-registration`
+ * A check the program (not the host) runs after a step: `cdi-spec` records the kind and devices
+ * of the CDI spec at `path` that the CDI library accepted on the host; `worker-registration`
  * waits until the Concourse web at `url` lists the worker as running with exactly its tags.
  */
 export type ProgramCheck = { name: string; after: string } & (
@@ -83,7 +83,7 @@ export type ProgramCheck = { name: string; after: string } & (
 /** What a program check does, in one line (the preview's and the offline render's words). */
 export function describeCheck(check: ProgramCheck): string {
     return check.kind === "cdi-spec"
-        ? `validate the CDI spec at ${check.path} with the project's validator (in the program)`
+        ? `record the kind and devices of the CDI spec at ${check.path}, which the CDI library accepted on the host (in the program)`
         : `wait up to ${check.timeoutSeconds}s until the web at ${check.url} lists worker ${check.worker} as running with tags [${check.tags.join(", ")}]${check.team ? ` in team ${check.team}` : ""} (in the program)`;
 }
 

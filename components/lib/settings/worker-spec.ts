@@ -31,6 +31,8 @@ export interface BuildArtifacts {
     wrapper: Artifact;
     /** The TOML merger the containerd step runs on the host (containerd-toml/). */
     containerdToml: Artifact;
+    /** The CDI spec checker (the CDI project's library) the toolkit's CDI step runs on the host (cdi-check/). */
+    cdiCheck: Artifact;
 }
 
 export interface WorkerSpec extends Omit<WorkerSettings, "concourse"> {

@@ -1,12 +1,17 @@
 /**
- * The CdiSpecCheck provider's operations, loaded when the provider runs: the CDI spec that the
- * vendor's tool generated on the host (printed by generate-cdi.sh ensure after its marker
- * line) must pass the project's CDI validator, or the update fails naming every problem.
+ * The CdiSpecCheck provider's operations, loaded when the provider runs. The CDI rules are
+ * judged on the host: generate-cdi.sh runs cdi-check (the CDI project's own library, which
+ * runtimes read specs with) on the spec before installing it, and fails the update naming
+ * every problem. What is left here is what the library cannot say: that the host's script did
+ * judge this spec (it prints the library's verdict before the spec), and the spec's kind and
+ * device names, recorded as outputs.
  */
-import { validateCdiSpec } from "../../lib/cdi/schema";
+import { parse as parseYaml } from "yaml";
 
 /** The line generate-cdi.sh prints right before the spec's text. */
 export const CDI_SPEC_MARKER = "generate-cdi: the spec runtimes read:";
+/** The line generate-cdi.sh prints once the CDI library accepted the spec at PATH. */
+export const cdiLibraryVerdict = (path: string) => `generate-cdi: the CDI library accepts ${path}`;
 
 export interface CdiSpecCheckInputs {
     host: string;
@@ -25,10 +30,24 @@ export function specFromEnsureOutput(stdout: string): string | undefined {
 
 function verify(inputs: CdiSpecCheckInputs): { kind: string; devices: string[] } {
     const where = `${inputs.host}:${inputs.path}`;
-    const text = specFromEnsureOutput(inputs.ensureOutput);
-    if (text === undefined) throw new Error(`${where}: generate-cdi.sh printed no spec to check (no line "${CDI_SPEC_MARKER}")`);
-    const spec = validateCdiSpec(text, where);
-    return { kind: spec.kind, devices: spec.devices.map((d) => d.name) };
+    const lines = inputs.ensureOutput.split("\n");
+    const at = lines.indexOf(CDI_SPEC_MARKER);
+    if (at < 0) throw new Error(`${where}: generate-cdi.sh printed no spec (no line "${CDI_SPEC_MARKER}")`);
+    if (!lines.slice(0, at).includes(cdiLibraryVerdict(inputs.path)))
+        throw new Error(
+            `${where}: generate-cdi.sh printed no verdict of the CDI library on the spec (no line "${cdiLibraryVerdict(inputs.path)}"; a script from before cdi-check?)`,
+        );
+    let spec: unknown;
+    try {
+        spec = parseYaml(lines.slice(at + 1).join("\n"));
+    } catch (err) {
+        throw new Error(`${where}: the spec generate-cdi.sh printed is not YAML or JSON: ${(err as Error).message.split("\n")[0]}`, { cause: err });
+    }
+    const { kind, devices } = (spec ?? {}) as { kind?: unknown; devices?: unknown };
+    const names = Array.isArray(devices) ? devices.map((d) => (d as { name?: unknown } | null)?.name) : [];
+    if (typeof kind !== "string" || names.length === 0 || names.some((n) => typeof n !== "string"))
+        throw new Error(`${where}: the spec generate-cdi.sh printed has no kind or device names to record`);
+    return { kind, devices: names as string[] };
 }
 
 export async function create(inputs: CdiSpecCheckInputs) {

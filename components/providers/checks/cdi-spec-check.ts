@@ -1,13 +1,13 @@
 /**
- * A dynamic resource that runs the project's CDI validator on the spec the vendor's tool
- * generated on the host, so a spec runtimes would refuse or mis-apply stops the `up`.
+ * A dynamic resource that records the kind and devices of the spec the vendor's tool generated
+ * on the host, once the CDI library (cdi-check, run by generate-cdi.sh) accepted it there.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { lazyProvider } from "../lazy-provider";
 import { LazyProviderResource } from "../lazy-resource";
 import type { CdiSpecCheckInputs } from "./cdi-spec-check-ops";
 
-// A dynamic provider: the check runs the project's CDI validator in the program, not on the host.
+// A dynamic provider: it runs in the program, reading what generate-cdi.sh printed on the host.
 const provider = lazyProvider("cdi-spec-check", "CDI spec check");
 
 export class CdiSpecCheck extends LazyProviderResource {

@@ -1,6 +1,7 @@
 /** The container toolkit link: its terms, its plan, and its row of the chain. Pure. */
 import { GpuInventory } from "../../gpu/inventory";
 import { GpuSelection, PlanError } from "../../gpu/plan";
+import type { Artifact } from "../../host/steps";
 import { VendorRepository, vendorRepository } from "../../repos/vendor-repos";
 import { WORKER_DEFAULTS } from "../../settings/settings";
 import type { WorkerSpec } from "../../settings/worker-spec";
@@ -22,11 +23,13 @@ export interface ContainerToolkitTerms {
     version?: string;
     /** The driver pin ("preinstalled" or a version): a change regenerates the CDI spec. Default: "preinstalled". */
     driverVersion?: string;
+    /** The built cdi-check to upload, with its sha256. Default: dist/cdi-check/cdi-check of this package, hashed by the component. */
+    checkerBinary?: Artifact;
 }
 
 /** The toolkit's settings; `plan` is the worker's GPU plan where the chain has one already. */
 export function planContainerToolkit(
-    terms: ContainerToolkitTerms,
+    terms: ContainerToolkitTerms & { checkerBinary: Artifact },
     plan = containerGpus(terms.inventory, terms.selection, terms.cdi),
 ): ContainerToolkitSettings {
     const vendor = terms.inventory.vendor;
@@ -37,7 +40,7 @@ export function planContainerToolkit(
         if (terms.version !== undefined && terms.version !== "preinstalled")
             throw new PlanError("toolkit.version", `${terms.version}: Intel has no container toolkit to install (its CDI spec is rendered here): leave it out, or set preinstalled on this host`);
         const base = { vendor, version: "preinstalled", cdi, tegra: false, cdiDevices: plan.cdiDevices, realRuntime: RUNC_REAL_PATH, driverVersion };
-        return { ...base, intelGpus: terms.inventory.gpus };
+        return { ...base, checkerBinary: terms.checkerBinary, intelGpus: terms.inventory.gpus };
     }
     const version = toolkitVersion(vendor, terms.version);
     if (version !== "preinstalled") {
@@ -55,17 +58,19 @@ export function planContainerToolkit(
         // nvidia-container-runtime hands containers to the runc the wrapper set aside, never back to the wrapper.
         realRuntime: RUNC_REAL_PATH,
         driverVersion,
+        checkerBinary: terms.checkerBinary,
     };
 }
 
 /** The worker's container toolkit in a user's terms. */
-export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms {
+export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms & { checkerBinary: Artifact } {
     return {
         inventory: host.inventory,
         selection: host.selection,
         cdi: host.toolkit.cdi,
         ...(host.toolkit.version !== undefined ? { version: host.toolkit.version } : {}),
         driverVersion: host.driver.version,
+        checkerBinary: host.artifacts.cdiCheck,
     };
 }
 

@@ -1,6 +1,7 @@
+import * as path from "path";
 import { stringify } from "smol-toml";
-import { combine, hostScriptFile, OWNERSHIP_SCRIPT, scriptStep } from "../../host/scripts";
-import { HostFile, RenderedComponent, shellCommand } from "../../host/steps";
+import { combine, hostScriptFile, OWNERSHIP_SCRIPT, PACKAGE_ROOT, scriptStep } from "../../host/scripts";
+import { Artifact, HOST_LIB_DIR, HostFile, RenderedComponent, shellCommand } from "../../host/steps";
 import { APT_PATHS, AptPaths, renderAptPinFile, renderVendorRepository, sourcePath, keyringPath } from "../../render/apt-sources";
 import type { VendorRepository } from "../../repos/vendor-repos";
 import { toolkitPin } from "../../toolkit/pins";
@@ -25,6 +26,8 @@ export interface ContainerToolkitSettings {
     realRuntime: string;
     /** The driver pin: a change regenerates the CDI spec. */
     driverVersion: string;
+    /** The built cdi-check to upload (CDI_CHECK_BUILD_OUTPUT, hashed where the build is known): the CDI library's verdict on the spec. */
+    checkerBinary: Artifact;
     /** Intel: every GPU of the host, for the CDI spec rendered here (no tool of Intel's is installed). */
     intelGpus?: Gpu[];
 }
@@ -35,6 +38,10 @@ export const CDI_SPEC_PATHS = { nvidia: "/etc/cdi/nvidia.yaml", amd: "/etc/cdi/a
 /** The udev rule that keeps /dev/char links for the NVIDIA device nodes. */
 export const DEV_CHAR_RULE_PATH = "/etc/udev/rules.d/71-gpu-workers-nvidia-dev-char.rules";
 export const NVIDIA_CTK = "/usr/bin/nvidia-ctk";
+/** Where cdi-check is uploaded: generate-cdi.sh judges the spec with it before installing it. */
+export const CDI_CHECK_PATH = `${HOST_LIB_DIR}/cdi-check`;
+/** The binary `npm run build` makes (scripts/build-cdi-check.sh). */
+export const CDI_CHECK_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "cdi-check", "cdi-check");
 
 /**
  * Under systemd's cgroup driver a `systemctl daemon-reload` re-applies device rules that name
@@ -125,9 +132,16 @@ export function toolkitScriptArgs(settings: ToolkitPackage, paths: AptPaths = AP
 /** The toolkit: its apt files and package, its runtime config (NVIDIA), the /dev/char rule (NVIDIA), and the CDI spec with a check of the selected ids; on Intel, the CDI spec alone. */
 export function renderContainerToolkit(given: ContainerToolkitSettings): RenderedComponent {
     if (given.vendor === "intel") {
-        // Nothing to install: the spec is rendered from the verified inventory, and shows in the preview.
+        if (!given.cdi) return { files: [], steps: [] };
+        // Nothing to install: the spec is rendered from the verified inventory (it shows in the
+        // preview), and the CDI library judges it on the host as it judges the other vendors'.
         const spec: HostFile = { path: CDI_SPEC_PATHS.intel, mode: "0644", content: renderIntelCdiSpec(given.intelGpus ?? []) };
-        return { files: given.cdi ? [spec] : [], steps: [] };
+        const checker: HostFile = { path: CDI_CHECK_PATH, mode: "0755", content: "", artifact: given.checkerBinary };
+        const judge = shellCommand([CDI_CHECK_PATH, CDI_SPEC_PATHS.intel]);
+        return {
+            files: [spec, checker],
+            steps: [{ name: "cdi-spec", create: judge, check: judge, dependsOn: [spec.path, checker.path] }],
+        };
     }
     const settings = { ...given, vendor: given.vendor };
     const aptFiles = renderToolkitAptFiles(settings);
@@ -153,11 +167,14 @@ export function renderContainerToolkit(given: ContainerToolkitSettings): Rendere
     if (!settings.cdi) return combine(apt, config, install);
     const cdiScript = hostScriptFile("generate-cdi.sh");
     const ownership = hostScriptFile(OWNERSHIP_SCRIPT);
+    const checker: HostFile = { path: CDI_CHECK_PATH, mode: "0755", content: "", artifact: settings.checkerBinary };
     const cdiArgs = [
         "--vendor",
         settings.vendor,
         "--output",
         CDI_SPEC_PATHS[settings.vendor],
+        "--checker",
+        CDI_CHECK_PATH,
         ...(settings.tegra ? ["--tegra"] : []),
         "--driver-pin",
         settings.driverVersion,
@@ -165,7 +182,7 @@ export function renderContainerToolkit(given: ContainerToolkitSettings): Rendere
         ...settings.cdiDevices,
     ];
     const cdi: RenderedComponent = {
-        files: [cdiScript, ownership],
+        files: [cdiScript, ownership, checker],
         steps: [
             {
                 name: "cdi-spec",
@@ -173,10 +190,10 @@ export function renderContainerToolkit(given: ContainerToolkitSettings): Rendere
                 remove: shellCommand([cdiScript.path, "remove", "--vendor", settings.vendor, "--output", CDI_SPEC_PATHS[settings.vendor]]),
                 // A refresh notices a driver upgraded by hand, a MIG change or an edited spec.
                 check: shellCommand([cdiScript.path, "check", ...cdiArgs]),
-                dependsOn: [cdiScript.path, ownership.path, "container-toolkit"],
+                dependsOn: [cdiScript.path, ownership.path, CDI_CHECK_PATH, "container-toolkit"],
             },
         ],
-        // The spec the vendor's tool wrote goes through the project's CDI validator too.
+        // The spec the CDI library accepted on the host: the program records its kind and devices.
         checks: [{ name: "cdi-spec-check", kind: "cdi-spec", after: "cdi-spec", path: CDI_SPEC_PATHS[settings.vendor] }],
     };
     return combine(apt, config, install, cdi);
