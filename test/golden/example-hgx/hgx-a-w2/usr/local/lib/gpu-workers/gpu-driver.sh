@@ -1,1 +1,1 @@
-host script host/gpu-driver.sh, sha256 cee72d763b77c1a5e58fd37f8f4c1c7dae6fb20fd02fbfff4f49ac4f15fad577
+host script host/gpu-driver.sh, sha256 b61f0aba00f709e95ab487807edd9b27d9dea2d0efde21b412ffd8028ebbd735

@@ -1,1 +1,1 @@
-host script host/generate-cdi.sh, sha256 3cf5074aba448210f8ce8e4060f75a9751ffa819d6f3984145c4a16412ea2c7b
+host script host/generate-cdi.sh, sha256 c738910e7d77e942db88e23d00c3592d68635485657de76f4e91de1245f6aae3

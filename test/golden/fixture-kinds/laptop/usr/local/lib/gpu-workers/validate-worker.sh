@@ -1,1 +1,1 @@
-host script host/validate-worker.sh, sha256 d12a25c1ce16e1ec3c6e9e45f88dc6b8da54b6ae3301189f0b1fcebbf96f70b9
+host script host/validate-worker.sh, sha256 5623cd82a5f483c63d90fb44e45cf867a030015fb5dfcd97fe9d34b6c68cea64

@@ -1,0 +1,1 @@
+host script host/apply-containerd-config.sh, sha256 316bce0dcc29a6c0600723eb4f0b7523523f701028043eee16be069006ef8a1d

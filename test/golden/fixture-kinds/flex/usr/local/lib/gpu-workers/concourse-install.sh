@@ -1,0 +1,1 @@
+host script host/concourse-install.sh, sha256 2d40f79d908d36ea5aa5bef7d2d452b2491a45c504d11d6ba2fab996043b7fc8

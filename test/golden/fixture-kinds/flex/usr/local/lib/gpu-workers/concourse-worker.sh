@@ -1,0 +1,1 @@
+host script host/concourse-worker.sh, sha256 aa45d27a9d218c68c12fec2c9e1f859a3f989daa19d63cc6922c7a8e7bafb09a

@@ -1,0 +1,1 @@
+host script host/gpu-driver.sh, sha256 b61f0aba00f709e95ab487807edd9b27d9dea2d0efde21b412ffd8028ebbd735

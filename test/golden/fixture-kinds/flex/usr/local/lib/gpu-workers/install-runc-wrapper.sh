@@ -1,0 +1,1 @@
+host script host/install-runc-wrapper.sh, sha256 d16fd639e6367e6cd1af939f27396979658c25135e2ae95cbab069c76d33d2eb

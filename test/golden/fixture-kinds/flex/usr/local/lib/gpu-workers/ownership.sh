@@ -1,0 +1,1 @@
+host script host/ownership.sh, sha256 e5acc973a0fd99a3a863d0151eaa14db7cb1d53e89eb83b9f8ceed15726f673d

@@ -1,0 +1,1 @@
+host script host/runtime-packages.sh, sha256 ade9ec01cf0a92d6794d5db2583f05933405521cfc78b98bee4582fa7eccae94

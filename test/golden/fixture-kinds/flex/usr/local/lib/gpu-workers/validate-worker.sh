@@ -1,0 +1,1 @@
+host script host/validate-worker.sh, sha256 5623cd82a5f483c63d90fb44e45cf867a030015fb5dfcd97fe9d34b6c68cea64
