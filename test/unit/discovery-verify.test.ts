@@ -83,7 +83,7 @@ describe("inventory verification", () => {
         assert.deepStrictEqual(verifyOptionsSchema.parse({ driverPin: "preinstalled" }), { driverPin: "preinstalled", warnOnly: {} });
         assert.deepStrictEqual(warnOnlyFieldsSchema.parse(["memory", "uuid"]), ["memory", "uuid"]);
         assert.ok(!warnOnlyFieldsSchema.safeParse(["size"]).success);
-        assert.strictEqual(VERIFY_FIELDS.length, 16);
+        assert.strictEqual(VERIFY_FIELDS.length, 19);
     });
 
     it("checks module ids (fabric partitions pick GPUs by them); one not reported is only a warning", () => {

@@ -118,7 +118,7 @@ describe("render --against", function () {
             report,
             /^hgx: 3 files changed; 2 steps changed; tags \+gpu-count=4 \+gpu-devices=0,1,2,3 \+gpu-count-min=4 -gpu-count=2 -gpu-devices=0,1$/m,
         );
-        assert.match(report, /^new: new host, 31 files, 14 steps; tags gpu gpu-type=nvidia gpu-count=2 gpu-devices=0,1 /m);
+        assert.match(report, /^new: new host, 32 files, 14 steps; tags gpu gpu-type=nvidia gpu-count=2 gpu-devices=0,1 /m);
         assert.match(report, /^cpu: removed \(it had 16 files, 8 steps\)$/m);
         assert.match(report, /^3 hosts: 1 changed, 1 new, 1 removed, 0 unchanged$/m);
         assert.match(fileDiff(report, "--- a/hgx/[host]"), /^- {2}gpu-count=2\n- {2}gpu-devices=0,1\n\+ {2}gpu-count=4\n\+ {2}gpu-devices=0,1,2,3$/m);

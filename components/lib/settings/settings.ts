@@ -4,7 +4,7 @@
  * config reuses) and the built-in defaults. Pure.
  */
 import { z } from "zod";
-import { warnOnlyFieldsSchema } from "../discovery/verify";
+import { VERIFY_FIELDS, warnOnlyFieldsSchema } from "../discovery/verify";
 import { ALLOCATION_MODES, ASK_VARIABLE, DEFAULT_REPLICAS, MAX_WAIT_SECONDS } from "../gpu/allocation";
 import { PRIVILEGED_MODES } from "../gpu/plan";
 import { RUNC_CVE_POLICIES, SPEC_FEATURE_NAMES, SPEC_FEATURES } from "../gpu/spec-features";
@@ -71,8 +71,7 @@ export const settingsSchema = z.strictObject({
     verify: z
         .strictObject({
             warnOnly: warnOnlyFieldsSchema.default([]).meta({
-                description:
-                    "inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))",
+                description: `inventory fields whose differences only warn: ${VERIFY_FIELDS.join(", ")} ([docs/discovery.md](docs/discovery.md))`,
             }),
         })
         .meta({ description: "how the hardware found on `up` is compared with the declared inventory" }),
