@@ -37,7 +37,7 @@ export type { GpuNodeTerms, TenantTerms, RuntimeOffer } from "./lib/kubernetes/o
 export { RUNTIME_OFFERS, RUNTIME_CLASS_NAMES } from "./lib/kubernetes/objects";
 export { GPU_NODE_LABEL } from "./lib/kubernetes/node-labels";
 export { HostAccessArgs } from "./chain/host-steps-component";
-export type { HostConnection } from "./providers/host/resources";
+export type { HostConnection, HostConnectionInput } from "./providers/host/resources";
 export type { Transport } from "./lib/host/transport";
 export type { ConcourseRelease, PlannedRelease } from "./lib/concourse/release";
 export { GpuSelection, FabricManagerMode, PrivilegedMode, PRIVILEGED_MODES } from "./lib/gpu/plan";

@@ -219,10 +219,10 @@ describe("the npm package, installed by another project", function () {
         assert.strictEqual(await preview("preview-command", "command"), "command:remote:Command");
     });
 
-    it("the README's section on other repos has its examples: the components alone, a GpuWorker, KubernetesGpuNodes", () => {
+    it("the README's section on other repos has its examples: the components alone, one with a connection of its own, a GpuWorker, KubernetesGpuNodes", () => {
         assert.deepStrictEqual(
             examples.map((code) => constructed(code).join(" ")),
-            ["GpuHost GpuDriver RuncWrapper", "GpuWorker", "KubernetesGpuNodes"],
+            ["GpuHost GpuDriver RuncWrapper", "RuncWrapper", "GpuWorker", "KubernetesGpuNodes"],
         );
     });
 

@@ -102,6 +102,7 @@ const PUBLIC_FACE = [
     "HostAccessArgs",
     "HostAccessPlan",
     "HostConnection",
+    "HostConnectionInput",
     "HostPlan",
     "HostShape",
     "HostStepTransport",

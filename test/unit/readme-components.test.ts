@@ -20,7 +20,7 @@ function componentsExample(): string {
     const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
         .map((m) => m[1])
-        .filter((code) => code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
+        .filter((code) => code.includes("new GpuHost(") && code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
     assert.strictEqual(blocks.length, 1, "the README has one example of the components used alone");
     return blocks[0];
 }
