@@ -54,6 +54,7 @@ export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuIn
 
 // The components' settings: one schema each and its defaults; each transport's contract (what its args take).
 export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, REGISTRATION_TIMEOUT_SECONDS } from "./lib/settings/settings";
+export type { WorkerSettingsLayer } from "./lib/settings/settings-layer.generated";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/settings/web-settings";
 export { kubernetesSettingsSchema, tenantSchema } from "./lib/kubernetes/settings";
 export { lxdTransportSchema, lxdWebTransportSchema, lxdWorkerTransportSchema, sshJumpHostSchema, sshTransportSchema } from "./lib/settings/transport-schema";

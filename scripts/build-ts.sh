@@ -13,4 +13,15 @@ record="$root/dist/tsconfig.tsbuildinfo"
 if [ -f "$record" ] && [ "$root/node_modules/.package-lock.json" -nt "$record" ]; then
   rm -f "$record"
 fi
-exec "$root/node_modules/.bin/tsc" --build "$root/tsconfig.json"
+# The settings' interface with each field's doc as JSDoc (components/lib/settings/settings-layer.generated.ts,
+# what GpuWorkerArgs and the package's .d.ts take the docs from) is written from the schema, the one place a doc
+# is written, by the program just built; where that changed it, or the old one kept tsc from passing (a schema
+# changed under it: tsc emits all the same), tsc compiles again, and only that second run decides.
+generated="$root/components/lib/settings/settings-layer.generated.ts"
+before=$(cat "$generated" 2>/dev/null || true)
+passed=true
+"$root/node_modules/.bin/tsc" --build "$root/tsconfig.json" || passed=false
+node "$root/dist/cli/settings-types.js" >/dev/null
+if [ "$passed" = false ] || [ "$(cat "$generated")" != "$before" ]; then
+  "$root/node_modules/.bin/tsc" --build "$root/tsconfig.json"
+fi

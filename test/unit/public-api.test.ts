@@ -169,6 +169,7 @@ const PUBLIC_FACE = [
     "WorkerGpuPlan",
     "WorkerPlanning",
     "WorkerSettings",
+    "WorkerSettingsLayer",
     "WorkerSpec",
     "WorkerValidator",
     "WorkerValidatorArgs",

@@ -38,6 +38,7 @@ export type HostConnection = SshTarget;
  * own whose fields may each be an output (a key from `config.requireSecret`), its jump host's too.
  */
 export type HostConnectionInput = { [K in keyof Omit<HostConnection, "proxy">]: pulumi.Input<HostConnection[K]> } & {
+    /** The jump host to go through (SshTarget.proxy), its fields too each a value or an output. Default: none. */
     proxy?: pulumi.Input<{ [K in keyof SshProxy]: pulumi.Input<SshProxy[K]> }>;
 };
 
