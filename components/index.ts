@@ -56,7 +56,9 @@ export { inventorySchema, gpuSchema, migInstanceSchema, Gpu, GpuInventory, GpuIn
 export { settingsSchema, WORKER_DEFAULTS, SettingsLayer, WorkerSettings, REGISTRATION_TIMEOUT_SECONDS } from "./lib/settings/settings";
 export type { WorkerSettingsLayer } from "./lib/settings/settings-layer.generated";
 export { webSettingsSchema, localDatabaseSchema, externalDatabaseFields } from "./lib/settings/web-settings";
+export type { WebSettingsInput } from "./lib/settings/web-settings.generated";
 export { kubernetesSettingsSchema, tenantSchema } from "./lib/kubernetes/settings";
+export type { KubernetesSettingsInput } from "./lib/kubernetes/settings.generated";
 export { lxdTransportSchema, lxdWebTransportSchema, lxdWorkerTransportSchema, sshJumpHostSchema, sshTransportSchema } from "./lib/settings/transport-schema";
 export { DEFAULT_HOST_STEPS, HOST_STEP_TRANSPORTS, HostStepTransport, hostStepsSchema } from "./lib/host/step-transport";
 export { BUILTIN_PARTITION_TABLES, DEFAULT_PARTITION_TABLE, partitionListSchema, FabricPartition, PartitionTable } from "./lib/fabric/partition-table";

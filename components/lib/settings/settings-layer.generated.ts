@@ -1,5 +1,5 @@
-// Written by `npm run build` (cli/settings-types.ts) from settingsSchema (settings.ts), where each doc and default
-// is written: edit them there. A unit test fails while this file differs from what the schema gives.
+// Written by `npm run build` (cli/settings-types.ts) from settingsSchema, where each doc and default is written:
+// edit them there. A unit test fails while this file differs from what the schema gives.
 import type { z } from "zod";
 import type { SettingsLayer, settingsSchema } from "./settings";
 
