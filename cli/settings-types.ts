@@ -5,7 +5,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
-import { SETTINGS_INTERFACES, settingsInterfaceSource } from "../components/lib/settings/settings-interface";
+import { SETTINGS_INTERFACES, settingsInterfaceSource } from "../stacks/config/settings-types";
 
 for (const spec of SETTINGS_INTERFACES) {
     const file = path.resolve(__dirname, "../..", spec.file);

@@ -12,7 +12,7 @@ import * as ts from "typescript";
 import { z } from "zod";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { fieldDocs } from "../../components/lib/settings/schema-docs";
-import { SETTINGS_INTERFACES, settingsInterfaceSource } from "../../components/lib/settings/settings-interface";
+import { SETTINGS_INTERFACES, settingsInterfaceSource } from "../../stacks/config/settings-types";
 import { settingsSchema } from "../../components/lib/settings/settings";
 import { webSettingsSchema } from "../../components/lib/settings/web-settings";
 import { kubernetesSettingsSchema } from "../../components/lib/kubernetes/settings";

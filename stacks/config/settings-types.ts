@@ -1,5 +1,5 @@
 /**
- * The sources of the `*.generated.ts` settings interfaces: each components' settings schema
+ * The sources of the `*.generated.ts` settings interfaces: each of the components' settings schemas
  * written out as an interface, one field per setting with the schema's doc (`.meta({ description })`)
  * and default as its JSDoc, each field's type read from the schema (`z.input<typeof schema>`), so
  * that an editor and the package's `.d.ts` show a setting's doc where GpuWorkerArgs,
@@ -8,10 +8,8 @@
  * while a file differs. Pure.
  */
 import { z } from "zod";
-import { kubernetesSettingsSchema } from "../kubernetes/settings";
-import { defaultOf, formatDefault, groupOf, metaOf } from "./schema-docs";
-import { settingsSchema } from "./settings";
-import { webSettingsSchema } from "./web-settings";
+import { kubernetesSettingsSchema, settingsSchema, webSettingsSchema } from "../../components";
+import { defaultOf, formatDefault, groupOf, metaOf } from "../../components/program";
 
 /** One generated interface: its file, its name, the schema and where the file imports it from. */
 export interface SettingsInterface {
