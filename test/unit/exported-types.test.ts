@@ -8,6 +8,7 @@
  */
 import * as assert from "assert";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
@@ -25,10 +26,10 @@ function reachableExports(checker: ts.TypeChecker, module: ts.Symbol, seen = new
     return seen;
 }
 
-/** Whether a declaration is the package's own (its dist .d.ts files), not TypeScript's, Node's, zod's or Pulumi's. */
-function inPackage(declaration: ts.Declaration): boolean {
+/** Whether a declaration is the package's own (its .d.ts files under `root`), not TypeScript's, Node's, zod's or Pulumi's. */
+function inPackage(declaration: ts.Declaration, root: string): boolean {
     const file = declaration.getSourceFile().fileName;
-    return file.startsWith(DIST + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);
+    return file.startsWith(root + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);
 }
 
 /** A member no consumer sees: private or protected (the `.d.ts` names no type of it anyway). */
@@ -55,7 +56,7 @@ function namesUsed(declaration: ts.Node): ts.Node[] {
 }
 
 /** Every type or value declared in the package that an exported declaration names but the entry does not export, with the exports that name it. */
-export function unexportedNames(entry: string): Map<string, string[]> {
+export function unexportedNames(entry: string, root = path.dirname(entry)): Map<string, string[]> {
     const program = ts.createProgram([entry], { strict: true, noEmit: true, skipLibCheck: true, types: ["node"] });
     const checker = program.getTypeChecker();
     const module = checker.getSymbolAtLocation(program.getSourceFile(entry)!)!;
@@ -63,13 +64,13 @@ export function unexportedNames(entry: string): Map<string, string[]> {
     const named = new Map<string, Set<string>>();
     for (const symbol of exported) {
         for (const declaration of symbol.declarations ?? []) {
-            if (!inPackage(declaration) || ts.isSourceFile(declaration) || ts.isModuleDeclaration(declaration)) continue;
+            if (!inPackage(declaration, root) || ts.isSourceFile(declaration) || ts.isModuleDeclaration(declaration)) continue;
             for (const name of namesUsed(declaration)) {
                 let used = checker.getSymbolAtLocation(name);
                 if (!used) continue;
                 if (used.flags & ts.SymbolFlags.Alias) used = checker.getAliasedSymbol(used);
                 if (used.flags & ts.SymbolFlags.TypeParameter || exported.has(used)) continue;
-                if (!(used.declarations ?? []).some(inPackage)) continue;
+                if (!(used.declarations ?? []).some((d) => inPackage(d, root))) continue;
                 named.set(used.name, (named.get(used.name) ?? new Set()).add(symbol.name));
             }
         }
@@ -121,7 +122,7 @@ describe("the types the public face names (dist/components/index.d.ts)", functio
     });
 
     it("the walk finds a type left unexported: a public interface naming one of the module's own", () => {
-        const dir = fs.mkdtempSync(path.join(DIST, ".walk-"));
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gw-walk-"));
         try {
             fs.writeFileSync(path.join(dir, "inner.d.ts"), "export interface Hidden { a: string }\nexport interface Shown { b: string }\n");
             fs.writeFileSync(
