@@ -33,7 +33,7 @@ export { lxdConfigKeyProblem } from "./lib/lxd/config-keys";
 export { partitionTable, partitionIdProblem } from "./lib/fabric/partition-table";
 export { onTransport } from "./lib/host/transport";
 // Reference docs read from those schemas (each field's description and default), as the README's tables are written.
-export { fieldDocs, settingsTable, FieldDoc } from "./lib/settings/schema-docs";
+export { fieldDocs, settingsTable, FieldDoc, defaultOf, formatDefault, groupOf, metaOf } from "./lib/settings/schema-docs";
 
 // What is uploaded from this machine as it is (the built binaries, a release by path): hashed once per run, handed to the plans.
 export type { Artifact } from "./lib/host/steps";

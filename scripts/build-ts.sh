@@ -13,4 +13,15 @@ record="$root/dist/tsconfig.tsbuildinfo"
 if [ -f "$record" ] && [ "$root/node_modules/.package-lock.json" -nt "$record" ]; then
   rm -f "$record"
 fi
-exec "$root/node_modules/.bin/tsc" --build "$root/tsconfig.json"
+# The settings' interfaces with each field's doc as JSDoc (components/lib/**/*.generated.ts, what GpuWorkerArgs,
+# ConcourseWebArgs, KubernetesGpuNodesArgs and the package's .d.ts take the docs from) are written from the
+# schemas, the one place a doc is written, by the program just built; where that changed one, or an old one kept
+# tsc from passing (a schema changed under it: tsc emits all the same), tsc compiles again, and that run decides.
+generated() { cat "$root"/components/lib/settings/*.generated.ts "$root"/components/lib/kubernetes/*.generated.ts 2>/dev/null || true; }
+before=$(generated)
+passed=true
+"$root/node_modules/.bin/tsc" --build "$root/tsconfig.json" || passed=false
+node "$root/dist/cli/settings-types.js" >/dev/null
+if [ "$passed" = false ] || [ "$(generated)" != "$before" ]; then
+  "$root/node_modules/.bin/tsc" --build "$root/tsconfig.json"
+fi

@@ -18,7 +18,7 @@ import { SshKeyPair } from "../providers/keys";
 import { LxdInstance } from "../providers/lxd/instance";
 
 /** The schema's input, where a program may pass outputs for the keys K. */
-type WithInputs<T, K extends keyof T> = Omit<T, K> & { [P in keyof Pick<T, K>]: pulumi.Input<T[P]> };
+export type WithInputs<T, K extends keyof T> = Omit<T, K> & { [P in keyof Pick<T, K>]: pulumi.Input<T[P]> };
 
 /** A jump host (sshJumpHostSchema: each field's doc and default are written there), and the key that logs in to it. */
 export type SshJumpHost = WithInputs<z.input<typeof sshJumpHostSchema>, "host" | "port" | "user" | "hostKey"> & {

@@ -9,13 +9,17 @@ import { ProgramCheck, RenderedComponent, stepResourceName } from "../lib/host/s
 import type { PlannedPart } from "../lib/links/link";
 import { SSH_USER_DEFAULT } from "../lib/host/transport-defaults";
 import { CdiSpecCheck } from "../providers/checks/cdi-spec-check";
-import { createHostResources, HostConnection } from "../providers/host/resources";
+import { createHostResources, hostConnection, HostConnectionInput } from "../providers/host/resources";
 import type { HostCommand } from "../providers/host/step-transport";
 
 /** How every host component reaches its host. */
 export interface HostAccessArgs {
-    /** SSH connection to the host: GpuHost's `connection` output, or one of your own. */
-    connection: pulumi.Input<HostConnection>;
+    /**
+     * SSH connection to the host: GpuHost's `connection` output, or one of your own, whose fields
+     * may each be an output (`privateKey: config.requireSecret("sshKey")`).
+     * Example: { host: "10.0.0.7", port: 22, user: "root", privateKey, hostKey: "ssh-ed25519 AAAA... root@gpu-c" }.
+     */
+    connection: pulumi.Input<HostConnectionInput>;
     /** Login user; commands run through `sudo -n` unless it is root. Default: root. */
     user?: string;
     /**
@@ -91,7 +95,7 @@ export abstract class HostStepsComponent extends pulumi.ComponentResource {
         const steps = createHostResources(rendered, {
             parent: this,
             prefix: this.componentName,
-            connection: args.connection,
+            connection: hostConnection(args.connection),
             hostSteps: args.hostSteps ?? DEFAULT_HOST_STEPS,
             user: args.user ?? SSH_USER_DEFAULT,
             dependsOn: [...dependsOnList(this.componentOpts), ...first],

@@ -3,7 +3,9 @@
  * outside this repo, and a small TypeScript program there (a GpuWorker for one SSH host),
  * run once under Pulumi mocks and once as `pulumi preview` through the real engine against
  * a host nobody listens on: by the builtin transport, which needs no plugin, and by the
- * command transport where its plugin is supplied (pending without).
+ * command transport where its plugin is supplied (pending without). Every ```ts example of the
+ * README's section on other repos, exactly as written there, is compiled in the same consumer
+ * project and previewed through the real engine, its config set as the example reads it.
  */
 import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
@@ -12,6 +14,7 @@ import * as path from "path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
+import { ensureKubernetesTools, KUBERNETES_TOOLS_TIMEOUT_MS } from "../support/control-plane";
 import { ensureEngine } from "../support/engine";
 import { makeScratch, scratchName } from "../support/scratch";
 import { pendingWithout } from "../support/supplied";
@@ -20,6 +23,20 @@ import { HOST_KEY, PUB, TSA_KEY } from "../fixtures/ssh-keys/keys";
 /** A package.json of this checkout's (its own, or an installed package's), read when the suite starts, never while mocha loads the file. */
 function packageJson(file: string): { version: string; devDependencies: Record<string, string> } {
     return JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, file), "utf8"));
+}
+
+/** The ```ts blocks of the README's section on using the components from another repo, verbatim. */
+function readmeExamples(): string[] {
+    const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
+    const start = readme.indexOf("## Using the components from another repo");
+    assert.ok(start >= 0, "the README has its section on other repos");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+}
+
+/** The components an example constructs (`new Name(`), as the engine's types end. */
+function constructed(code: string): string[] {
+    return [...new Set([...code.matchAll(/\bnew (\w+)\(/g)].map((m) => m[1]))].filter((name) => name !== "Config");
 }
 
 const PROGRAM = `import * as pulumi from "@pulumi/pulumi";
@@ -59,6 +76,15 @@ const program = require("./dist/index");
 program.tags.apply((tags) => setTimeout(() => console.log(JSON.stringify({ tags, types })), 500));
 `;
 
+/** A kubeconfig of a cluster at an address nobody listens on: what a preview of KubernetesGpuNodes needs of one. */
+const KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters: [{ name: lab, cluster: { server: "https://127.0.0.1:1" } }]
+users: [{ name: admin, user: { token: readme-example } }]
+contexts: [{ name: lab, context: { cluster: lab, user: admin } }]
+current-context: lab
+`;
+
 function npm(cwd: string, args: string[]): string {
     return execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], {
         cwd,
@@ -73,6 +99,8 @@ describe("the npm package, installed by another project", function () {
     const root = scratchName("gw-consumer-");
     const consumer = path.join(root, "consumer");
     let tarball: string;
+    const examples = readmeExamples();
+    const exampleFile = (i: number) => `readme-${i + 1}.ts`;
 
     before(() => {
         makeScratch(root);
@@ -85,6 +113,7 @@ describe("the npm package, installed by another project", function () {
         const typesNode = packageJson("node_modules/@types/node/package.json").version;
         npm(consumer, ["install", "--prefer-offline", tarball, `@pulumi/pulumi@${pulumiVersion}`, `@types/node@${typesNode}`]);
         fs.writeFileSync(path.join(consumer, "index.ts"), PROGRAM);
+        examples.forEach((code, i) => fs.writeFileSync(path.join(consumer, exampleFile(i)), code));
         fs.writeFileSync(
             path.join(consumer, "tsconfig.json"),
             JSON.stringify(
@@ -98,13 +127,15 @@ describe("the npm package, installed by another project", function () {
                         skipLibCheck: true,
                         types: ["node"],
                     },
-                    files: ["index.ts"],
+                    files: ["index.ts", ...examples.map((_, i) => exampleFile(i))],
                 },
                 null,
                 2,
             ),
         );
-        execFileSync(process.execPath, [path.join(PACKAGE_ROOT, "node_modules/typescript/bin/tsc"), "-p", consumer], { encoding: "utf8" });
+        // tsc names each problem by file and line, on stdout: the README's examples among them.
+        const tsc = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "node_modules/typescript/bin/tsc"), "-p", consumer], { encoding: "utf8" });
+        assert.strictEqual(tsc.status, 0, `the consumer's program and the README's examples compile against the package:\n${tsc.stdout}${tsc.stderr}`);
     });
 
     after(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -150,14 +181,16 @@ describe("the npm package, installed by another project", function () {
         }
     });
 
+    /** A stack of the consumer project whose program is `main` (a file of dist/). */
+    async function consumerStack(stackName: string, main: string) {
+        const env = ensureEngine(path.join(root, "state"));
+        fs.writeFileSync(path.join(consumer, "Pulumi.yaml"), `name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: ${main}\n`);
+        return LocalWorkspace.createOrSelectStack({ stackName, workDir: consumer }, { envVars: env });
+    }
+
     /** `pulumi preview` of the consumer's program through the real engine, its host steps by `hostSteps` (unset: the program's builtin); the type of the wrapper's step. */
     async function preview(stackName: string, hostSteps?: "command") {
-        const env = ensureEngine(path.join(root, "state"));
-        fs.writeFileSync(
-            path.join(consumer, "Pulumi.yaml"),
-            "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: false\nmain: dist/index.js\n",
-        );
-        const stack = await LocalWorkspace.createOrSelectStack({ stackName, workDir: consumer }, { envVars: env });
+        const stack = await consumerStack(stackName, "dist/index.js");
         await stack.setConfig("consumer:sshKey", { value: generateOpensshKeyPair("consumer").privateKeyOpenssh, secret: true });
         // The host key as its .pub file holds it, comment and all.
         await stack.setConfig("consumer:hostKey", { value: PUB.ed25519.trim() });
@@ -186,4 +219,46 @@ describe("the npm package, installed by another project", function () {
         pendingWithout(this, "command-plugin");
         assert.strictEqual(await preview("preview-command", "command"), "command:remote:Command");
     });
+
+    it("the README's section on other repos has its examples: the components alone, one with a connection of its own, a GpuWorker, KubernetesGpuNodes", () => {
+        assert.deepStrictEqual(
+            examples.map((code) => constructed(code).join(" ")),
+            ["GpuHost GpuDriver RuncWrapper", "RuncWrapper", "GpuWorker", "KubernetesGpuNodes"],
+        );
+    });
+
+    examples.forEach((code, i) =>
+        it(`the README's example ${i + 1} (${constructed(code).join(", ")}), as written: pulumi preview through the real engine`, async function () {
+            if (code.includes("KubernetesGpuNodes")) {
+                // @pulumi/kubernetes's resources need its plugin (built and cached as the Kubernetes tests build it), and no cluster to preview.
+                this.timeout(KUBERNETES_TOOLS_TIMEOUT_MS);
+                process.env.PATH = `${ensureKubernetesTools().bin}:${process.env.PATH}`;
+            }
+            const stack = await consumerStack(`readme-${i + 1}`, `dist/${exampleFile(i).replace(/\.ts$/, ".js")}`);
+            // The config each example reads, in the forms it takes: real keys, a kubeconfig naming a cluster nobody serves.
+            const values: Record<string, { value: string; secret?: boolean }> = {
+                sshKey: { value: generateOpensshKeyPair("readme").privateKeyOpenssh, secret: true },
+                hostKey: { value: PUB.ed25519.trim() },
+                tsaPublicKey: { value: PUB.rsa3072.trim() },
+                concourseSha256: { value: "0".repeat(64) },
+                kubeconfig: { value: KUBECONFIG, secret: true },
+            };
+            for (const [key, value] of Object.entries(values)) if (code.includes(`"${key}"`)) await stack.setConfig(`consumer:${key}`, value);
+            const types: string[] = [];
+            const result = await stack.preview({
+                onEvent: (e) => {
+                    const m = e.resourcePreEvent?.metadata;
+                    if (m) types.push(m.type);
+                },
+            });
+            for (const name of constructed(code)) {
+                assert.ok(
+                    types.some((t) => t.endsWith(`:${name}`)),
+                    `the preview has a ${name}: ${[...new Set(types)].join(", ")}`,
+                );
+            }
+            assert.ok((result.changeSummary.create ?? 0) > 1, JSON.stringify(result.changeSummary));
+            assert.ok(!types.some((t) => t.startsWith("command:")), "no step needs the Command provider's plugin");
+        }),
+    );
 });

@@ -12,17 +12,15 @@ import * as pulumi from "@pulumi/pulumi";
 import * as ts from "typescript";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { RUNC_REAL_PATH } from "../../components/lib/links/runc-wrapper/render";
-import { GraphRecorder, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
+import { GraphRecorder, HOST_COMMAND_TYPES, recordGraph, RecordedResource, settle } from "../support/pulumi-graph";
 import { PUB } from "../fixtures/ssh-keys/keys";
-
-const HOST_COMMAND = "command:remote:Command";
 
 /** The README's ```ts block that builds a RuncWrapper by itself. */
 function componentsExample(): string {
     const readme = fs.readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
         .map((m) => m[1])
-        .filter((code) => code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
+        .filter((code) => code.includes("new GpuHost(") && code.includes("new RuncWrapper(") && !code.includes("new GpuWorker("));
     assert.strictEqual(blocks.length, 1, "the README has one example of the components used alone");
     return blocks[0];
 }
@@ -42,8 +40,8 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
     let project: string;
     let graph: GraphRecorder;
     const component = (type: string, name: string) => graph.resources.find((r) => r.type === type && r.name === name);
-    /** The host commands (files and steps) a component made. */
-    const children = (parent: RecordedResource) => graph.resources.filter((r) => r.parent === parent.urn && r.type === HOST_COMMAND);
+    /** The host commands (files and steps) a component made, by whichever transport the example chose. */
+    const children = (parent: RecordedResource) => graph.resources.filter((r) => r.parent === parent.urn && HOST_COMMAND_TYPES.includes(r.type));
 
     before(async () => {
         project = consumerProject(componentsExample());
@@ -103,6 +101,12 @@ describe("the README's components-alone example (tsc, then Pulumi mocks)", funct
         assert.deepStrictEqual(body.writableSuffixes, ["_rw"]);
         assert.strictEqual(body.realRuntime, RUNC_REAL_PATH, "no toolkit on an AMD host: the wrapper hands containers to runc");
         assert.strictEqual(body.allowPrivileged, false);
+    });
+
+    it("its host steps run by the program's own SSH client, as the README's hostSteps says: no plugin to install", () => {
+        const commands = graph.resources.filter((r) => HOST_COMMAND_TYPES.includes(r.type));
+        assert.ok(commands.length > 0);
+        assert.deepStrictEqual([...new Set(commands.map((r) => r.type))], ["pulumi-nodejs:dynamic/gpu-workers:SshCommand"]);
     });
 
     it("each component's host commands wait for the one before", () => {

@@ -16,6 +16,7 @@ import { lxdWebTransportSchema, planTransport, sshPlanSchema } from "../../lib/s
 import { planWebHost, WebPlan, WebSpec } from "../../lib/plan/web-plan";
 import type { SshHostShape } from "../../lib/settings/worker-spec";
 import { externalDatabaseFields, localDatabaseSchema, webSettingsSchema } from "../../lib/settings/web-settings";
+import type { WebSettingsInput } from "../../lib/settings/web-settings.generated";
 import type { HostConnection } from "../../providers/host/resources";
 import { GeneratedSecret } from "../../providers/keys";
 import { LxdServerArg, reachHost, SshHostTransport } from "../host-access";
@@ -57,9 +58,10 @@ export type ConcourseWebDatabase =
 /**
  * ConcourseWeb's arguments: the host, the release, and the web's settings, which are
  * webSettingsSchema's (components/lib/settings/web-settings.ts: each field's doc and default are
- * written there, once), plus HTTPS and the database with their secrets.
+ * written there, once, and reach each field here as its JSDoc through WebSettingsInput, which the
+ * build writes from the schema), plus HTTPS and the database with their secrets.
  */
-export interface ConcourseWebArgs extends z.input<typeof webSettingsSchema> {
+export interface ConcourseWebArgs extends WebSettingsInput {
     /** Exactly one of ssh (a machine) or lxd (an instance this component creates). */
     transport: Transport<SshHostTransport, LxdWebTransport>;
     /** What runs the web's host steps, and the admission steps of its workers: "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */

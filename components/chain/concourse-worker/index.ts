@@ -9,7 +9,7 @@ import { CONCOURSE_PATHS, ConcourseWorkerSettings, renderConcourseWorker, tsaPub
 import { LOCAL_ARTIFACTS } from "../artifacts";
 import { admissionPrefix, renderAuthorizedWorkerKeys, renderWorkerAdmission, workerKeyPath } from "../../lib/render/concourse-web";
 import { WorkerRegistration } from "../../providers/checks/worker-registration";
-import { createHostResources } from "../../providers/host/resources";
+import { createHostResources, hostConnection } from "../../providers/host/resources";
 import { GeneratedSecret, publicKeyOfPrivateKey } from "../../providers/keys";
 import type { WebAdmission } from "../concourse-web";
 
@@ -112,7 +112,7 @@ export class ConcourseWorker extends HostStepsComponent {
                             api: pulumi
                                 .all([args.webPassword, args.webCa])
                                 .apply(([password, ca]) => ({ url: check.url, username: check.username, password, ...(ca ? { ca } : {}) })),
-                            connection: args.connection,
+                            connection: hostConnection(args.connection),
                             converged: after.stdout,
                         },
                         checkOpts,

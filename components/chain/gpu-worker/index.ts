@@ -6,7 +6,8 @@ import { onTransport, Transport } from "../../lib/host/transport";
 import { chainDriftCheck } from "../../lib/plan/chain";
 import type { LinkComponent } from "../../lib/links/table";
 import { HostPlan, planHost, PlannedLink } from "../../lib/plan/host-plan";
-import { parseSettings, REGISTRATION_TIMEOUT_SECONDS, SettingsLayer, WorkerSettings } from "../../lib/settings/settings";
+import { parseSettings, REGISTRATION_TIMEOUT_SECONDS, WorkerSettings } from "../../lib/settings/settings";
+import type { WorkerSettingsLayer } from "../../lib/settings/settings-layer.generated";
 import { lxdWorkerTransportSchema, planTransport, sshPlanSchema } from "../../lib/settings/transport-schema";
 import { jobMappingAndFoldersProblem, workDirAndDatasetsProblem } from "../../lib/settings/value-patterns";
 import type { HostShape, WorkerFabricPartition, WorkerSpec } from "../../lib/settings/worker-spec";
@@ -34,9 +35,10 @@ export type GpuWorkerLxdTransport = z.input<typeof lxdWorkerTransportSchema> & L
 /**
  * GpuWorker's arguments: the host (transport, inventory) and the worker's settings, which are
  * the settings schema's (components/lib/settings/settings.ts: each field's doc and default are
- * written there, once), plus what only a program can pass (outputs, secrets, the web).
+ * written there, once, and reach each field here as its JSDoc through WorkerSettingsLayer, which
+ * the build writes from the schema), plus what only a program can pass (outputs, secrets, the web).
  */
-export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
+export interface GpuWorkerArgs extends Omit<WorkerSettingsLayer, "concourse"> {
     /** Exactly one of ssh (a machine) or lxd (an instance this worker creates). */
     transport: Transport<SshHostTransport, GpuWorkerLxdTransport>;
     /** What runs every host step of the worker: "command" or "builtin" (HostAccessArgs.hostSteps). Default: DEFAULT_HOST_STEPS. */
@@ -44,7 +46,7 @@ export interface GpuWorkerArgs extends Omit<SettingsLayer, "concourse"> {
     /** The declared GPU inventory (inventorySchema.parse(...)); `npm run discover` prints it for a host. */
     inventory: GpuInventory;
     /** The Concourse worker's settings (the schema's `concourse`), with keys, password and web that only a program has. */
-    concourse?: Omit<NonNullable<SettingsLayer["concourse"]>, "tsaPublicKey"> & {
+    concourse?: Omit<NonNullable<WorkerSettingsLayer["concourse"]>, "tsaPublicKey"> & {
         /** The TSA's host key, as the schema's `concourse.tsaPublicKey` (its `.pub` line); an output works too. Example: "ssh-rsa AAAA... concourse-tsa". Required for the worker (or give `web`). */
         tsaPublicKey?: pulumi.Input<string>;
         /** The worker's TSA private key: an RSA key in PEM (`concourse generate-key -t ssh`), the only kind Concourse reads; generated when absent. Pass a secret. */

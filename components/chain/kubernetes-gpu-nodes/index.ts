@@ -7,17 +7,18 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { z } from "zod";
 import { GpuNodeTerms, KubeObject, planCluster, PlannedObject } from "../../lib/kubernetes/objects";
 import { kubernetesSettingsSchema } from "../../lib/kubernetes/settings";
+import type { KubernetesSettingsInput } from "../../lib/kubernetes/settings.generated";
 import { WORKER_DEFAULTS } from "../../lib/settings/settings";
 
 /**
  * KubernetesGpuNodes' arguments: the cluster, its GPU nodes, and the settings of
  * kubernetesSettingsSchema (components/lib/kubernetes/settings.ts: each field's doc and
- * default are written there, once).
+ * default are written there, once, and reach each field here as its JSDoc through
+ * KubernetesSettingsInput, which the build writes from the schema).
  */
-export interface KubernetesGpuNodesArgs extends z.input<typeof kubernetesSettingsSchema> {
+export interface KubernetesGpuNodesArgs extends KubernetesSettingsInput {
     /** The cluster's kubeconfig (its text). Pass a secret. */
     kubeconfig: pulumi.Input<string>;
     /** The GPU hosts that are nodes of the cluster, each with its node name and GPU inventory. */

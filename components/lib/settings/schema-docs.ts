@@ -30,7 +30,7 @@ function layers(schema: z.ZodType): z.ZodType[] {
 }
 
 /** The metadata of a field, from whichever of its wrappers carries it. */
-function metaOf(schema: z.ZodType): { description?: string; defaultText?: string } {
+export function metaOf(schema: z.ZodType): { description?: string; defaultText?: string } {
     const out: { description?: string; defaultText?: string } = {};
     for (const s of layers(schema)) {
         const meta = s.meta();
@@ -48,7 +48,7 @@ export function defaultOf(schema: z.ZodType): { value: unknown } | undefined {
 }
 
 /** The object schema of a group of settings (not an optional object, which is one value as a whole). */
-function groupOf(schema: z.ZodType): z.ZodObject | undefined {
+export function groupOf(schema: z.ZodType): z.ZodObject | undefined {
     return schema instanceof z.ZodObject ? schema : undefined;
 }
 

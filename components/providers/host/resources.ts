@@ -27,11 +27,25 @@ import {
 import type { HostStepTransport } from "../../lib/host/step-transport";
 import { placeOnce } from "../../lib/plan/place-files";
 import { machineOf } from "./command-connection";
-import type { SshTarget } from "./ssh";
+import type { SshProxy, SshTarget } from "./ssh";
 import { HostCommand, StepTransport, stepTransport } from "./step-transport";
 
 /** How to reach a host over SSH: address, port, user, private key, pinned host key. */
 export type HostConnection = SshTarget;
+
+/**
+ * A HostConnection as a program gives one: GpuHost's `connection` output, or an object of its
+ * own whose fields may each be an output (a key from `config.requireSecret`), its jump host's too.
+ */
+export type HostConnectionInput = { [K in keyof Omit<HostConnection, "proxy">]: pulumi.Input<HostConnection[K]> } & {
+    /** The jump host to go through (SshTarget.proxy), its fields too each a value or an output. Default: none. */
+    proxy?: pulumi.Input<{ [K in keyof SshProxy]: pulumi.Input<SshProxy[K]> }>;
+};
+
+/** One output of the whole connection, each field resolved (a secret field keeps the whole secret). */
+export function hostConnection(connection: pulumi.Input<HostConnectionInput>): pulumi.Output<HostConnection> {
+    return pulumi.output(connection);
+}
 
 export interface HostResourceOptions {
     /** Parent component; children are named from its name. */

@@ -19,18 +19,27 @@ import { isHostAddress, POSIX_USER } from "../../lib/settings/value-patterns";
 
 /** A jump host (bastion) the connection to the target goes through, with its own login and pinned key. */
 export interface SshProxy {
+    /** The jump host's address as this program reaches it: a DNS name or an IP address. */
     host: string;
+    /** Its SSH port. Example: 22. */
     port: number;
+    /** The user that logs in to the jump host (a POSIX name). */
     user: string;
+    /** That user's OpenSSH private key; keep it a Pulumi secret. */
     privateKey: string;
     /** "ssh-ed25519 AAAA... comment": the public key line (ssh-public-key.ts). */
     hostKey: string;
 }
 
+/** How the program reaches a host over SSH (HostConnection). */
 export interface SshTarget {
+    /** The host's address: a DNS name or an IP address (as the jump host sees it, with `proxy`). Example: "10.0.0.7". */
     host: string;
+    /** Its SSH port. Example: 22. */
     port: number;
+    /** The user that logs in (a POSIX name); commands run through `sudo -n` unless it is root. Example: "root". */
     user: string;
+    /** That user's OpenSSH private key; keep it a Pulumi secret (`config.requireSecret`). */
     privateKey: string;
     /** "ssh-ed25519 AAAA... comment": the public key line (ssh-public-key.ts). */
     hostKey: string;
