@@ -20,7 +20,7 @@ export interface WorkerSettingsLayer {
      */
     verify?: {
         /**
-         * inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))
+         * inventory fields whose differences only warn: vendor, count, model, memory, uuid, pci, module, integrated, gfx, render, card, kernel-driver, pci-device, mig, nvswitches, tegra, driver, compute, cuda ([docs/discovery.md](docs/discovery.md))
          *
          * Default: `[]`.
          */
