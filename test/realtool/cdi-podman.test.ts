@@ -15,7 +15,9 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { renderIntelCdiSpec } from "../../components/lib/cdi/intel-spec";
 import { renderCdiSpec } from "../../components/lib/cdi/render";
+import { inventorySchema } from "../../components/lib/gpu/inventory";
 import { CdiSpecError, validateCdiSpec } from "../../components/lib/cdi/schema";
 import { CDI_CHECK_BUILD_OUTPUT } from "../../components/lib/links/container-toolkit/render";
 import { ensureCommands } from "../support/tools";
@@ -282,6 +284,62 @@ describe("CDI specs in a real consumer (podman)", function () {
             assert.strictEqual(library, bad.library ?? "refused", `${bad.name}: cdi-check ${library}: ${librarySaid}`);
         }
         console.log(table.join("\n"));
+    });
+
+    it("applies the intel.com/gpu spec rendered from an Intel inventory: the asked GPU's card and render nodes and its by-path links, no other GPU's", () => {
+        // Nodes of this test's own in the host's /dev/dri, with /dev/null's numbers, and their by-path links.
+        const gpus = [0, 1].map((i) => ({ card: `card${80 + i}`, render: `renderD${180 + i}`, address: `0000:8${i}:00.0` }));
+        const made: string[] = [];
+        const madeDri = !fs.existsSync("/dev/dri");
+        fs.mkdirSync("/dev/dri/by-path", { recursive: true });
+        try {
+            for (const g of gpus) {
+                for (const n of [g.card, g.render]) {
+                    execFileSync("mknod", ["-m", "0660", `/dev/dri/${n}`, "c", "1", "3"]);
+                    made.push(`/dev/dri/${n}`);
+                }
+                for (const [what, node] of [
+                    ["card", g.card],
+                    ["render", g.render],
+                ]) {
+                    fs.symlinkSync(`../${node}`, `/dev/dri/by-path/pci-${g.address}-${what}`);
+                    made.push(`/dev/dri/by-path/pci-${g.address}-${what}`);
+                }
+            }
+            const inventory = inventorySchema.parse({
+                vendor: "intel",
+                gpus: gpus.map((g, index) => ({
+                    index,
+                    model: "Intel Arc A770",
+                    memoryMiB: 16384,
+                    pciBusId: g.address,
+                    cardNode: g.card,
+                    renderNode: g.render,
+                    driver: "xe",
+                    pciDeviceId: "0x56a0",
+                })),
+            });
+            writeSpec("intel.json", renderIntelCdiSpec(inventory.gpus));
+            const r = runWith(
+                ["intel.com/gpu=card81"],
+                'stat -c "%n %F %t:%T" /dev/dri/card81 /dev/dri/renderD181 /dev/dri/by-path/pci-0000:81:00.0-card /dev/dri/by-path/pci-0000:81:00.0-render; ls /dev/dri',
+            );
+            assert.strictEqual(r.status, 0, r.stderr);
+            const nul = hostDevice("/dev/null");
+            assert.deepStrictEqual(r.stdout.trim().split("\n"), [
+                `/dev/dri/card81 character special file ${nul}`,
+                `/dev/dri/renderD181 character special file ${nul}`,
+                `/dev/dri/by-path/pci-0000:81:00.0-card character special file ${nul}`,
+                `/dev/dri/by-path/pci-0000:81:00.0-render character special file ${nul}`,
+                "by-path",
+                "card81",
+                "renderD181",
+            ]);
+        } finally {
+            for (const f of made.reverse()) fs.rmSync(f, { force: true });
+            if (fs.existsSync("/dev/dri/by-path") && fs.readdirSync("/dev/dri/by-path").length === 0) fs.rmdirSync("/dev/dri/by-path");
+            if (madeDri && fs.existsSync("/dev/dri") && fs.readdirSync("/dev/dri").length === 0) fs.rmdirSync("/dev/dri");
+        }
     });
 
     it("kind rules: podman refuses a kind without a class; it accepts '_' in the vendor, which SPEC.md's DNS-subdomain rule forbids", () => {

@@ -3,9 +3,8 @@
  * settings (the GPUs, the replicas, the thread share, the worker unit) flow into the rendered
  * config and the template unit, whose paths are the ones components/lib/gpu/mps.ts names (the
  * wrapper's settings hand a holder the same); it sits after the wrapper and before the validator
- * and the worker; used alone it plans from the user's terms and refuses what MPS cannot serve.
- * The whole-worker cases plan mode mps through planAllocation, which refuses it until the plan's
- * half of MPS lands (MPS_SUPPORTED): they are written for then.
+ * and the worker; used alone it plans from the user's terms and refuses what MPS cannot serve;
+ * the whole-worker cases plan mode mps through the GPU plan.
  */
 import * as assert from "assert";
 import { GpuMps } from "../../components/chain/gpu-mps";

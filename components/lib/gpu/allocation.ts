@@ -62,7 +62,7 @@ export interface UnitMount {
 }
 
 /** Per vendor, the variable that names a holder's units to the GPU runtime. */
-const VISIBLE_ENV = { nvidia: "NVIDIA_VISIBLE_DEVICES", amd: "AMD_VISIBLE_DEVICES", intel: "" } as const;
+const VISIBLE_ENV: Record<Exclude<GpuInventory["vendor"], "none">, GpuAllocation["visibleEnv"]> = { nvidia: "NVIDIA_VISIBLE_DEVICES", amd: "AMD_VISIBLE_DEVICES", intel: "" };
 
 /** The worker's allocation, mode `all` excepted. */
 export interface GpuAllocation {
@@ -75,7 +75,7 @@ export interface GpuAllocation {
     /** How long a create waits for free units, in seconds. */
     waitSeconds: number;
     /** The variable that names a holder's units ("": none, Intel's: a holder has its units' nodes and no others). */
-    visibleEnv: (typeof VISIBLE_ENV)[keyof typeof VISIBLE_ENV];
+    visibleEnv: "NVIDIA_VISIBLE_DEVICES" | "AMD_VISIBLE_DEVICES" | "";
     /** Set only in a container holding at least one unit. */
     holderEnv: Record<string, string>;
     /** Nodes every holder gets. */
