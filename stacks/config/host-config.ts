@@ -286,7 +286,8 @@ function roleProblems(raw: Record<string, unknown>, prefix: string, entry: HostE
 export function toolkitProblems(hosts: ParsedHost[]): string[] {
     return hosts.flatMap(({ entry, settings: s, reported }, i) => {
         // Intel has no toolkit (its plan refuses a version).
-        if (!entry?.inventory || !s || entry.inventory.vendor === "none" || entry.inventory.vendor === "intel" || covered("toolkit.version", reported)) return [];
+        if (!entry?.inventory || !s || entry.inventory.vendor === "none" || entry.inventory.vendor === "intel" || covered("toolkit.version", reported))
+            return [];
         const version = toolkitVersion(entry.inventory.vendor, s.toolkit.version);
         if (version === "preinstalled") return [];
         return toolkitVersionProblems(entry.inventory.vendor, version).map((p) => `hosts[${i}].toolkit.version: ${p}`);

@@ -19,7 +19,12 @@ export function renderIntelCdiSpec(gpus: readonly Gpu[]): string {
             return {
                 name: g.cardNode ?? `card${g.index}`,
                 deviceNodes: intelNodes(g).map((node) => ({ path: node, hostPath: node, type: "c" as const })),
-                mounts: ["card", "render"].map((what) => ({ hostPath: `${byPath}-${what}`, containerPath: `${byPath}-${what}`, type: "none", options: ["bind", "rw"] })),
+                mounts: ["card", "render"].map((what) => ({
+                    hostPath: `${byPath}-${what}`,
+                    containerPath: `${byPath}-${what}`,
+                    type: "none",
+                    options: ["bind", "rw"],
+                })),
             };
         });
     return renderCdiSpec({ kind: INTEL_CDI_KIND, devices, format: "json" });

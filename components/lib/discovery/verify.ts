@@ -178,14 +178,16 @@ function compareGpu(path: string, d: Gpu, f: FoundGpu, vendor: GpuInventory["ven
 
 /** An Intel GPU's nodes (what a container gets), kernel driver (its tags) and device id, each as sysfs has it. */
 function compareIntel(path: string, d: Gpu, f: FoundGpu, out: Collector): void {
-    const fields: [keyof Gpu, VerifyField, string][] = [
+    const fields: ["cardNode" | "renderNode" | "driver" | "pciDeviceId", VerifyField, string][] = [
         ["cardNode", "card", "card node"],
         ["renderNode", "render", "render node"],
         ["driver", "kernel-driver", "driver"],
         ["pciDeviceId", "pci-device", "PCI device id"],
     ];
     for (const [key, field, what] of fields) {
-        if (d[key] !== undefined && f[key] !== undefined && d[key] !== f[key]) out.add(field, `${path}: declared ${what} ${String(d[key])}, found ${String(f[key])}`);
+        const declared = d[key];
+        const seen = f[key];
+        if (declared !== undefined && seen !== undefined && declared !== seen) out.add(field, `${path}: declared ${what} ${declared}, found ${seen}`);
     }
 }
 

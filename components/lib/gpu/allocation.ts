@@ -62,7 +62,11 @@ export interface UnitMount {
 }
 
 /** Per vendor, the variable that names a holder's units to the GPU runtime. */
-const VISIBLE_ENV: Record<Exclude<GpuInventory["vendor"], "none">, GpuAllocation["visibleEnv"]> = { nvidia: "NVIDIA_VISIBLE_DEVICES", amd: "AMD_VISIBLE_DEVICES", intel: "" };
+const VISIBLE_ENV: Record<Exclude<GpuInventory["vendor"], "none">, GpuAllocation["visibleEnv"]> = {
+    nvidia: "NVIDIA_VISIBLE_DEVICES",
+    amd: "AMD_VISIBLE_DEVICES",
+    intel: "",
+};
 
 /** The worker's allocation, mode `all` excepted. */
 export interface GpuAllocation {

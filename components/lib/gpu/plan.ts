@@ -166,8 +166,6 @@ function nvidiaDeviceNames(selected: Gpu[]): string[] {
     return selected.flatMap((g) => (g.mig.length > 0 ? [...g.mig].sort((a, b) => a.index - b.index).map((m) => `${g.index}:${m.index}`) : [`${g.index}`]));
 }
 
-
-
 function computedTags(
     inventory: GpuInventory,
     selected: Gpu[],

@@ -38,7 +38,10 @@ export function planContainerToolkit(
     const driverVersion = terms.driverVersion ?? builtin(WORKER_DEFAULTS.driver?.version, "driver.version");
     if (vendor === "intel") {
         if (terms.version !== undefined && terms.version !== "preinstalled")
-            throw new PlanError("toolkit.version", `${terms.version}: Intel has no container toolkit to install (its CDI spec is rendered here): leave it out, or set preinstalled on this host`);
+            throw new PlanError(
+                "toolkit.version",
+                `${terms.version}: Intel has no container toolkit to install (its CDI spec is rendered here): leave it out, or set preinstalled on this host`,
+            );
         const base = { vendor, version: "preinstalled", cdi, tegra: false, cdiDevices: plan.cdiDevices, realRuntime: RUNC_REAL_PATH, driverVersion };
         return { ...base, checkerBinary: terms.checkerBinary, intelGpus: terms.inventory.gpus };
     }
@@ -78,6 +81,7 @@ export function toolkitTerms(host: WorkerSpec): ContainerToolkitTerms & { checke
 export const containerToolkitLink: LinkDef<ContainerToolkitSettings> = {
     suffix: "toolkit",
     // Intel without CDI has nothing here: no toolkit to install, and no spec.
-    plan: (host, gpus) => (gpus.vendor === "none" || (gpus.vendor === "intel" && !host.toolkit.cdi) ? undefined : planContainerToolkit(toolkitTerms(host), gpus)),
+    plan: (host, gpus) =>
+        gpus.vendor === "none" || (gpus.vendor === "intel" && !host.toolkit.cdi) ? undefined : planContainerToolkit(toolkitTerms(host), gpus),
     render: renderContainerToolkit,
 };

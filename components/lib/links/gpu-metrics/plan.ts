@@ -21,7 +21,8 @@ export function planGpuMetrics(terms: GpuMetricsTerms, plan: WorkerGpuPlan = con
     const vendor = terms.inventory.vendor;
     if (vendor === "none") throw new Error("GPU metrics: the inventory's vendor is none; a worker without GPUs has no GPU metrics");
     // The collector asks nvidia-smi or amd-smi; Intel's (xpu-smi) it does not ask yet.
-    if (vendor === "intel") throw new PlanError("metrics.nodeExporter", "GPU metrics of Intel GPUs are not collected yet (NVIDIA and AMD only); set it false on this host");
+    if (vendor === "intel")
+        throw new PlanError("metrics.nodeExporter", "GPU metrics of Intel GPUs are not collected yet (NVIDIA and AMD only); set it false on this host");
     return {
         vendor,
         gpus: [...new Set(plan.selected.map((g) => g.index))],
