@@ -38,9 +38,11 @@ fi
 # The loaded driver's version, or nothing when no driver is loaded.
 running_version() {
   if [ "$vendor" = intel ]; then
+    local module loaded=""
     for module in i915 xe; do
-      [ -d "$ROOT/sys/module/$module" ] && echo "$module"
-    done | paste -sd, -
+      [ -d "$ROOT/sys/module/$module" ] && loaded="${loaded:+$loaded,}$module"
+    done
+    [ -z "$loaded" ] || echo "$loaded"
   elif [ "$vendor" = nvidia ]; then
     if [ -r "$ROOT/proc/driver/nvidia/version" ]; then
       # "... x86_64 Kernel Module  550.54.15 ..." or "... Open Kernel Module for x86_64  560.35.03 ..."

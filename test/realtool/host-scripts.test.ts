@@ -349,9 +349,32 @@ describe("host step scripts (real bash, fake package and service tools)", () => 
             assert.deepStrictEqual(h.calls(), []);
         });
 
+        it("Intel preinstalled needs the i915 or xe module and /dev/dri; a pin is refused (the drivers are the kernel's)", () => {
+            const h = new FakeHost("drv-intel");
+            const missing =
+                /expected a preinstalled intel driver, but none is loaded \(neither the i915 nor the xe module is loaded, or \/dev\/dri is missing\)/;
+            h.fails("gpu-driver.sh", pinned("preinstalled", "intel"), missing);
+            h.put("sys/module/xe/version", "1\n");
+            h.fails("gpu-driver.sh", pinned("preinstalled", "intel"), missing);
+            h.put("dev/dri/renderD128");
+            assert.match(h.ok("gpu-driver.sh", pinned("preinstalled", "intel")).stdout, /intel driver xe is present/);
+            h.put("sys/module/i915/version", "1\n");
+            assert.match(h.ok("gpu-driver.sh", pinned("preinstalled", "intel")).stdout, /intel driver i915,xe is present/);
+            h.fails(
+                "gpu-driver.sh",
+                pinned("6.8", "intel"),
+                /Intel's GPU drivers \(i915, xe\) come with the kernel: only --version preinstalled \(got '6\.8'\)/,
+            );
+            assert.deepStrictEqual(h.calls(), []);
+        });
+
         it("rejects a vendor it does not know and a missing --version", () => {
             const h = new FakeHost("drv-args");
-            h.fails("gpu-driver.sh", ["ensure", "--vendor", "intel", "--version", "preinstalled"], /--vendor must be nvidia or amd \(got 'intel'\)/);
+            h.fails(
+                "gpu-driver.sh",
+                ["ensure", "--vendor", "qualcomm", "--version", "preinstalled"],
+                /--vendor must be nvidia, amd or intel \(got 'qualcomm'\)/,
+            );
             h.fails("gpu-driver.sh", ["ensure", "--vendor", "nvidia"], /--version is required/);
         });
     });

@@ -1,1 +1,1 @@
-host script host/gpu-driver.sh, sha256 b61f0aba00f709e95ab487807edd9b27d9dea2d0efde21b412ffd8028ebbd735
+host script host/gpu-driver.sh, sha256 6d710c1bbcc1636cb3c1d0dbf0ea2b6285c6fceffc4a3971b415a41f6588cdd4
