@@ -240,3 +240,28 @@ func TestUnitMountsComeLast(t *testing.T) {
 		t.Errorf("mounts %+v", got.Mounts)
 	}
 }
+
+// Intel's units: no variable names them (visibleEnv and each visible empty, both or neither), and a holder gets its nodes only.
+func TestUnitsNamedByNoVariable(t *testing.T) {
+	intel := `{"mode":"exclusive","perTask":1,"replicas":1,"waitSeconds":0,"visibleEnv":"","holderEnv":{},"holderDeviceNodes":[],
+"units":[{"id":"0","gpu":"0","visible":"","deviceNodes":["/dev/dri/card0","/dev/dri/renderD128"],"gpuNodes":["/dev/dri/card0","/dev/dri/renderD128"]}]}`
+	s, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","allocation":`+intel+`}`, 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, unset := s.Allocation.holderEdits(&settings{UnsetEnv: []string{"NVIDIA_VISIBLE_DEVICES"}}, s.Allocation.Units)
+	if len(env) != 0 || strings.Join(unset, " ") != "NVIDIA_VISIBLE_DEVICES" {
+		t.Errorf("holder: %v unset %v (no variable set)", env, unset)
+	}
+	if got := strings.Join(s.Allocation.heldDeviceNodes(s.Allocation.Units), " "); got != "/dev/dri/card0 /dev/dri/renderD128" {
+		t.Errorf("device nodes %s", got)
+	}
+	for _, bad := range []string{
+		strings.Replace(intel, `"visible":""`, `"visible":"0"`, 1),
+		strings.Replace(intel, `"visibleEnv":""`, `"visibleEnv":"NVIDIA_VISIBLE_DEVICES"`, 1),
+	} {
+		if _, err := loadSettings(writeSettings(t, `{"realRuntime":"/r","allocation":`+bad+`}`, 0o644)); err == nil || !strings.Contains(err.Error(), "empty exactly when visibleEnv is") {
+			t.Errorf("visible and visibleEnv disagree: %v", err)
+		}
+	}
+}
