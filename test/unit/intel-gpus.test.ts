@@ -17,7 +17,8 @@ import { CDI_SPEC_PATHS } from "../../components/lib/links/container-toolkit/ren
 import { planGpuDriver } from "../../components/lib/links/gpu-driver/plan";
 import { planGpuHealth } from "../../components/lib/links/gpu-health/plan";
 import { planGpuMetrics } from "../../components/lib/links/gpu-metrics/plan";
-import { WRAPPER_CONFIG_PATH } from "../../components/lib/links/runc-wrapper/render";
+import { planRuncWrapper } from "../../components/lib/links/runc-wrapper/plan";
+import { renderWrapperConfig, WRAPPER_CONFIG_PATH } from "../../components/lib/links/runc-wrapper/render";
 import { planHost } from "../../components/lib/plan/host-plan";
 import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 import { INTEL_FLEX_170_X2 } from "../fixtures/stacks/inventories";
@@ -107,6 +108,19 @@ describe("Intel GPUs", () => {
             () => plan({ allocation: { mode: "mps", perTask: 1, waitSeconds: 60 } }),
             /MPS is NVIDIA's; an INTEL worker shares its GPUs with timeSlice/,
         );
+    });
+
+    it("the wrapper's settings refuse a unit named by a value where no variable names units, and the other way round", () => {
+        const settings = planRuncWrapper({
+            inventory,
+            allocation: { mode: "exclusive" },
+            wrapperBinary: { path: "/nonexistent", sha256: "0".repeat(64) },
+        });
+        assert.doesNotThrow(() => renderWrapperConfig(settings));
+        const named = { ...settings.allocation!, units: settings.allocation!.units.map((u) => ({ ...u, visible: u.id })) };
+        assert.throws(() => renderWrapperConfig({ ...settings, allocation: named }), /units\.0\.visible: empty exactly when visibleEnv is/);
+        const variable = { ...settings.allocation!, visibleEnv: "AMD_VISIBLE_DEVICES" as const };
+        assert.throws(() => renderWrapperConfig({ ...settings, allocation: variable }), /units\.0\.visible: empty exactly when visibleEnv is/);
     });
 
     it("the intel.com/gpu CDI spec: a device per GPU by card name, its nodes and its by-path links, valid by the project's CDI rules", () => {
