@@ -35,11 +35,12 @@ type allocation struct {
 
 // allocUnit is a selected GPU, or one MIG instance of one.
 type allocUnit struct {
-	ID          string   `json:"id"`
-	Gpu         string   `json:"gpu"`
-	Visible     string   `json:"visible"`
-	DeviceNodes []string `json:"deviceNodes"`
-	GpuNodes    []string `json:"gpuNodes"`
+	ID          string       `json:"id"`
+	Gpu         string       `json:"gpu"`
+	Visible     string       `json:"visible"`
+	DeviceNodes []string     `json:"deviceNodes"`
+	DeviceLinks []deviceLink `json:"deviceLinks"`
+	GpuNodes    []string     `json:"gpuNodes"`
 	// Env and Mounts are what its holder gets besides (mps: its GPU's daemon's pipe folder,
 	// and its shm at /dev/shm). A unit whose mount source is not a folder is handed out to no one.
 	Env    map[string]string `json:"env"`
@@ -108,6 +109,9 @@ func (a *allocation) validate() error {
 			return fmt.Errorf("%s.visible: expected a value without commas, empty exactly when visibleEnv is (got %q)", at, u.Visible)
 		}
 		if err := absolutePaths(at+".deviceNodes", u.DeviceNodes); err != nil {
+			return err
+		}
+		if err := validDeviceLinks(at+".deviceLinks", u.DeviceLinks); err != nil {
 			return err
 		}
 		if err := absolutePaths(at+".gpuNodes", u.GpuNodes); err != nil {
@@ -290,6 +294,15 @@ func (a *allocation) heldDeviceNodes(units []allocUnit) []string {
 		}
 	}
 	return nodes
+}
+
+// heldDeviceLinks: each held unit's links, in order.
+func heldDeviceLinks(units []allocUnit) []deviceLink {
+	var links []deviceLink
+	for _, u := range units {
+		links = append(links, u.DeviceLinks...)
+	}
+	return links
 }
 
 // heldMounts: each held unit's folders, in order.

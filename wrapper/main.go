@@ -165,7 +165,7 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 		}
 	}
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
-	gpuNodes, deviceNodes, jobs := s.GpuNodes, s.DeviceNodes, s.GpuJobs
+	gpuNodes, deviceNodes, deviceLinks, jobs := s.GpuNodes, s.DeviceNodes, s.DeviceLinks, s.GpuJobs
 	if a := s.Allocation; a != nil {
 		n, err := a.askOf(spec)
 		if err != nil {
@@ -182,6 +182,7 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 		e.UnitMounts = heldMounts(units)
 		gpuNodes = heldGpuNodes(units)
 		deviceNodes = append(append([]string(nil), s.DeviceNodes...), a.heldDeviceNodes(units)...)
+		deviceLinks = append(append([]deviceLink(nil), s.DeviceLinks...), heldDeviceLinks(units)...)
 		if jobs != nil {
 			// The records name exactly the GPUs held.
 			jobs = nil
@@ -195,12 +196,19 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 	} else if len(found) > 0 {
 		return featureRefusal(fmt.Sprintf("container %q", inv.ID), found)
 	}
-	for _, p := range deviceNodes {
-		d, err := statDevice(p)
+	if e.Devices, err = containerDevices(deviceNodes, deviceLinks); err != nil {
+		return err
+	}
+	if groups := deviceGroups(e.Devices); len(groups) > 0 {
+		maps, err := specGidMappings(spec)
 		if err != nil {
-			return err
+			return fmt.Errorf("cannot edit %s: %v", path, err)
 		}
-		e.Devices = append(e.Devices, d)
+		var unmapped []uint32
+		e.Groups, unmapped = containerGids(groups, maps)
+		for _, g := range unmapped {
+			r.note("container %q: its user namespace maps no gid for host group %d, which opens its GPU nodes: its processes open them only as the nodes' mode gives everyone", inv.ID, g)
+		}
 	}
 	var notes []string
 	e.Datasets, notes, err = scanDatasets(s.DatasetRoot, s.WritableSuffixes)
@@ -248,6 +256,7 @@ func prepareBundle(inv invocation, s *settings, real string, r *reporter) error 
 func prepareProcess(inv invocation, s *settings) error {
 	path := inv.Process
 	e := edits{Env: s.Env, UnsetEnv: s.UnsetEnv}
+	nodes, links := s.DeviceNodes, s.DeviceLinks
 	if a := s.Allocation; a != nil {
 		// The container's hold says its units (none: no GPU), whatever the process file asks.
 		units, err := holdForExec(a, inv.ID)
@@ -255,9 +264,24 @@ func prepareProcess(inv invocation, s *settings) error {
 			return err
 		}
 		e.Env, e.UnsetEnv = a.holderEdits(s, units)
+		nodes = append(append([]string(nil), s.DeviceNodes...), a.heldDeviceNodes(units)...)
+		links = append(append([]deviceLink(nil), s.DeviceLinks...), heldDeviceLinks(units)...)
 	}
-	editsEnv := len(e.Env) > 0 || len(e.UnsetEnv) > 0
-	if path == "" || (!editsEnv && s.AllowPrivileged) {
+	if path == "" {
+		return nil
+	}
+	devices, err := containerDevices(nodes, links)
+	if err != nil {
+		return err
+	}
+	if groups := deviceGroups(devices); len(groups) > 0 {
+		// As the create gave the init; a container whose init has gone gets none (runc refuses the exec itself).
+		if maps, err := runningGidMappings(runcRoot(globalRoot(os.Args[1:])), inv.ID); err == nil {
+			e.Groups, _ = containerGids(groups, maps)
+		}
+	}
+	editsProcess := len(e.Env) > 0 || len(e.UnsetEnv) > 0 || len(e.Groups) > 0
+	if !editsProcess && s.AllowPrivileged {
 		return nil
 	}
 	info, err := os.Stat(path)
@@ -284,7 +308,7 @@ func prepareProcess(inv invocation, s *settings) error {
 			return refusal(fmt.Sprintf("process %s for container %q", path, inv.ID), found)
 		}
 	}
-	if !editsEnv {
+	if !editsProcess {
 		return nil
 	}
 	out, err := editProcess(process, e)

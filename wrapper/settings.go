@@ -20,6 +20,7 @@ type settings struct {
 	Env              map[string]string `json:"env"`
 	UnsetEnv         []string          `json:"unsetEnv"`
 	DeviceNodes      []string          `json:"deviceNodes"`
+	DeviceLinks      []deviceLink      `json:"deviceLinks"`
 	// GpuNodes are the selected GPUs' device nodes: another GPU's node in a spec is refused (features.go).
 	GpuNodes []string `json:"gpuNodes"`
 	Log      string   `json:"log"`
@@ -107,6 +108,9 @@ func (s *settings) validate() error {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("deviceNodes: %q is not an absolute path", p)
 		}
+	}
+	if err := validDeviceLinks("deviceLinks", s.DeviceLinks); err != nil {
+		return err
 	}
 	for _, p := range s.GpuNodes {
 		if !filepath.IsAbs(p) {

@@ -14,6 +14,8 @@ type edits struct {
 	UnsetEnv []string
 	Datasets *datasets
 	Devices  []hostDevice
+	// Groups are supplementary groups of the process (container gids): those of its GPU nodes (devicegroups.go).
+	Groups []uint32
 	// UnitMounts are the held units' folders, bound after every other mount (so the
 	// /dev/shm an MPS unit brings covers the spec's own).
 	UnitMounts []unitMount
@@ -54,28 +56,40 @@ func editSpec(spec object, e edits) ([]byte, []string, error) {
 	return appendObject(make([]byte, 0, size), spec), notes, nil
 }
 
-// editProcessEnv applies the environment edits to the spec's process.
+// editProcessEnv applies the process edits (environment, groups) to the spec's process.
 func editProcessEnv(spec object, e edits) error {
-	if len(e.Env) == 0 && len(e.UnsetEnv) == 0 {
+	if len(e.Env) == 0 && len(e.UnsetEnv) == 0 && len(e.Groups) == 0 {
 		return nil
 	}
 	process, err := getObject(spec, "process")
 	if err != nil {
 		return err
 	}
-	if err := editEnv(process, e); err != nil {
+	if err := editProcessObject(process, e); err != nil {
 		return err
 	}
 	return set(spec, "process", process)
 }
 
-// editProcess applies the environment edits to a process of its own, as `runc exec
+// editProcess applies the process edits to a process of its own, as `runc exec
 // --process` reads it: Concourse starts a task's command that way, its params in the env.
 func editProcess(process object, e edits) ([]byte, error) {
-	if err := editEnv(process, e); err != nil {
+	if err := editProcessObject(process, e); err != nil {
 		return nil, err
 	}
 	return appendObject(nil, process), nil
+}
+
+func editProcessObject(process object, e edits) error {
+	if len(e.Env) > 0 || len(e.UnsetEnv) > 0 {
+		if err := editEnv(process, e); err != nil {
+			return err
+		}
+	}
+	if len(e.Groups) > 0 {
+		return addGroups(process, e.Groups)
+	}
+	return nil
 }
 
 // editEnv sets every wanted variable once in process.env (dropping all earlier entries of

@@ -4,7 +4,8 @@
  * pair, an Arc A770 on xe and an integrated Alder Lake-P. host/discover-gpus.sh reads each as a
  * host's, the parser prints the inventory block, and verification catches a changed count.
  * Then real runc through the wrapper, with the settings the plan renders for an Intel worker:
- * each container sees exactly its GPU's card and render nodes, in mode all and per task.
+ * each container sees exactly its GPU's card and render nodes and their by-path names, in mode
+ * all and per task, and its processes (the init and each exec) are in the nodes' groups.
  * mknod needs root, as CI has; the test's nodes in /dev/dri are its own and removed after.
  */
 import * as assert from "assert";
@@ -105,8 +106,24 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
     });
 
     describe("through the wrapper with real runc", () => {
-        // Nodes of this test's own in the host's /dev/dri (numbers no real GPU here has), /dev/null's numbers.
+        // Nodes of this test's own in the host's /dev/dri (numbers no real GPU here has), /dev/null's
+        // numbers, 0660 and of two groups of their own, as video and render own a host's.
         const NODES = ["card70", "renderD170", "card71", "renderD171"];
+        /** udev's links to them, as a host has them. */
+        const LINKS = [0, 1].flatMap((i) => [
+            [`/dev/dri/by-path/pci-0000:7${i}:00.0-card`, `card7${i}`],
+            [`/dev/dri/by-path/pci-0000:7${i}:00.0-render`, `renderD17${i}`],
+        ]);
+        let madeByPath = false;
+        const VIDEO_GID = 3044;
+        const RENDER_GID = 3109;
+        /** What a container of GPU i sees: its nodes, and the nodes at udev's by-path names (this test's links). */
+        const nodesOf = (i: number) => [
+            `/dev/dri/by-path/pci-0000:7${i}:00.0-card`,
+            `/dev/dri/by-path/pci-0000:7${i}:00.0-render`,
+            `/dev/dri/card7${i}`,
+            `/dev/dri/renderD17${i}`,
+        ];
         let madeDri = false;
         let wrapper: string;
         let settingsPath: string;
@@ -130,7 +147,13 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
             ensureWrapperTools();
             madeDri = !fs.existsSync("/dev/dri");
             fs.mkdirSync("/dev/dri", { recursive: true });
-            for (const n of NODES) sh("mknod", ["-m", "0660", `/dev/dri/${n}`, "c", "1", "3"]);
+            for (const n of NODES) {
+                sh("mknod", ["-m", "0660", `/dev/dri/${n}`, "c", "1", "3"]);
+                fs.chownSync(`/dev/dri/${n}`, 0, n.startsWith("card") ? VIDEO_GID : RENDER_GID);
+            }
+            madeByPath = !fs.existsSync("/dev/dri/by-path");
+            fs.mkdirSync("/dev/dri/by-path", { recursive: true });
+            for (const [link, node] of LINKS) fs.symlinkSync(`../${node}`, link);
             settingsPath = path.join(dir, "runc-wrapper.json");
             wrapper = buildTestWrapper(dir, settingsPath);
             rootfs = path.join(dir, "rootfs");
@@ -140,6 +163,8 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
         });
 
         after(() => {
+            for (const [link] of LINKS) fs.rmSync(link, { force: true });
+            if (madeByPath) fs.rmSync("/dev/dri/by-path", { recursive: true, force: true });
             for (const n of NODES) fs.rmSync(`/dev/dri/${n}`, { force: true });
             if (madeDri && fs.existsSync("/dev/dri") && fs.readdirSync("/dev/dri").length === 0) fs.rmdirSync("/dev/dri");
         });
@@ -159,14 +184,15 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
             writeSettings(settingsPath, withSettings(config, {}));
         }
 
-        /** Creates a task's container (through the wrapper) whose process lists /dev/dri, then waits. */
+        /** Creates a task's container (through the wrapper) whose init lists its /dev/dri nodes and its groups, then waits. */
         function create(id: string, env: string[] = []) {
             const out = path.join(dir, "out", id);
             fs.mkdirSync(out, { recursive: true });
             const b = makeBundle(
                 path.join(dir, "bundles", id),
                 rootfs,
-                ["sh", "-c", "ls /dev/dri > /tmp/build/1a2b3c4d/dri; sleep 300"],
+                // Written whole, then renamed: the test reads it as soon as it is there.
+                ["sh", "-c", `${LIST_NODES_AND_GROUPS}; sleep 300`],
                 ["PATH=/bin", ...env],
             );
             const specPath = path.join(b, "config.json");
@@ -187,36 +213,129 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
             sh("runc", ["--root", runcRoot(), "start", id]);
         }
 
+        const LIST_NODES_AND_GROUPS =
+            "cd /tmp/build/1a2b3c4d; find /dev/dri -type c > dri.part 2>/dev/null; id -G > groups.part; mv groups.part groups; mv dri.part dri";
+
+        /** The character devices under /dev/dri a container's init saw, and its groups. */
         function saw(id: string): string[] {
             const file = path.join(dir, "out", id, "dri");
             for (let i = 0; i < 100 && !fs.existsSync(file); i++) spawnSync("sleep", ["0.1"]);
-            return fs.readFileSync(file, "utf8").trim().split(/\s+/).sort();
+            return fs.readFileSync(file, "utf8").trim().split(/\s+/).filter(Boolean).sort();
+        }
+        const groups = (id: string, file = "groups") =>
+            fs
+                .readFileSync(path.join(dir, "out", id, file), "utf8")
+                .trim()
+                .split(/\s+/)
+                .map(Number);
+
+        /** `runc exec` through the wrapper, with a process file as containerd's shim writes one (no supplementary groups). */
+        function execGroups(id: string): number[] {
+            const proc = path.join(dir, `${id}.exec.json`);
+            const args = ["sh", "-c", "id -G > /tmp/build/1a2b3c4d/exec-groups"];
+            fs.writeFileSync(proc, JSON.stringify({ terminal: false, user: { uid: 0, gid: 0 }, cwd: "/", args, env: ["PATH=/bin"] }));
+            const r = spawnSync(wrapper, ["--root", runcRoot(), "exec", "--process", proc, id], { encoding: "utf8", timeout: 60_000 });
+            assert.strictEqual(r.status, 0, r.stderr);
+            return groups(id, "exec-groups");
         }
 
         const remove = (ids: string[]) => ids.forEach((id) => spawnSync(wrapper, ["--root", runcRoot(), "delete", "--force", id], { stdio: "ignore" }));
 
-        it("mode all: every container gets exactly the selected GPU's card and render nodes", () => {
+        it("mode all: every container gets exactly the selected GPU's card and render nodes, at their by-path names too, and its processes their groups", () => {
             configure({ selection: [1] });
             start("all-a");
             try {
-                assert.deepStrictEqual(saw("all-a"), ["card71", "renderD171"]);
+                assert.deepStrictEqual(saw("all-a"), nodesOf(1));
+                assert.ok(groups("all-a").includes(VIDEO_GID) && groups("all-a").includes(RENDER_GID), `the init's groups: ${groups("all-a").join(" ")}`);
+                const exec = execGroups("all-a");
+                assert.ok(exec.includes(VIDEO_GID) && exec.includes(RENDER_GID), `an exec's groups: ${exec.join(" ")}`);
             } finally {
                 remove(["all-a"]);
             }
         });
 
-        it("exclusive: two tasks at once each see exactly their own GPU's two nodes, never the other's", () => {
+        it("a by-path link the host lacks gives no name; one that leads to another GPU's node is refused", () => {
+            configure({ selection: [1] });
+            const [renderLink] = LINKS[3];
+            fs.rmSync(renderLink);
+            try {
+                start("link-none");
+                assert.deepStrictEqual(
+                    saw("link-none"),
+                    nodesOf(1).filter((n) => n !== renderLink),
+                );
+                fs.symlinkSync("../renderD170", renderLink);
+                const other = create("link-other");
+                assert.notStrictEqual(other.status, 0, "a link to GPU 0's node is refused");
+                assert.match(
+                    other.stderr,
+                    /device link \/dev\/dri\/by-path\/pci-0000:71:00\.0-render on the host leads to \/dev\/dri\/renderD170, not to \/dev\/dri\/renderD171/,
+                );
+            } finally {
+                remove(["link-none", "link-other"]);
+                fs.rmSync(renderLink, { force: true });
+                fs.symlinkSync("../renderD171", renderLink);
+            }
+        });
+
+        it("a container in a user namespace as Concourse makes one (its root an unprivileged host uid): its init and an exec open the render node through its group", () => {
+            configure({ selection: [1] });
+            // The container's root (host uid 200000) reaches the rootfs, and makes no mount point in it.
+            fs.chmodSync(dir, 0o755);
+            fs.mkdirSync(path.join(rootfs, path.join(dir, "datasets")), { recursive: true });
+            const out = path.join(dir, "out", "userns");
+            fs.mkdirSync(out, { recursive: true, mode: 0o777 });
+            fs.chmodSync(out, 0o777);
+            const open = "cat /dev/dri/renderD171 && echo opened";
+            const b = makeBundle(path.join(dir, "bundles", "userns"), rootfs, ["sh", "-c", `${open} > /tmp/build/1a2b3c4d/open 2>&1; sleep 300`]);
+            const specPath = path.join(b, "config.json");
+            const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+            // Concourse's unprivileged map (worker/runtime/spec: root is an unprivileged host id, 1.. are themselves).
+            const map = [
+                { containerID: 0, hostID: 200000, size: 1 },
+                { containerID: 1, hostID: 1, size: 65535 },
+            ];
+            spec.linux.namespaces.push({ type: "user" });
+            Object.assign(spec.linux, { uidMappings: map, gidMappings: map });
+            spec.mounts = spec.mounts.filter((m: { destination: string }) => m.destination !== "/sys/fs/cgroup");
+            spec.mounts.push({ destination: "/tmp/build/1a2b3c4d", type: "bind", source: out, options: ["rbind", "rw"] });
+            fs.writeFileSync(specPath, JSON.stringify(spec));
+            const log = path.join(dir, "userns.create.out");
+            const fd = fs.openSync(log, "w"); // not a pipe: the created container's init would hold it open
+            const r = spawnSync(wrapper, ["--root", runcRoot(), "create", "--bundle", b, "userns"], { stdio: ["ignore", fd, fd], timeout: 120_000 });
+            fs.closeSync(fd);
+            assert.strictEqual(r.status, 0, fs.readFileSync(log, "utf8"));
+            try {
+                sh("runc", ["--root", runcRoot(), "start", "userns"]);
+                const file = path.join(out, "open");
+                for (let i = 0; i < 100 && !/opened|denied/.test(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""); i++) spawnSync("sleep", ["0.1"]);
+                assert.match(fs.readFileSync(file, "utf8"), /^opened$/m, "the init opened the node");
+                const proc = path.join(dir, "userns.exec.json");
+                fs.writeFileSync(proc, JSON.stringify({ terminal: false, user: { uid: 0, gid: 0 }, cwd: "/", args: ["sh", "-c", open], env: ["PATH=/bin"] }));
+                const exec = spawnSync(wrapper, ["--root", runcRoot(), "exec", "--process", proc, "userns"], { encoding: "utf8", timeout: 60_000 });
+                assert.strictEqual(exec.status, 0, exec.stderr);
+                assert.match(exec.stdout, /^opened$/m, "the exec opened the node");
+            } finally {
+                remove(["userns"]);
+            }
+        });
+
+        it("exclusive: two tasks at once each see exactly their own GPU's nodes, never the other's; a container holding none sees none and gets no group", () => {
             configure({ allocation: { mode: "exclusive", waitSeconds: 5 } });
             start("ex-a", ["GPU_WORKERS_GPUS=1"]);
             start("ex-b", ["GPU_WORKERS_GPUS=1"]);
             try {
                 const seen = [saw("ex-a"), saw("ex-b")].map((s) => s.join(" ")).sort();
-                assert.deepStrictEqual(seen, ["card70 renderD170", "card71 renderD171"]);
+                assert.deepStrictEqual(seen, [nodesOf(0).join(" "), nodesOf(1).join(" ")]);
+                assert.ok(groups("ex-a").includes(RENDER_GID), `a holder's groups: ${groups("ex-a").join(" ")}`);
+                start("ex-none", ["GPU_WORKERS_GPUS=0"]);
+                assert.deepStrictEqual(saw("ex-none"), [], "a container holding no GPU has no /dev/dri node");
+                assert.ok(!groups("ex-none").includes(RENDER_GID) && !groups("ex-none").includes(VIDEO_GID), `its groups: ${groups("ex-none").join(" ")}`);
                 const none = create("ex-c", ["GPU_WORKERS_GPUS=1"]);
                 assert.notStrictEqual(none.status, 0, "both GPUs are held");
                 assert.match(none.stderr, /too few free GPU units after waiting 5s/);
             } finally {
-                remove(["ex-a", "ex-b", "ex-c"]);
+                remove(["ex-a", "ex-b", "ex-c", "ex-none"]);
             }
         });
     });

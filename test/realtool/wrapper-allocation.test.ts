@@ -405,6 +405,12 @@ describe("runc wrapper: GPU units held per task (real runc)", function () {
         ok(r);
         assert.ok(r.ms < 30_000, `the waiting create went on once the unit was free (${r.ms} ms)`);
         assert.match(fs.readFileSync(path.join(holds(), "del-wait"), "utf8"), new RegExp(`^units=${freed}$`, "m"));
+        // Its record goes at the next sweep after runc's delete: the waiting create may have run
+        // while the delete was under way (then the hold had ended, and counted for no unit).
+        configure({ waitSeconds: 1 });
+        const sweep = wrappedSync(["create", "--bundle", bundle("del-sweep"), "del-sweep"]);
+        assert.notStrictEqual(sweep.status, 0, "every unit is held again");
+        assert.doesNotMatch(sweep.output, new RegExp(`held by [^;]*${holders[2]}`), "the deleted container holds nothing");
         assert.ok(!fs.existsSync(path.join(holds(), holders[2])), "the deleted container's hold is gone");
     });
 

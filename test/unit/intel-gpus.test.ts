@@ -87,6 +87,10 @@ describe("Intel GPUs", () => {
         const one = plan({ selection: [1] });
         assert.deepStrictEqual(one.deviceNodes, ["/dev/dri/card1", "/dev/dri/renderD129"]);
         assert.deepStrictEqual(one.gpuNodes, ["/dev/dri/card1", "/dev/dri/renderD129"]);
+        assert.deepStrictEqual(one.deviceLinks, [
+            { path: "/dev/dri/by-path/pci-0000:5e:00.0-card", node: "/dev/dri/card1" },
+            { path: "/dev/dri/by-path/pci-0000:5e:00.0-render", node: "/dev/dri/renderD129" },
+        ]);
         assert.deepStrictEqual(one.env, {});
         assert.deepStrictEqual(one.cdiDevices, ["intel.com/gpu=card1"]);
         assert.ok(one.unsetEnv.includes("NVIDIA_VISIBLE_DEVICES") && one.unsetEnv.includes("AMD_VISIBLE_DEVICES"));
@@ -102,12 +106,40 @@ describe("Intel GPUs", () => {
                 ["1", "", ["/dev/dri/card1", "/dev/dri/renderD129"]],
             ],
         );
+        assert.deepStrictEqual(
+            a.units[0].deviceLinks?.map((l) => l.path),
+            ["/dev/dri/by-path/pci-0000:4d:00.0-card", "/dev/dri/by-path/pci-0000:4d:00.0-render"],
+        );
         const ts = plan({ allocation: { mode: "timeSlice", perTask: 1, replicas: 3, waitSeconds: 60 } });
         assert.ok(ts.tags.includes("gpu-share=timeslice") && ts.tags.includes("gpu-slots=6"));
         assert.throws(
             () => plan({ allocation: { mode: "mps", perTask: 1, waitSeconds: 60 } }),
             /MPS is NVIDIA's; an INTEL worker shares its GPUs with timeSlice/,
         );
+    });
+
+    it("the wrapper's settings: a holder's by-path names are its unit's alone; a name outside /dev, or every container given a unit's node, is refused", () => {
+        const settings = planRuncWrapper({
+            inventory,
+            allocation: { mode: "exclusive" },
+            wrapperBinary: { path: "/nonexistent", sha256: "0".repeat(64) },
+        });
+        const config = JSON.parse(renderWrapperConfig(settings));
+        assert.strictEqual(config.deviceLinks, undefined, "a container holding no unit gets no by-path name");
+        assert.deepStrictEqual(config.allocation.units[1].deviceLinks, [
+            { path: "/dev/dri/by-path/pci-0000:5e:00.0-card", node: "/dev/dri/card1" },
+            { path: "/dev/dri/by-path/pci-0000:5e:00.0-render", node: "/dev/dri/renderD129" },
+        ]);
+        const shared = { ...settings, plan: { ...settings.plan, deviceLinks: [{ path: "/dev/dri/by-path/x", node: "/dev/dri/card1" }] } };
+        assert.throws(() => renderWrapperConfig(shared), /deviceNodes: a unit's node is given to every container \(\/dev\/dri\/card1\)/);
+        for (const bad of ["/etc/dri/x", "/dev/dri/../../etc/x", "dev/dri/x"]) {
+            const units = settings.allocation!.units.map((u, i) => (i === 0 ? { ...u, deviceLinks: [{ path: bad, node: "/dev/dri/card0" }] } : u));
+            assert.throws(
+                () => renderWrapperConfig({ ...settings, allocation: { ...settings.allocation!, units } }),
+                /units\.0\.deviceLinks\.0\.path: expected a path/,
+                bad,
+            );
+        }
     });
 
     it("the wrapper's settings refuse a unit named by a value where no variable names units, and the other way round", () => {
@@ -123,7 +155,7 @@ describe("Intel GPUs", () => {
         assert.throws(() => renderWrapperConfig({ ...settings, allocation: variable }), /units\.0\.visible: empty exactly when visibleEnv is/);
     });
 
-    it("the intel.com/gpu CDI spec: a device per GPU by card name, its nodes and its by-path links, valid by the project's CDI rules", () => {
+    it("the intel.com/gpu CDI spec: a device per GPU by card name, its nodes and its by-path names, valid by the project's CDI rules", () => {
         const spec = JSON.parse(renderIntelCdiSpec(inventory.gpus));
         validateCdiSpec(spec, "intel spec");
         assert.strictEqual(spec.kind, INTEL_CDI_KIND);
@@ -135,20 +167,9 @@ describe("Intel GPUs", () => {
             deviceNodes: [
                 { path: "/dev/dri/card1", hostPath: "/dev/dri/card1", type: "c" },
                 { path: "/dev/dri/renderD129", hostPath: "/dev/dri/renderD129", type: "c" },
-            ],
-            mounts: [
-                {
-                    hostPath: "/dev/dri/by-path/pci-0000:5e:00.0-card",
-                    containerPath: "/dev/dri/by-path/pci-0000:5e:00.0-card",
-                    type: "none",
-                    options: ["bind", "rw"],
-                },
-                {
-                    hostPath: "/dev/dri/by-path/pci-0000:5e:00.0-render",
-                    containerPath: "/dev/dri/by-path/pci-0000:5e:00.0-render",
-                    type: "none",
-                    options: ["bind", "rw"],
-                },
+                // The by-path names as the nodes themselves: a host without udev's links serves them too.
+                { path: "/dev/dri/by-path/pci-0000:5e:00.0-card", hostPath: "/dev/dri/card1", type: "c" },
+                { path: "/dev/dri/by-path/pci-0000:5e:00.0-render", hostPath: "/dev/dri/renderD129", type: "c" },
             ],
         });
     });
@@ -160,6 +181,11 @@ describe("Intel GPUs", () => {
         const wrapper = JSON.parse(files.get(WRAPPER_CONFIG_PATH)!);
         assert.deepStrictEqual(wrapper.deviceNodes, ["/dev/dri/card0", "/dev/dri/renderD128", "/dev/dri/card1", "/dev/dri/renderD129"]);
         assert.deepStrictEqual(wrapper.gpuNodes, wrapper.deviceNodes);
+        assert.deepStrictEqual(
+            wrapper.deviceLinks.map((l: { node: string }) => l.node),
+            wrapper.deviceNodes,
+            "each node at its by-path name too",
+        );
         assert.strictEqual(wrapper.realRuntime, "/usr/local/lib/gpu-workers/runc.real");
         const components = host.links.map((l) => l.component);
         assert.ok(!components.includes("GpuHealth"), `no watcher: ${components.join(" ")}`);

@@ -5,7 +5,7 @@
  */
 import type { Gpu, GpuInventory } from "./inventory";
 import { MAX_MPS_REPLICAS, MPS_PIPE_ENV, mpsPipeDir, mpsShmDir } from "./mps";
-import { intelNodes, renderNode } from "./nodes";
+import { DeviceLink, intelByPathLinks, intelNodes, renderNode } from "./nodes";
 import { PlanError } from "./plan-error";
 
 /** `all`: every container gets every selected GPU (no allocation); the others hand units out per task. */
@@ -47,6 +47,8 @@ export interface GpuUnit {
     visible: string;
     /** Nodes its holder gets (AMD: its render node). */
     deviceNodes: string[];
+    /** Nodes its holder gets at other paths too (Intel: its /dev/dri/by-path names). */
+    deviceLinks?: DeviceLink[];
     /** The GPU's nodes: a spec naming one of a unit it does not hold is refused. */
     gpuNodes: string[];
     /** Variables its holder gets besides the holders' own (mps: its GPU's daemon's pipe folder). */
@@ -203,7 +205,7 @@ function amdUnits(input: AllocationInput): GpuUnit[] {
 function intelUnits(input: AllocationInput): GpuUnit[] {
     return input.selected.map((g) => {
         const nodes = intelNodes(g);
-        return { id: `${g.index}`, gpu: `${g.index}`, visible: "", deviceNodes: nodes, gpuNodes: nodes };
+        return { id: `${g.index}`, gpu: `${g.index}`, visible: "", deviceNodes: nodes, deviceLinks: intelByPathLinks(g), gpuNodes: nodes };
     });
 }
 

@@ -10,3 +10,22 @@ export function renderNode(gpu: Gpu): string {
 export function intelNodes(gpu: Gpu): string[] {
     return [`/dev/dri/${gpu.cardNode}`, renderNode(gpu)];
 }
+
+/** A host node a container gets at another path too (`path`: in the container; `node`: on the host). */
+export interface DeviceLink {
+    path: string;
+    node: string;
+}
+
+/**
+ * An Intel GPU's /dev/dri/by-path names (udev's, by PCI address), card then render, which
+ * Level Zero reads to tell GPUs apart. A container gets the nodes themselves at those paths,
+ * so a host without udev's links (an LXD instance) serves them too.
+ */
+export function intelByPathLinks(gpu: Gpu): DeviceLink[] {
+    const [card, render] = intelNodes(gpu);
+    return [
+        { path: `/dev/dri/by-path/pci-${gpu.pciBusId}-card`, node: card },
+        { path: `/dev/dri/by-path/pci-${gpu.pciBusId}-render`, node: render },
+    ];
+}

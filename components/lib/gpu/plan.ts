@@ -6,7 +6,7 @@
 import { allocationTags, AllocationSettings, GpuAllocation, planAllocation } from "./allocation";
 import { gpuFamily } from "./families";
 import { Gpu, GpuInventory } from "./inventory";
-import { intelNodes, renderNode } from "./nodes";
+import { DeviceLink, intelByPathLinks, intelNodes, renderNode } from "./nodes";
 import { PlanError } from "./plan-error";
 
 export { PlanError };
@@ -62,6 +62,8 @@ export interface WorkerGpuPlan {
     unsetEnv: string[];
     /** Host device nodes the wrapper adds to every container (AMD: kfd and render nodes; Intel: card and render nodes). */
     deviceNodes: string[];
+    /** Host nodes the wrapper adds at other paths too (Intel: the /dev/dri/by-path names). Absent: none. */
+    deviceLinks?: DeviceLink[];
     /**
      * The device nodes of the selected GPUs (NVIDIA: /dev/nvidia<index>; AMD: their render nodes; Intel: card and render nodes):
      * a spec whose linux.devices names another GPU's node is refused by the wrapper.
@@ -245,6 +247,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
     }
     const env: Record<string, string> = {};
     const deviceNodes: string[] = [];
+    const deviceLinks: DeviceLink[] = [];
     let gpuNodes: string[] = [];
     let cdiDevices: string[] = [];
     let names: string[] = [];
@@ -266,6 +269,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         // A container sees the GPUs whose nodes it has; Intel's runtimes read no selection variable of ours.
         cdiDevices = selected.map((g) => `intel.com/gpu=${g.cardNode}`);
         deviceNodes.push(...selected.flatMap(intelNodes));
+        deviceLinks.push(...selected.flatMap(intelByPathLinks));
         gpuNodes = selected.flatMap(intelNodes);
     }
     const allocation = planAllocation(options.allocation, { inventory, selected, env, names, cdiDevices, cdi: options.cdi });
@@ -283,6 +287,7 @@ export function planWorkerGpus(inventory: GpuInventory, options: PlanOptions): W
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes,
+        ...(deviceLinks.length > 0 ? { deviceLinks } : {}),
         gpuNodes,
         cdiDevices,
         fabricManager: { enabled: fabric, partitions: fabric ? options.fabricManager.partitions : [] },

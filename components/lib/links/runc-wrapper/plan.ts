@@ -104,7 +104,7 @@ export function allocationOf(terms: RuncWrapperTerms["allocation"]): AllocationS
  * What a container holding no unit gets, with allocation on: no GPU variable (every one unset),
  * no node of a unit, and every selected GPU's node refused; the wrapper adds a holder's own.
  */
-export function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes" | "gpuNodes"> {
+export function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes" | "deviceLinks" | "gpuNodes"> {
     const a = plan.allocation!;
     const unitNodes = new Set([...a.holderDeviceNodes, ...a.units.flatMap((u) => u.deviceNodes)]);
     const env = Object.fromEntries(Object.entries(plan.env).filter(([name]) => !GPU_CONTROL_VARIABLES.includes(name)));
@@ -112,6 +112,7 @@ export function holdingNone(plan: WorkerGpuPlan): Pick<WorkerGpuPlan, "env" | "u
         env,
         unsetEnv: GPU_CONTROL_VARIABLES.filter((name) => !(name in env)),
         deviceNodes: plan.deviceNodes.filter((n) => !unitNodes.has(n)),
+        deviceLinks: (plan.deviceLinks ?? []).filter((l) => !unitNodes.has(l.node)),
         gpuNodes: plan.gpuNodes,
     };
 }

@@ -35,6 +35,14 @@ export const WRAPPER_BUILD_OUTPUT = path.join(PACKAGE_ROOT, "dist", "wrapper", "
 const absolutePath = z.string().regex(/^\/[^\0]*$/, { error: "expected an absolute path" });
 const variableName = z.string().regex(/^[^=\0]+$/, { error: "expected a variable name (no = or NUL)" });
 const envValue = z.string().regex(/^[^\0]*$/, { error: "NUL is not allowed in a value" });
+/** A host node made at another path in the container (under /dev), as the wrapper reads it (devices.go). */
+const deviceLinkSchema = z.strictObject({
+    path: z
+        .string()
+        .regex(/^\/dev\/[^\0]+$/, { error: "expected a path under /dev" })
+        .refine((p) => path.posix.normalize(p) === p && !p.endsWith("/"), { error: "expected a path in normal form" }),
+    node: absolutePath.refine((p) => path.posix.normalize(p) === p, { error: "expected a path in normal form" }),
+});
 const gpuIndex = z.string().regex(/^[0-9]{1,8}$/, { error: "expected a GPU index" });
 
 /** A unit as the wrapper hands it out: a GPU (`1`) or one MIG instance of it (`1:0`). */
@@ -45,6 +53,7 @@ const unitSchema = z
         // Joined with , in the visible variable, so a value may hold none; "" where no variable names units.
         visible: z.string().regex(/^[^,\0]*$/, { error: "expected a device name without , or NUL" }),
         deviceNodes: z.array(absolutePath),
+        deviceLinks: z.array(deviceLinkSchema).optional(),
         gpuNodes: z.array(absolutePath).min(1, { error: "a unit names its GPU's nodes" }),
         env: z.record(variableName, envValue).optional(),
         mounts: z.array(z.strictObject({ source: absolutePath, destination: absolutePath })).optional(),
@@ -90,6 +99,7 @@ export const wrapperConfigSchema = z.strictObject({
     env: z.record(variableName, envValue),
     unsetEnv: z.array(variableName),
     deviceNodes: z.array(absolutePath),
+    deviceLinks: z.array(deviceLinkSchema).optional(),
     gpuNodes: z.array(absolutePath),
     allowPrivileged: z.boolean(),
     allowSpec: z.array(z.enum(SPEC_FEATURE_NAMES)),
@@ -107,7 +117,7 @@ export type WrapperAllocation = z.infer<typeof allocationSchema>;
 
 export interface WrapperConfigInput {
     /** The worker's GPU plan: the wrapper applies its env, unsetEnv and deviceNodes. */
-    plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes"> & Partial<Pick<WorkerGpuPlan, "gpuNodes">>;
+    plan: Pick<WorkerGpuPlan, "env" | "unsetEnv" | "deviceNodes"> & Partial<Pick<WorkerGpuPlan, "gpuNodes" | "deviceLinks">>;
     /** root is mounted read-only at its own path; each direct subfolder (a real folder, not a link) whose name ends with a suffix is mounted read-write on top. Links resolve inside the container. */
     datasets: {
         /** The dataset root on the host, mounted at the same path in every container. */
@@ -177,6 +187,8 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
         env: sorted(input.plan.env),
         unsetEnv: [...input.plan.unsetEnv],
         deviceNodes: [...input.plan.deviceNodes],
+        // Only where there are links (Intel), so other settings stay as they were.
+        ...(input.plan.deviceLinks?.length ? { deviceLinks: input.plan.deviceLinks.map(linkOf) } : {}),
         gpuNodes: [...(input.plan.gpuNodes ?? [])],
         allowPrivileged: input.allowPrivileged ?? false,
         allowSpec: [...(input.allowSpec ?? [])],
@@ -198,6 +210,11 @@ export function renderWrapperConfig(input: WrapperConfigInput): string {
     return JSON.stringify(config, null, 2) + "\n";
 }
 
+/** A link in the contract's key order. */
+function linkOf(l: { path: string; node: string }): { path: string; node: string } {
+    return { path: l.path, node: l.node };
+}
+
 /** The block in the contract's key order (docs/gpu-allocation.md), holderEnv sorted. */
 function allocationBlock(a: WrapperAllocationInput): WrapperAllocation {
     return {
@@ -213,6 +230,7 @@ function allocationBlock(a: WrapperAllocationInput): WrapperAllocation {
             gpu: u.gpu,
             visible: u.visible,
             deviceNodes: [...u.deviceNodes],
+            ...(u.deviceLinks?.length ? { deviceLinks: u.deviceLinks.map(linkOf) } : {}),
             gpuNodes: [...u.gpuNodes],
             ...(u.env ? { env: sorted(u.env) } : {}),
             ...(u.mounts ? { mounts: u.mounts.map((m) => ({ source: m.source, destination: m.destination })) } : {}),
@@ -231,7 +249,7 @@ function allocationAgrees(config: WrapperConfig, a: WrapperAllocation): void {
     const setGpuVariables = GPU_CONTROL_VARIABLES.filter((name) => name in config.env || !config.unsetEnv.includes(name));
     if (setGpuVariables.length > 0) problems.push(`env: GPU variables must be unset for a container holding no unit (${setGpuVariables.join(", ")})`);
     const unitNodes = new Set([...a.holderDeviceNodes, ...a.units.flatMap((u) => u.deviceNodes)]);
-    const shared = config.deviceNodes.filter((n) => unitNodes.has(n));
+    const shared = [...config.deviceNodes, ...(config.deviceLinks ?? []).map((l) => l.node)].filter((n) => unitNodes.has(n));
     if (shared.length > 0) problems.push(`deviceNodes: a unit's node is given to every container (${shared.join(", ")})`);
     const unguarded = [...new Set(a.units.flatMap((u) => u.gpuNodes))].filter((n) => !config.gpuNodes.includes(n));
     if (unguarded.length > 0) problems.push(`gpuNodes: a unit's GPU node is not among them (${unguarded.join(", ")})`);
