@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU metrics for the Prometheus node exporter's textfile collector (docs/gpu-metrics.md).
-#   gpu-metrics.sh collect --vendor nvidia|amd --gpus 0,1 --textfile-dir DIR [--jobs-dir DIR] [--health-dir DIR]
+#   gpu-metrics.sh collect --vendor nvidia|amd|intel --gpus 0,1 [--bus-ids ADDR,ADDR] --textfile-dir DIR [--jobs-dir DIR] [--health-dir DIR]
 #   gpu-metrics.sh ensure|check|remove --unit NAME --textfile-dir DIR
 # collect (the unit's timer runs it) writes DIR/gpu_workers.prom atomically: per selected GPU its
-# utilisation, memory, temperature and power from the vendor's tool, the health watcher's Xid
+# utilisation, memory, temperature and power from the vendor's tool (nvidia-smi; xpu-smi, each
+# Intel GPU found by its PCI address, --bus-ids in the order of --gpus), the health watcher's Xid
 # count, last Xid and health, each labelled with the GPU and with the build that holds it (the
 # runc wrapper's records, one a container, in the jobs folder). ensure starts the timer and the
 # node exporter; remove stops the timer, takes the file away and puts the exporter's service back
@@ -18,17 +19,24 @@ EXPORTER_BEFORE="$STATE_DIR/gpu-metrics-node-exporter.service-before"
 OUT_NAME=gpu_workers.prom
 NODE_EXPORTER=prometheus-node-exporter
 NVIDIA_QUERY=index,pci.bus_id,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw
+# xpu-smi discovery --dump properties: Device ID, PCI BDF Address, UUID, Memory Physical Size.
+XPU_PROPERTIES=1,11,4,16
+# xpu-smi dump metrics: GPU utilisation, GPU power, GPU core temperature, GPU memory used (MiB).
+XPU_METRICS=0,1,3,18
+# xpu-smi starts Level Zero at every call and dump samples for about a second: bound each call.
+XPU_TIMEOUT=10
 
 die() { echo "gpu-metrics: $*" >&2; exit 1; }
 
 action=${1:-}; shift || true
-vendor=""; gpus=""; textfile_dir=""; unit=""
+vendor=""; gpus=""; bus_ids=""; textfile_dir=""; unit=""
 jobs_dir=/run/gpu-workers/gpu-jobs; health_dir=/run/gpu-workers/health
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "$1 needs a value"
   case "$1" in
     --vendor) vendor=$2 ;;
     --gpus) gpus=$2 ;;
+    --bus-ids) bus_ids=$2 ;;
     --textfile-dir) textfile_dir=$2 ;;
     --jobs-dir) jobs_dir=$2 ;;
     --health-dir) health_dir=$2 ;;
@@ -50,6 +58,17 @@ esc() {
 }
 
 number() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; }
+
+# MiB (xpu-smi gives two decimals) as whole bytes; anything else (N/A, blank) as it is, so add() drops it.
+bytes_of_mib() {
+  if number "$1"; then awk -v m="$1" 'BEGIN { printf "%.0f", m * 1048576 }'; else printf '%s' "$1"; fi
+}
+
+# Spaces and double quotes taken away: xpu-smi pads its CSV values and quotes its strings.
+bare() { local v=${1//\"/}; printf '%s' "${v// /}"; }
+
+# One value of a row kept in a space-separated list: "-" stands for a blank, which read would drop.
+cell() { local v; v=$(bare "$1"); printf '%s' "${v:--}"; }
 
 # The build labels of each container holding GPU $1, one label list a line ("" when none).
 holders() {
@@ -85,26 +104,82 @@ add() {
   done <<<"${held[$2]}"
 }
 
-collect() {
-  [[ $gpus =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus: expected indices such as 0,1 (got '$gpus')"
-  case "$vendor" in nvidia|amd) ;; *) die "--vendor: expected nvidia or amd (got '$vendor')" ;; esac
-  local -A selected=()
-  local i idx b u util mused mtotal temp power tool_ok=0
-  IFS=, read -ra list <<<"$gpus"
-  for i in "${list[@]}"; do selected[$i]=1; done
-  local query=""
-  if [ "$vendor" = nvidia ] && query=$(nvidia-smi --query-gpu="$NVIDIA_QUERY" --format=csv,noheader,nounits 2>/dev/null); then
-    tool_ok=1
-  fi
-  declare -A row=()
+# nvidia-smi's answer, one line a GPU, into bus, uuid and row.
+nvidia_rows() {
+  local line idx b u util mused mtotal temp power
   while IFS= read -r line; do
     [ -n "$line" ] || continue
     IFS=, read -r idx b u util mused mtotal temp power <<<"$line"
     idx=${idx// /}
     [ -n "${selected[$idx]:-}" ] || continue
     bus[$idx]=${b// /}; uuid[$idx]=${u// /}
-    row[$idx]="${util// /} ${mused// /} ${mtotal// /} ${temp// /} ${power// /}"
-  done <<<"$query"
+    row[$idx]="$(cell "$util") $(bytes_of_mib "$(cell "$mused")") $(bytes_of_mib "$(cell "$mtotal")") $(cell "$temp") $(cell "$power")"
+  done <<<"$1"
+}
+
+# xpu-smi: discovery ties each PCI address to xpu-smi's device id (and gives the UUID and the
+# memory in all), then one dump of the selected devices gives the rest. Succeeds only when both
+# answered in the layout asked for (xpu-smi prints some errors on stdout and exits 0).
+intel_rows() {
+  local found sample header id b u total util power temp mused i
+  found=$(timeout "$XPU_TIMEOUT" xpu-smi discovery --dump "$XPU_PROPERTIES" 2>/dev/null) || return 1
+  IFS= read -r header <<<"$found"
+  [[ $header =~ ^Device\ ID,[^,]+,[^,]+,[^,]+$ ]] || return 1
+  local -A by_bus=() total_of=() uuid_of=()
+  while IFS=, read -r id b u total; do
+    id=$(bare "$id"); b=$(bare "$b")
+    [[ $id =~ ^[0-9]+$ ]] || continue
+    by_bus[${b,,}]=$id; uuid_of[$id]=$(bare "$u")
+    total=${total//\"/}; total_of[$id]=${total% MiB}
+  done < <(tail -n +2 <<<"$found")
+  local -A index_of=()
+  local ids=""
+  for i in "${list[@]}"; do
+    id=${by_bus[${bus[$i]}]:-}
+    [ -n "$id" ] || continue
+    index_of[$id]=$i; uuid[$i]=${uuid_of[$id]}
+    ids+=${ids:+,}$id
+  done
+  [ -n "$ids" ] || return 1
+  sample=$(timeout "$XPU_TIMEOUT" xpu-smi dump -d "$ids" -m "$XPU_METRICS" -n 1 2>/dev/null) || return 1
+  IFS= read -r header <<<"$sample"
+  [[ $header =~ ^Timestamp,\ DeviceId(,[^,]+){4}$ ]] || return 1
+  while IFS=, read -r _ id util power temp mused; do
+    id=$(bare "$id")
+    i=${index_of[$id]:-}
+    [ -n "$i" ] || continue
+    row[$i]="$(cell "$util") $(bytes_of_mib "$(cell "$mused")") $(bytes_of_mib "$(cell "${total_of[$id]}")") $(cell "$temp") $(cell "$power")"
+  done < <(tail -n +2 <<<"$sample")
+}
+
+collect() {
+  [[ $gpus =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus: expected indices such as 0,1 (got '$gpus')"
+  case "$vendor" in nvidia|amd|intel) ;; *) die "--vendor: expected nvidia, amd or intel (got '$vendor')" ;; esac
+  local -A selected=()
+  local i idx util mused mtotal temp power tool_ok=0 line
+  IFS=, read -ra list <<<"$gpus"
+  if [ "$vendor" = intel ]; then
+    local address
+    IFS=, read -ra addresses <<<"$bus_ids"
+    [ "${#addresses[@]}" = "${#list[@]}" ] || die "--bus-ids: expected one PCI address for each of --gpus $gpus (got '$bus_ids')"
+    for i in "${!list[@]}"; do
+      address=${addresses[$i],,}
+      [[ $address =~ ^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ ]] || die "--bus-ids: expected a PCI address such as 0000:4d:00.0 (got '$address')"
+      bus[${list[$i]}]=$address
+    done
+  fi
+  for i in "${list[@]}"; do selected[$i]=1; done
+  declare -A row=()
+  local query=""
+  case "$vendor" in
+    nvidia)
+      if query=$(nvidia-smi --query-gpu="$NVIDIA_QUERY" --format=csv,noheader,nounits 2>/dev/null); then
+        tool_ok=1
+        nvidia_rows "$query"
+      fi
+      ;;
+    intel) intel_rows && tool_ok=1 ;;
+  esac
   # The health watcher's state (its contract: docs/gpu-metrics.md); absent, no health metrics.
   declare -A healthy=() xids=() last=()
   local hb hh hx hl
@@ -122,8 +197,8 @@ collect() {
     if [ -n "${row[$i]:-}" ]; then
       read -r util mused mtotal temp power <<<"${row[$i]}"
       add gpu_workers_gpu_utilization_percent "$i" "$util"
-      number "$mused" && add gpu_workers_gpu_memory_used_bytes "$i" "$((mused * 1048576))"
-      number "$mtotal" && add gpu_workers_gpu_memory_total_bytes "$i" "$((mtotal * 1048576))"
+      add gpu_workers_gpu_memory_used_bytes "$i" "$mused"
+      add gpu_workers_gpu_memory_total_bytes "$i" "$mtotal"
       add gpu_workers_gpu_temperature_celsius "$i" "$temp"
       add gpu_workers_gpu_power_watts "$i" "$power"
     fi
@@ -134,7 +209,7 @@ collect() {
     fi
   done
   {
-    section gpu_workers_gpu_utilization_percent "GPU utilisation over the last sample period, percent (nvidia-smi utilization.gpu)."
+    section gpu_workers_gpu_utilization_percent "GPU utilisation over the last sample period, percent (nvidia-smi utilization.gpu, xpu-smi dump metric 0)."
     section gpu_workers_gpu_memory_used_bytes "GPU memory in use, bytes."
     section gpu_workers_gpu_memory_total_bytes "GPU memory in all, bytes."
     section gpu_workers_gpu_temperature_celsius "GPU core temperature, degrees Celsius."
@@ -142,8 +217,8 @@ collect() {
     section gpu_workers_gpu_healthy "1 when the health watcher finds the GPU healthy, else 0."
     section gpu_workers_gpu_xid_count "Fatal Xid events the health watcher saw on the GPU since it started."
     section gpu_workers_gpu_last_xid "The last Xid the health watcher saw on the GPU."
-    if [ "$vendor" = nvidia ]; then
-      echo "# HELP gpu_workers_tool_success 1 when nvidia-smi answered, else 0."
+    if [ "$vendor" != amd ]; then
+      echo "# HELP gpu_workers_tool_success 1 when the vendor's tool (nvidia-smi, xpu-smi) answered, else 0."
       echo "# TYPE gpu_workers_tool_success gauge"
       echo "gpu_workers_tool_success{vendor=\"$vendor\"} $tool_ok"
     fi

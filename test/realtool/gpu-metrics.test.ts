@@ -1,6 +1,6 @@
 /**
- * host/gpu-metrics.sh through a real node exporter: the stand-in nvidia-smi answers with a
- * fixture's recorded output, the script writes the textfile, and the exporter's /metrics,
+ * host/gpu-metrics.sh through a real node exporter: the stand-in nvidia-smi or xpu-smi answers
+ * with a fixture's recorded output, the script writes the textfile, and the exporter's /metrics,
  * scraped over HTTP, carries each selected GPU's values, the build labels of the containers
  * holding it (the runc wrapper's records) and the health watcher's state where it has one.
  */
@@ -9,7 +9,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { Family, promtextBinary } from "../support/promtext";
-import { collect, fakeNvidiaSmi, METRICS_SCRIPT, pick, readMetrics, samplesOf, TestNodeExporter } from "./metrics-support";
+import { collect, fakeNvidiaSmi, fakeXpuSmi, METRICS_SCRIPT, pick, readMetrics, samplesOf, TestNodeExporter } from "./metrics-support";
 import { tempDir } from "./wrapper-support";
 
 const MIB = 1048576;
@@ -230,6 +230,134 @@ describe("GPU metrics through a real node exporter", function () {
             pick(s, "gpu_workers_gpu_healthy", { gpu: "0", bus_id: "00000000:00:06.0" }).map((x) => x.value),
             [0],
         );
+    });
+
+    /** Collects for Intel GPUs with the stand-in xpu-smi of `fixture` (or none at all: `bin` alone), and scrapes. */
+    async function intelAfter(fixture: string | undefined, gpus: string, busIds: string): Promise<ReturnType<typeof samplesOf>> {
+        const bin = fixture ? fakeXpuSmi(path.join(dir, `xpu-${Math.random().toString(36).slice(2)}`), fixture) : fs.mkdtempSync(path.join(dir, "no-xpu-"));
+        const r = collect(bin, [
+            "--vendor",
+            "intel",
+            "--gpus",
+            gpus,
+            "--bus-ids",
+            busIds,
+            "--textfile-dir",
+            textfiles,
+            "--jobs-dir",
+            jobs,
+            "--health-dir",
+            health,
+        ]);
+        assert.strictEqual(r.status, 0, r.stderr);
+        return samplesOf(await readMetrics(textfiles, exporter));
+    }
+
+    const FLEX_0 = { gpu: "0", bus_id: "0000:4d:00.0", uuid: "00000000-0000-004d-0000-000056c08086" };
+    const FLEX_PAIR = "0000:4d:00.0,0000:5e:00.0";
+    const values = (s: ReturnType<typeof samplesOf>, name: string, match: Record<string, string> = {}) =>
+        pick(s, name, match)
+            .map((x) => [x.labels.gpu, x.value])
+            .sort();
+
+    it("Intel Flex 170 pair (xpu-smi): each GPU's values by its PCI address, N/A and blank values give no sample", async () => {
+        const s = await intelAfter("flex-170-x2", "0,1", FLEX_PAIR);
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_utilization_percent", FLEX_0), [["0", 0]]);
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_utilization_percent"), [["0", 0]], "GPU 1's N/A gives no sample");
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_power_watts"), [
+            ["0", 43.72],
+            ["1", 43.74],
+        ]);
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_temperature_celsius", FLEX_0), [["0", 41.5]]);
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_temperature_celsius"), [["0", 41.5]], "GPU 1's blank gives no sample");
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_memory_used_bytes"), [
+            ["0", Math.round(17.52 * MIB)],
+            ["1", Math.round(49.21 * MIB)],
+        ]);
+        assert.deepStrictEqual(values(s, "gpu_workers_gpu_memory_total_bytes"), [
+            ["0", 16288 * MIB],
+            ["1", 16288 * MIB],
+        ]);
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_gpu_power_watts", { gpu: "1" }).map((x) => [x.labels.bus_id, x.labels.uuid, x.labels.container]),
+            [["0000:5e:00.0", "00000000-0000-005e-0000-000056c08086", ""]],
+        );
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_tool_success").map((x) => [x.labels.vendor, x.value]),
+            [["intel", 1]],
+        );
+    });
+
+    it("Intel: our index and xpu-smi's device id differ; the PCI address decides, and only the selected GPU is asked for", async () => {
+        record(0, "flex-handle", { pipeline: "render" });
+        // Index 0 is the card at 5e (xpu-smi's device 1): the script asks `dump -d 1,0` and labels each by address.
+        const swapped = await intelAfter("flex-170-x2", "0,1", "0000:5e:00.0,0000:4d:00.0");
+        assert.deepStrictEqual(values(swapped, "gpu_workers_gpu_power_watts"), [
+            ["0", 43.74],
+            ["1", 43.72],
+        ]);
+        assert.deepStrictEqual(
+            pick(swapped, "gpu_workers_gpu_temperature_celsius").map((x) => [x.labels.gpu, x.labels.bus_id, x.value]),
+            [["1", "0000:4d:00.0", 41.5]],
+        );
+        assert.deepStrictEqual(
+            pick(swapped, "gpu_workers_gpu_power_watts", { gpu: "0" }).map((x) => [x.labels.container, x.labels.pipeline]),
+            [["flex-handle", "render"]],
+        );
+        // GPU 1 alone (upper-case address as a user may write it): `dump -d 1`, nothing of GPU 0.
+        const one = await intelAfter("flex-170-x2", "1", "0000:5E:00.0");
+        assert.deepStrictEqual(values(one, "gpu_workers_gpu_power_watts"), [["1", 43.74]]);
+        assert.deepStrictEqual(
+            pick(one, "gpu_workers_tool_success", { vendor: "intel" }).map((x) => x.value),
+            [1],
+        );
+    });
+
+    it("Intel: xpu-smi failing (an error on stdout with exit 0, a non-zero exit, a GPU it does not know) gives tool_success 0, no values, health still", async () => {
+        fs.mkdirSync(health);
+        fs.writeFileSync(path.join(health, "gpus.tsv"), "0\t0000:4d:00.0\t1\t0\t\t\n");
+        const cases: [string | undefined, string][] = [
+            ["flex-170-x2", "0000:4d:00.0"], // the recorded dump for device 0 is an error, printed on stdout (exit 0)
+            ["no-such-capture", "0000:4d:00.0"], // nothing recorded: the stand-in exits 98
+            ["flex-170-x2", "0000:99:00.0"], // an address xpu-smi does not list: nothing to ask
+        ];
+        for (const [fixture, address] of cases) {
+            const s = await intelAfter(fixture, "0", address);
+            assert.deepStrictEqual(
+                pick(s, "gpu_workers_tool_success", { vendor: "intel" }).map((x) => x.value),
+                [0],
+                `${fixture} ${address}`,
+            );
+            for (const name of [
+                "gpu_workers_gpu_utilization_percent",
+                "gpu_workers_gpu_power_watts",
+                "gpu_workers_gpu_memory_total_bytes",
+                "gpu_workers_gpu_memory_used_bytes",
+            ])
+                assert.strictEqual(pick(s, name).length, 0, `${name}: ${fixture} ${address}`);
+            assert.deepStrictEqual(
+                pick(s, "gpu_workers_gpu_healthy", { gpu: "0" }).map((x) => [x.labels.bus_id, x.value]),
+                [[address, 1]],
+            );
+        }
+    });
+
+    it("Intel: no xpu-smi installed gives tool_success 0; --bus-ids must name one address per GPU", async () => {
+        assert.notStrictEqual(spawnSync("sh", ["-c", "command -v xpu-smi"]).status, 0, "this test needs a machine without xpu-smi");
+        const s = await intelAfter(undefined, "0,1", FLEX_PAIR);
+        assert.deepStrictEqual(
+            pick(s, "gpu_workers_tool_success").map((x) => [x.labels.vendor, x.value]),
+            [["intel", 0]],
+        );
+        assert.strictEqual(s.filter((x) => x.name.startsWith("gpu_workers_gpu_")).length, 0);
+        for (const [busIds, message] of [
+            ["0000:4d:00.0", /--bus-ids: expected one PCI address for each of --gpus 0,1/],
+            ["0000:4d:00.0,4d:00.0", /--bus-ids: expected a PCI address such as 0000:4d:00.0 \(got '4d:00.0'\)/],
+        ] as const) {
+            const r = collect(dir, ["--vendor", "intel", "--gpus", "0,1", "--bus-ids", busIds, "--textfile-dir", textfiles]);
+            assert.notStrictEqual(r.status, 0);
+            assert.match(r.stderr, message);
+        }
     });
 
     it("ensure starts the timer and the node exporter; remove stops the timer, takes the file away and puts the exporter back as it was", () => {

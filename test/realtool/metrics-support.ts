@@ -1,7 +1,7 @@
 /**
  * The GPU metrics' real-tool tests: Debian's prometheus-node-exporter, started on a free
  * loopback port with a textfile folder of the test's own and scraped over HTTP, and
- * host/gpu-metrics.sh run with a stand-in nvidia-smi that prints a fixture's recorded answer.
+ * host/gpu-metrics.sh run with a stand-in nvidia-smi or xpu-smi that prints a fixture's recorded answer.
  * The file and the scrape are read by Prometheus's own parser (test/support/promtext.ts).
  */
 import * as assert from "assert";
@@ -118,6 +118,26 @@ export function fakeNvidiaSmi(dir: string, fixture: string): string {
     const bin = path.join(dir, "bin");
     fs.mkdirSync(bin, { recursive: true });
     writeFakeTool(bin, "nvidia-smi", path.join(FIXTURES, fixture, "tools"));
+    return bin;
+}
+
+/** The recorded xpu-smi answers (test/fixtures/xpu-smi-metrics/, each case's source.md says what is recorded). */
+export const XPU_SMI_FIXTURES = path.join(FIXTURES, "..", "xpu-smi-metrics");
+
+/** host/gpu-metrics.sh's xpu-smi command lines and the capture each maps to; any other line fails (exit 97, 98 without a capture). */
+export const XPU_SMI_COMMANDS: Record<string, string> = {
+    "discovery --dump 1,11,4,16": "xpu-smi-discovery-dump",
+    "dump -d 0,1 -m 0,1,3,18 -n 1": "xpu-smi-dump-0-1",
+    "dump -d 1,0 -m 0,1,3,18 -n 1": "xpu-smi-dump-1-0",
+    "dump -d 1 -m 0,1,3,18 -n 1": "xpu-smi-dump-1",
+    "dump -d 0 -m 0,1,3,18 -n 1": "xpu-smi-dump-0",
+};
+
+/** A folder holding a stand-in xpu-smi that answers with the case's recorded output. */
+export function fakeXpuSmi(dir: string, fixture: string): string {
+    const bin = path.join(dir, "bin");
+    fs.mkdirSync(bin, { recursive: true });
+    writeFakeTool(bin, "xpu-smi", path.join(XPU_SMI_FIXTURES, fixture), XPU_SMI_COMMANDS);
     return bin;
 }
 

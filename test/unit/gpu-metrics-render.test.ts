@@ -19,7 +19,7 @@ import {
 } from "../../components/lib/links/gpu-metrics/render";
 import { planRuncWrapper, wrapperTerms } from "../../components/lib/links/runc-wrapper/plan";
 import { renderWrapperConfig, wrapperConfigSchema } from "../../components/lib/links/runc-wrapper/render";
-import { AMD_PHOENIX, HGX_H100_8X, NO_GPU } from "../fixtures/stacks/inventories";
+import { AMD_PHOENIX, HGX_H100_8X, INTEL_FLEX_170_X2, NO_GPU } from "../fixtures/stacks/inventories";
 import { HOST_KEY } from "../fixtures/ssh-keys/keys";
 
 const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
@@ -86,6 +86,20 @@ describe("GPU metrics (plan and render)", () => {
         const s = spec(AMD_PHOENIX, { metrics: { nodeExporter: true } });
         const link = planHost(s).links.find((l) => l.component === "GpuMetrics");
         assert.strictEqual(link?.settings.vendor, "amd");
+    });
+
+    it("Intel: the link, each selected GPU's PCI address for xpu-smi beside its index; the service passes them", () => {
+        const s = spec(INTEL_FLEX_170_X2, { selection: [1], metrics: { nodeExporter: true } });
+        const link = planHost(s).links.find((l) => l.component === "GpuMetrics");
+        assert.deepStrictEqual(link?.settings, { vendor: "intel", gpus: [1], busIds: ["0000:5e:00.0"], textfileDir: DEBIAN_TEXTFILE_DIR, intervalSeconds: 15 });
+        const service = link.rendered.files.find((f) => f.path.endsWith(`${GPU_METRICS_UNIT}.service`));
+        assert.match(service?.content ?? "", / collect --vendor intel --gpus 1 --bus-ids 0000:5e:00\.0 --textfile-dir /);
+        // The NVIDIA and AMD command lines stay as they were: no --bus-ids.
+        assert.ok(!collectArgs({ vendor: "nvidia", gpus: [0], textfileDir: "/x", intervalSeconds: 15 }).includes("--bus-ids"));
+        const intel = { vendor: "intel" as const, gpus: [0, 1], textfileDir: "/x", intervalSeconds: 15 };
+        assert.throws(() => renderGpuMetrics({ ...intel, busIds: ["0000:4d:00.0"] }), /each Intel GPU needs its PCI address.*gpus 0,1, busIds 0000:4d:00\.0/);
+        assert.throws(() => renderGpuMetrics(intel), /busIds none/);
+        assert.throws(() => renderGpuMetrics({ ...intel, busIds: ["0000:4d:00.0", "4d:00.0"] }), /each Intel GPU needs its PCI address/);
     });
 
     it("units: a oneshot service running collect with every value, a timer at the interval", () => {

@@ -193,7 +193,7 @@ describe("Intel GPUs", () => {
         assert.ok(host.steps.some((s) => s.run.includes("gpu-driver.sh") && s.run.includes("--vendor intel")));
     });
 
-    it("the driver is the kernel's: a pin is refused; a toolkit version and the node exporter's metrics are refused, each naming why", () => {
+    it("the driver is the kernel's: a pin is refused; a toolkit version is refused, naming why; the node exporter's metrics find each GPU by its address", () => {
         assert.deepStrictEqual(planGpuDriver({ vendor: "intel" }), { vendor: "intel", version: "preinstalled" });
         assert.throws(
             () => planGpuDriver({ vendor: "intel", version: "1.2.3" }),
@@ -203,7 +203,13 @@ describe("Intel GPUs", () => {
             () => planHost(workerSpec("flex", { transport, inventory, toolkit: { version: "1.17.8" } })),
             /Intel has no container toolkit to install/,
         );
-        assert.throws(() => planGpuMetrics({ inventory }), /GPU metrics of Intel GPUs are not collected yet/);
+        assert.deepStrictEqual(planGpuMetrics({ inventory }), {
+            vendor: "intel",
+            gpus: [0, 1],
+            busIds: ["0000:4d:00.0", "0000:5e:00.0"],
+            textfileDir: "/var/lib/prometheus/node-exporter",
+            intervalSeconds: 15,
+        });
         assert.strictEqual(planGpuHealth({ inventory }), undefined);
     });
 

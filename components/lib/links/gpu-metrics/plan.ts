@@ -1,6 +1,6 @@
 /** The GPU metrics link: its terms, its plan, and its row of the chain. Pure. */
 import { GpuInventory } from "../../gpu/inventory";
-import { GpuSelection, PlanError, WorkerGpuPlan } from "../../gpu/plan";
+import { GpuSelection, WorkerGpuPlan } from "../../gpu/plan";
 import type { LinkDef } from "../link";
 import { containerGpus } from "../terms";
 import { DEBIAN_TEXTFILE_DIR, GpuMetricsSettings, METRICS_INTERVAL_SECONDS, renderGpuMetrics } from "./render";
@@ -20,12 +20,12 @@ export interface GpuMetricsTerms {
 export function planGpuMetrics(terms: GpuMetricsTerms, plan: WorkerGpuPlan = containerGpus(terms.inventory, terms.selection, undefined)): GpuMetricsSettings {
     const vendor = terms.inventory.vendor;
     if (vendor === "none") throw new Error("GPU metrics: the inventory's vendor is none; a worker without GPUs has no GPU metrics");
-    // The collector asks nvidia-smi or amd-smi; Intel's (xpu-smi) it does not ask yet.
-    if (vendor === "intel")
-        throw new PlanError("metrics.nodeExporter", "GPU metrics of Intel GPUs are not collected yet (NVIDIA and AMD only); set it false on this host");
+    const gpus = [...new Map(plan.selected.map((g) => [g.index, g])).values()];
     return {
         vendor,
-        gpus: [...new Set(plan.selected.map((g) => g.index))],
+        gpus: gpus.map((g) => g.index),
+        // xpu-smi numbers GPUs its own way: the collector finds each by its PCI address (the schema requires it on Intel GPUs).
+        ...(vendor === "intel" ? { busIds: gpus.map((g) => (g.pciBusId ?? "").toLowerCase()) } : {}),
         textfileDir: terms.textfileDir ?? DEBIAN_TEXTFILE_DIR,
         intervalSeconds: terms.intervalSeconds ?? METRICS_INTERVAL_SECONDS,
     };

@@ -11,9 +11,11 @@ import { GPU_JOBS_DIR, WRAPPER_STATE_DIR } from "../runc-wrapper/render";
 
 export interface GpuMetricsSettings {
     /** The vendor whose tool answers for the GPUs (AMD: health metrics only, docs/gpu-metrics.md). */
-    vendor: "nvidia" | "amd";
+    vendor: "nvidia" | "amd" | "intel";
     /** The worker's GPUs, by index: only these are reported. */
     gpus: number[];
+    /** Intel only: each GPU's PCI address, in the order of `gpus` (xpu-smi's device ids are its own; the address ties them). */
+    busIds?: string[];
     /** The node exporter's --collector.textfile.directory. */
     textfileDir: string;
     /** How often the metrics file is written, in seconds. */
@@ -33,6 +35,9 @@ export const METRICS_INTERVAL_SECONDS = 15;
 /** Debian's package and the command it brings. */
 export const NODE_EXPORTER_PACKAGE = "prometheus-node-exporter";
 
+/** A PCI address as xpu-smi prints it: domain:bus:device.function, lower case. */
+const PCI_ADDRESS = /^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/;
+
 /** The collect command line, every value in it. */
 export function collectArgs(s: GpuMetricsSettings): string[] {
     return [
@@ -41,6 +46,7 @@ export function collectArgs(s: GpuMetricsSettings): string[] {
         s.vendor,
         "--gpus",
         s.gpus.join(","),
+        ...(s.busIds ? ["--bus-ids", s.busIds.join(",")] : []),
         "--textfile-dir",
         s.textfileDir,
         "--jobs-dir",
@@ -83,6 +89,10 @@ export function renderMetricsTimer(s: GpuMetricsSettings): string {
 
 export function renderGpuMetrics(s: GpuMetricsSettings): RenderedComponent {
     if (s.gpus.length === 0) throw new Error("GPU metrics: the worker has no GPUs to report");
+    if (s.vendor === "intel" && (s.busIds?.length !== s.gpus.length || s.busIds.some((b) => !PCI_ADDRESS.test(b))))
+        throw new Error(
+            `GPU metrics: each Intel GPU needs its PCI address, such as 0000:4d:00.0 (gpus ${s.gpus.join(",")}, busIds ${(s.busIds ?? []).join(",") || "none"})`,
+        );
     const script = hostScriptFile(GPU_METRICS_SCRIPT);
     const service = { path: `/etc/systemd/system/${GPU_METRICS_UNIT}.service`, mode: "0644", content: renderMetricsService(s, script.path) };
     const timer = { path: `/etc/systemd/system/${GPU_METRICS_UNIT}.timer`, mode: "0644", content: renderMetricsTimer(s) };

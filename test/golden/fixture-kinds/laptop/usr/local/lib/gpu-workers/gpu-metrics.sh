@@ -1,1 +1,1 @@
-host script host/gpu-metrics.sh, sha256 4dfa98133700a943b8fc9b4378850442004d1920105af379927fc57712605e1e
+host script host/gpu-metrics.sh, sha256 97423f622e9bd09fe8a60546f79fcaced08a7785b44b82c9f779a586da1c1a7d
