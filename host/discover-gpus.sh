@@ -229,7 +229,8 @@ for card in "$ROOT"/sys/class/drm/card*; do
 done
 [ -s "$TMP/intel" ] && add_source intel-drm "[$(cat "$TMP/intel")]"
 if have xpu-smi; then
-  run_tool xpu-smi-discovery xpu-smi discovery -j
+  # Device ID, PCI BDF Address, UUID, Memory Physical Size: gpu-metrics.sh asks the same.
+  run_tool xpu-smi-discovery xpu-smi discovery --dump 1,11,4,16
 fi
 
 # --- host -----------------------------------------------------------------------------

@@ -24,8 +24,10 @@ import { buildTestWrapper, ensureWrapperTools, makeBundle, makeBusyboxRootfs, sh
 
 const DISCOVER = path.join(PACKAGE_ROOT, "host", "discover-gpus.sh");
 
-function discover(root: string) {
-    const r = spawnSync("bash", [DISCOVER], { encoding: "utf8", env: { ...process.env, GPU_WORKERS_ROOT: root } });
+/** discover-gpus.sh on a fake root; with `bin`, its tools (a stand-in xpu-smi) come first on PATH. */
+function discover(root: string, bin?: string) {
+    const PATH = bin ? `${bin}:${process.env.PATH}` : process.env.PATH;
+    const r = spawnSync("bash", [DISCOVER], { encoding: "utf8", env: { ...process.env, GPU_WORKERS_ROOT: root, PATH } });
     assert.strictEqual(r.status, 0, r.stderr);
     return parseDiscoveryDocument(r.stdout, root);
 }
@@ -71,6 +73,28 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
         // The block, with the memory filled in, is an inventory the schema takes.
         const pasted = { ...found.inventory, gpus: found.inventory.gpus.map((g) => ({ ...g, memoryMiB: 16384 })) };
         assert.ok(inventorySchema.safeParse(pasted).success);
+    });
+
+    it("with xpu-smi installed, each GPU's memory comes from its discovery dump, matched by PCI address", () => {
+        // The stand-in answers the one command line discovery asks with the recorded answer, and fails otherwise.
+        const bin = path.join(dir, "xpu-bin");
+        fs.mkdirSync(bin, { recursive: true });
+        const capture = path.join(PACKAGE_ROOT, "test/fixtures/xpu-smi-metrics/flex-170-x2/xpu-smi-discovery-dump.txt");
+        fs.writeFileSync(
+            path.join(bin, "xpu-smi"),
+            `#!/bin/sh\n[ "$*" = "discovery --dump 1,11,4,16" ] || { echo "unexpected: $*" >&2; exit 98; }\ncat '${capture}'\n`,
+            { mode: 0o755 },
+        );
+        const found = discover(fake("flex-xpu", FLEX_170_PAIR), bin);
+        assert.deepStrictEqual(found.problems, []);
+        assert.deepStrictEqual(
+            found.inventory.gpus.map((g) => [g.pciBusId, g.memoryMiB]),
+            [
+                ["0000:4d:00.0", 16288],
+                ["0000:5e:00.0", 16288],
+            ],
+        );
+        assert.ok(!found.warnings.some((w) => /memory/.test(w)), found.warnings.join("\n"));
     });
 
     it("verify: the declared Flex pair matches; a third GPU declared, a changed render node or driver is caught", () => {

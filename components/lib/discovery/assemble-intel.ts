@@ -24,22 +24,24 @@ interface DrmCard {
 
 const cardNumber = (c: DrmCard) => Number(c.card.slice("card".length));
 
-/** xpu-smi discovery -j: memory (MiB) by PCI address; empty when it is absent or says nothing readable. */
+/**
+ * `xpu-smi discovery --dump 1,11,4,16` (the list's JSON has no memory): memory (MiB) by PCI
+ * address, the columns found by their labels; empty when it is absent or says nothing readable.
+ * Its layout: test/fixtures/xpu-smi-metrics/source.md.
+ */
 function xpuSmiMemory(text: string | undefined): Map<string, number> {
     const out = new Map<string, number>();
-    if (!text) return out;
-    let doc: unknown;
-    try {
-        doc = JSON.parse(text);
-    } catch {
-        return out;
-    }
-    const list = (doc as { device_list?: unknown }).device_list;
-    if (!Array.isArray(list)) return out;
-    for (const d of list as Record<string, unknown>[]) {
-        const address = typeof d.pci_bdf_address === "string" ? d.pci_bdf_address.toLowerCase() : undefined;
-        const bytes = Number(d.memory_physical_size_byte);
-        if (address && Number.isFinite(bytes) && bytes > 0) out.set(address, Math.round(bytes / (1024 * 1024)));
+    const [header, ...rows] = (text ?? "").split("\n");
+    const bare = (v: string | undefined) => (v ?? "").replace(/"/g, "").trim();
+    const labels = header.split(",").map(bare);
+    const at = labels.indexOf("PCI BDF Address");
+    const mem = labels.indexOf("Memory Physical Size");
+    if (at < 0 || mem < 0) return out;
+    for (const row of rows) {
+        const cells = row.split(",");
+        const address = bare(cells[at]).toLowerCase();
+        const size = /^([0-9]+(?:\.[0-9]+)?) ?MiB$/.exec(bare(cells[mem]));
+        if (/^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/.test(address) && size && Number(size[1]) > 0) out.set(address, Math.round(Number(size[1])));
     }
     return out;
 }
