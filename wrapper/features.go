@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -37,7 +39,10 @@ func specFeatures(spec object, s *settings, gpuNodes []string) ([]string, error)
 			Type string `json:"type"`
 		} `json:"namespaces"`
 		Devices []struct {
-			Path string `json:"path"`
+			Path  string `json:"path"`
+			Type  string `json:"type"`
+			Major int64  `json:"major"`
+			Minor int64  `json:"minor"`
 		} `json:"devices"`
 	}
 	if raw, ok := spec["linux"]; ok && string(raw) != "null" {
@@ -83,9 +88,12 @@ func specFeatures(spec object, s *settings, gpuNodes []string) ([]string, error)
 		}
 	}
 	if !allowed[otherGpuDevices] {
+		forbidden := otherGpuNumbers(gpuNodes)
 		for _, d := range linux.Devices {
 			if gpuNode.MatchString(d.Path) && !contains(gpuNodes, d.Path) {
 				found = append(found, fmt.Sprintf("device node %s in linux.devices (%s: a GPU the worker does not select, or whose unit the container does not hold)", d.Path, otherGpuDevices))
+			} else if host, ok := forbidden[devNumbers{d.Major, d.Minor}]; ok && (d.Type == "c" || d.Type == "u") {
+				found = append(found, fmt.Sprintf("device node %s in linux.devices with the numbers of %s (%s: a GPU the worker does not select, or whose unit the container does not hold, under another name)", d.Path, host, otherGpuDevices))
 			}
 		}
 	}
@@ -96,4 +104,34 @@ func specFeatures(spec object, s *settings, gpuNodes []string) ([]string, error)
 func featureRefusal(what string, found []string) error {
 	return fmt.Errorf("%s refused: its spec carries %s. Where that is meant, add the feature to the worker's wrapper.allow in the stack (it sets \"allowSpec\" in %s)",
 		what, strings.Join(found, "; "), configPath)
+}
+
+type devNumbers struct{ Major, Minor int64 }
+
+// otherGpuNumbers: the device numbers of the host's GPU nodes (/dev/nvidiaN, /dev/dri's card and
+// render nodes) but the allowed ones', each with its node: a spec may not name one of them
+// under another path (a by-path name, or a path of its own), as it may not under its own.
+func otherGpuNumbers(allowed []string) map[devNumbers]string {
+	var host []string
+	for _, dir := range []string{"/dev", "/dev/dri"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if p := filepath.Join(dir, e.Name()); gpuNode.MatchString(p) {
+				host = append(host, p)
+			}
+		}
+	}
+	mine := map[devNumbers]bool{}
+	for _, p := range allowed {
+		if d, err := statDevice(p); err == nil {
+			mine[devNumbers{d.Major, d.Minor}] = true
+		}
+	}
+	out := map[devNumbers]string{}
+	for _, p := range host {
+		if d, err := statDevice(p); err == nil && d.Type == "c" && !mine[devNumbers{d.Major, d.Minor}] {
+			out[devNumbers{d.Major, d.Minor}] = p
+		}
+	}
+	return out
 }

@@ -130,8 +130,9 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
     });
 
     describe("through the wrapper with real runc", () => {
-        // Nodes of this test's own in the host's /dev/dri (numbers no real GPU here has), /dev/null's
-        // numbers, 0660 and of two groups of their own, as video and render own a host's.
+        // Nodes of this test's own in the host's /dev/dri (numbers no real GPU here has): GPU 1's have
+        // /dev/null's numbers, GPU 0's /dev/zero's (no test opens them), so that a node is known by
+        // its numbers; 0660 and of two groups of their own, as video and render own a host's.
         const NODES = ["card70", "renderD170", "card71", "renderD171"];
         /** udev's links to them, as a host has them. */
         const LINKS = [0, 1].flatMap((i) => [
@@ -172,7 +173,7 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
             madeDri = !fs.existsSync("/dev/dri");
             fs.mkdirSync("/dev/dri", { recursive: true });
             for (const n of NODES) {
-                sh("mknod", ["-m", "0660", `/dev/dri/${n}`, "c", "1", "3"]);
+                sh("mknod", ["-m", "0660", `/dev/dri/${n}`, "c", "1", n.endsWith("70") ? "5" : "3"]);
                 fs.chownSync(`/dev/dri/${n}`, 0, n.startsWith("card") ? VIDEO_GID : RENDER_GID);
             }
             madeByPath = !fs.existsSync("/dev/dri/by-path");
@@ -276,6 +277,26 @@ describe("Intel GPUs from a fake sysfs, and through the wrapper with real runc",
             } finally {
                 remove(["all-a"]);
             }
+        });
+
+        it("a spec that names another GPU's node under a path of its own is refused by the node's numbers", () => {
+            configure({ selection: [1] });
+            const b = makeBundle(path.join(dir, "bundles", "disguise"), rootfs, ["true"]);
+            const specPath = path.join(b, "config.json");
+            const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+            spec.linux.devices = [{ path: "/dev/accel0", type: "c", major: 1, minor: 5, fileMode: 0o666, uid: 0, gid: 0 }];
+            fs.writeFileSync(specPath, JSON.stringify(spec));
+            const r = spawnSync(wrapper, ["--root", runcRoot(), "create", "--bundle", b, "disguise"], { encoding: "utf8", timeout: 60_000 });
+            assert.notStrictEqual(r.status, 0, "GPU 0's numbers under another name");
+            assert.match(r.stderr, /device node \/dev\/accel0 in linux\.devices with the numbers of \/dev\/dri\/(card|renderD)170 \(other-gpu-devices/);
+            spec.linux.devices[0].minor = 3; // the selected GPU's numbers
+            fs.writeFileSync(specPath, JSON.stringify(spec));
+            const log = path.join(dir, "disguise.create.out");
+            const fd = fs.openSync(log, "w"); // not a pipe: the created container's init would hold it open
+            const mine = spawnSync(wrapper, ["--root", runcRoot(), "create", "--bundle", b, "disguise"], { stdio: ["ignore", fd, fd], timeout: 60_000 });
+            fs.closeSync(fd);
+            remove(["disguise"]);
+            assert.strictEqual(mine.status, 0, fs.readFileSync(log, "utf8"));
         });
 
         it("a by-path link the host lacks gives no name; one that leads to another GPU's node is refused", () => {
