@@ -377,7 +377,10 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         await run.start(inventory, { health: FAST });
         const [gpu0] = inventory.gpus!.map((g) => g.pciBusId!);
         const bus0 = `${domain}:4d:00.0`;
-        assert.strictEqual(run.logText().match(/xpu-smi is not installed: Intel GPUs are watched by the kernel's lines and their sysfs presence alone/g)?.length, 1);
+        assert.strictEqual(
+            run.logText().match(/xpu-smi is not installed: Intel GPUs are watched by the kernel's lines and their sysfs presence alone/g)?.length,
+            1,
+        );
 
         run.kernel(kernelLine("xe-engine-reset", gpu0));
         run.kernel(kernelLine("xe-gt-reset", gpu0));
@@ -406,7 +409,10 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
 
         fs.rmSync(dev1, { recursive: true });
         await run.until(
-            () => new RegExp(`GPU 1 \\(${domain}:5e:00\\.0\\) unhealthy: lost: its PCI device \\(/sys/bus/pci/devices/${domain}:5e:00\\.0\\) is gone`).test(run.logText()),
+            () =>
+                new RegExp(`GPU 1 \\(${domain}:5e:00\\.0\\) unhealthy: lost: its PCI device \\(/sys/bus/pci/devices/${domain}:5e:00\\.0\\) is gone`).test(
+                    run.logText(),
+                ),
             5000,
             "the poll to find GPU 1 lost",
         );
@@ -415,7 +421,10 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
     it("Intel pool: a failed xe reset on GPU 1 takes it out of the pool and the worker serves on GPU 0; an xpu-smi that answers no device list is said once", async () => {
         const inventory = flex(domain, "xe");
         pciDevices(run.root, domain);
-        run.xpuSmi({ discovery: xpuAnswer("discovery-flex-170-x2.json", domain), health: '{\n    "errno": 3,\n    "error": "Level Zero Initialization Error"\n}\n' });
+        run.xpuSmi({
+            discovery: xpuAnswer("discovery-flex-170-x2.json", domain),
+            health: '{\n    "errno": 3,\n    "error": "Level Zero Initialization Error"\n}\n',
+        });
         run.startWorker();
         await run.start(inventory, { health: FAST, pool: true });
         run.kernel(kernelLine("xe-reset-failed", inventory.gpus![1].pciBusId!));

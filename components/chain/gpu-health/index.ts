@@ -21,10 +21,7 @@ export class GpuHealth extends HostStepsComponent {
                 args,
                 (terms) => {
                     const settings = planGpuHealth(terms);
-                    if (!settings)
-                        throw new Error(
-                            `GpuHealth ${name}: the inventory has no GPU to watch (vendor none, or none selected)`,
-                        );
+                    if (!settings) throw new Error(`GpuHealth ${name}: the inventory has no GPU to watch (vendor none, or none selected)`);
                     return settings;
                 },
                 renderGpuHealth,

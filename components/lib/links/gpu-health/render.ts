@@ -71,7 +71,9 @@ export function renderHealthConfig(s: GpuHealthSettings): string {
         ...(s.pool ? ["# GPUs are handed out per task: a sick GPU leaves the pool, and the worker lands when none is left.", "pool yes"] : []),
         "# gpu INDEX BUS-ID, or - where the inventory declares none: the watcher asks nvidia-smi, or the AMD render node's sysfs device",
         ...(s.vendor === "intel" ? ["# Intel: gpu INDEX BUS-ID DRIVER (i915 or xe): only that driver's lines count for the GPU"] : []),
-        ...s.gpus.map((g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}${g.driver ? ` ${g.driver}` : ""}`),
+        ...s.gpus.map(
+            (g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}${g.driver ? ` ${g.driver}` : ""}`,
+        ),
         "# Xids that do not land the worker; every other Xid does.",
         `ignore-xids ${s.ignoredXids.join(" ")}`,
         "# What each known Xid means (docs/gpu-health.md has the table).",

@@ -1,1 +1,1 @@
-host script host/gpu-health-watch.sh, sha256 8927c53b347dc36b4ab93194d8b622613488f78a3c8c30d29243e418113e4eb0
+host script host/gpu-health-watch.sh, sha256 72641690c6c6e420908d8dc334665b071d4a07e21e5070f13a0ced496640c043
