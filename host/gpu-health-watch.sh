@@ -113,12 +113,30 @@ case "$previous" in landed) acted=land ;; retired) acted=retire ;; esac
 if [ -n "$acted" ]; then
   for k in "${!idx[@]}"; do bad[k]=1; why[k]="the worker was ${previous} before this watcher started"; done
 fi
+# The GPUs a driver wedged (Intel) stay wedged across restarts of the watcher: DIR/wedged holds
+# "BUS<tab>DRM-IDENTITY<tab>REASON" each. A reboot clears /run, and with it the wedge.
+if [ -r "$state_dir/wedged" ]; then
+  while IFS=$'\t' read -r b ident reason; do
+    for k in "${!idx[@]}"; do
+      [ "${full[$k]}" = "$b" ] || continue
+      wedged[k]=$ident; wedge_why[k]=$reason; bad[k]=1; why[k]=$reason
+    done
+  done <"$state_dir/wedged"
+fi
 
 # Replaces FILE with CONTENT, whole, only when it differs.
 put() {
   local file=$1 content=$2
   [ "$(cat "$file" 2>/dev/null)" = "$content" ] && return 0
   printf '%s\n' "$content" >"$file.tmp" && mv -f "$file.tmp" "$file"
+}
+
+save_wedged() {
+  local k rows=""
+  for k in "${!idx[@]}"; do
+    [ -z "${wedged[$k]}" ] || rows+="${full[$k]}	${wedged[$k]}	${wedge_why[$k]}"$'\n'
+  done
+  if [ -n "$rows" ]; then put "$state_dir/wedged" "${rows%$'\n'}"; else rm -f "$state_dir/wedged"; fi
 }
 
 # Whether the worker can serve: some GPU healthy where the pool serves with what is left, else every GPU.
@@ -262,6 +280,7 @@ wedge() {
   local k=$1 reason=$2
   xids[k]=$((xids[k] + 1))
   wedged[k]=$(drm_identity "$k"); wedged[k]=${wedged[$k]:-gone}; wedge_why[k]=$reason
+  save_wedged
   fatal "$k" "$reason"
 }
 
@@ -430,7 +449,7 @@ poll() {
     s=${short[$k]}; problem=""
     seen=${found[$s]:-}
     if [ -n "${wedged[$k]}" ] && [ -n "$seen" ] && [ "$(drm_identity "$k" || echo gone)" != "${wedged[$k]}" ]; then
-      wedged[k]=""
+      wedged[k]=""; save_wedged
       log "GPU ${idx[$k]} (${full[$k]}): the driver is bound to it again; it no longer counts as wedged"
     fi
     if [ -n "${lost[$s]:-}" ] || [ -z "$seen" ]; then

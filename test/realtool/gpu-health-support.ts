@@ -265,6 +265,7 @@ export class WatcherRun {
     /** The kernel's records the watcher reads; undefined: the real kernel log. */
     readonly kmsg?: KmsgSeam;
     private child?: ChildProcess;
+    private config?: string;
 
     /** `realKernelLog`: the watcher reads /dev/kmsg itself, as on a host. */
     constructor(opts: { realKernelLog?: boolean } = {}) {
@@ -324,12 +325,40 @@ export class WatcherRun {
     async start(inventory: GpuInventoryInput, terms: Omit<GpuHealthTerms, "inventory">): Promise<void> {
         const settings = planGpuHealth({ inventory: inventorySchema.parse(inventory), workerUnit: WORKER_UNIT, ...terms });
         if (!settings) throw new Error("no watcher planned");
-        const config = path.join(this.dir, "gpu-health.conf");
-        fs.writeFileSync(config, renderHealthConfig(settings));
+        this.config = path.join(this.dir, "gpu-health.conf");
+        fs.writeFileSync(this.config, renderHealthConfig(settings));
+        await this.spawnWatcher();
+    }
+
+    private async spawnWatcher(): Promise<void> {
+        const started = this.logText().split("gpu-health: watching").length;
         const out = fs.openSync(this.log, "a");
-        this.child = spawn("bash", [WATCHER, "--config", config, "--state-dir", this.state], { env: this.env(), stdio: ["ignore", out, out], detached: true });
+        this.child = spawn("bash", [WATCHER, "--config", this.config!, "--state-dir", this.state], {
+            env: this.env(),
+            stdio: ["ignore", out, out],
+            detached: true,
+        });
         fs.closeSync(out);
-        await this.until(() => this.logText().includes("gpu-health: watching"), 10_000, "the watcher to start");
+        await this.until(() => this.logText().split("gpu-health: watching").length > started, 10_000, "the watcher to start");
+    }
+
+    /** Stops the watcher (as systemd's Restart=always would find it gone) and starts it again on the same config and status folder. */
+    async restart(): Promise<void> {
+        await this.stopWatcher();
+        await this.spawnWatcher();
+    }
+
+    private async stopWatcher(): Promise<void> {
+        const child = this.child;
+        if (child?.pid && child.exitCode === null && child.signalCode === null) {
+            const exited = new Promise((r) => child.once("exit", r));
+            try {
+                process.kill(-child.pid, "SIGTERM");
+                await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+            } catch {
+                // already gone
+            }
+        }
     }
 
     /** Whether a process of the watcher's (its process group) holds the real /dev/kmsg open. */
@@ -377,16 +406,7 @@ export class WatcherRun {
 
     /** Stops the watcher (its group: its kernel log reader too) and the stand-in worker, and removes the folder. */
     async stop(): Promise<void> {
-        const child = this.child;
-        if (child?.pid && child.exitCode === null && child.signalCode === null) {
-            const exited = new Promise((r) => child.once("exit", r));
-            try {
-                process.kill(-child.pid, "SIGTERM");
-                await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-            } catch {
-                // already gone
-            }
-        }
+        await this.stopWatcher();
         const pidFile = path.join(this.systemd, `${WORKER_UNIT}.pid`);
         if (fs.existsSync(pidFile)) {
             try {

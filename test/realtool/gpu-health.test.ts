@@ -362,6 +362,11 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         await sleep(4500);
         assert.strictEqual(run.workerState(), "landed", "a wedged GPU never settles by polls alone");
         assert.strictEqual(run.status(), "landed");
+        // A watcher restarted (systemd's Restart=always) keeps the wedge.
+        await run.restart();
+        await sleep(4500);
+        assert.strictEqual(run.workerState(), "landed", "the restarted watcher still counts the GPU wedged");
+        assert.match(run.rows()[0][5], /i915: the GPU reset failed/);
 
         // The driver bound again: its drm folder made anew.
         fs.renameSync(`${dev0}/drm`, `${dev0}/drm.before`);

@@ -1,1 +1,1 @@
-host script host/gpu-health-watch.sh, sha256 72641690c6c6e420908d8dc334665b071d4a07e21e5070f13a0ced496640c043
+host script host/gpu-health-watch.sh, sha256 46937ca0c696c91c0a0480f2129393c7d95186e7f620273dcfb686801c732a88
