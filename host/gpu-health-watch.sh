@@ -235,8 +235,8 @@ INTEL_RE="^(i915|xe) (${HEX4}:${HEX2}:${HEX2}\.[0-7]): \[drm\] (\*ERROR\* )?(Til
 intel_line() {
   local drv=$1 at=$2 text=$3 k
   k=$(gpu_at "$at") || return 0
-  # The GPU's own driver: an i915 line names no xe GPU.
-  [ "${extra[$k]}" = "$drv" ] || return 0
+  # The GPU's own function and driver: an i915 line names no xe GPU.
+  [ "${full[$k]}" = "$at" ] && [ "${extra[$k]}" = "$drv" ] || return 0
   case "$drv" in
     i915)
       if [[ $text =~ ^Failed\ to\ reset\ chip ]]; then
@@ -251,7 +251,7 @@ intel_line() {
         noted "$k" "i915 GPU hang (a job's context)"
       fi ;;
     xe)
-      if [[ $text =~ ^CRITICAL:\ Xe\ has\ declared\ device\ (${HEX4}:${HEX2}:${HEX2}\.[0-7])\ as\ wedged\. ]] && [ "${BASH_REMATCH[1]}" = "$at" ]; then
+      if [[ $text =~ ^CRITICAL:\ Xe\ has\ declared\ device\ (${HEX4}:${HEX2}:${HEX2}\.[0-7])\ as\ wedged\. ]] && [ "${BASH_REMATCH[1],,}" = "$at" ]; then
         wedge "$k" "xe declared the GPU wedged"
       elif [[ $text =~ ^reset\ failed\ \( ]]; then
         wedge "$k" "xe: the GT reset failed"

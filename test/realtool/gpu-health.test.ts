@@ -394,10 +394,12 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): xe reset the GT, noted/);
 
         const wedged = kernelLine("xe-wedged", gpu0);
-        // i915's line on an xe GPU; the wedge of another device; a GPU not watched; the wedge in other facilities; behind a prefix; without [drm]; a program named as it.
+        // i915's line on an xe GPU; the wedge of another device; a GPU not watched, and another function of the watched one's slot;
+        // the wedge in other facilities; behind a prefix; without [drm]; a program named as it.
         run.kernel(kernelLine("i915-reset-failed", gpu0));
         run.kernel(wedged.replace(`declared device ${bus0} as`, `declared device ${domain}:77:00.0 as`));
         run.kernel(kernelLine("xe-reset-failed", withDomain("0000:77:00.0", domain)));
+        run.kernel(kernelLine("xe-reset-failed", withDomain("0000:4d:00.1", domain)));
         for (const facility of [1, 3, 23]) run.kmsg!.record(wedged, facility);
         run.kernel(`traps: ${wedged}`);
         run.kernel(kernelLine("xe-reset-failed", gpu0).replace(" [drm] ", " "));
