@@ -2,9 +2,11 @@
 # The GPU health watcher: the long-running loop its systemd unit runs (gpu-health.sh installs it).
 #   gpu-health-watch.sh --config FILE [--state-dir DIR]
 # It reads the kernel's own records as they come (/dev/kmsg: none from before it started) for
-# NVIDIA Xid and SXid lines and amdgpu reset and RAS lines, and every poll-seconds asks the
-# vendor's tool (nvidia-smi; for AMD the amdgpu driver's sysfs) about each watched GPU: lost,
-# uncorrectable ECC errors, a row-remap failure, compute processes of no running container.
+# NVIDIA Xid and SXid lines, amdgpu reset and RAS lines, and i915 and xe hang, reset and wedge
+# lines, and every poll-seconds asks the vendor's tool (nvidia-smi; for AMD the amdgpu driver's
+# sysfs; for Intel sysfs and, where installed, xpu-smi health) about each watched GPU: lost,
+# uncorrectable ECC errors, a row-remap failure, a critical component, compute processes of no
+# running container.
 # A fatal event on a watched GPU lands the worker's unit (SIGUSR1; retire: SIGUSR2; none: only
 # says so) and writes why to stdout (the journal). Once every GPU has polled healthy for
 # settle-seconds after its last fatal event, the unit is started again (it registers running).
@@ -42,7 +44,7 @@ done
 [ -r "$config" ] || die "--config FILE is required and readable (got '${config}')"
 
 vendor=""; on_fatal=land; worker_unit=""; poll_seconds=30; settle=300; grace=600; nvswitch=no; pool=no
-idx=(); bus=(); render=(); declare -A ignored=() meaning=()
+idx=(); bus=(); extra=(); declare -A ignored=() meaning=()
 number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "${config}: ${1} must be a positive whole number, not '${2}'"; }
 while IFS= read -r line || [ -n "$line" ]; do
   case "$line" in '' | '#'*) continue ;; esac
@@ -56,16 +58,22 @@ while IFS= read -r line || [ -n "$line" ]; do
     dirty-grace-seconds) number "$key" "$value"; grace=$value ;;
     nvswitch) nvswitch=$value ;;
     pool) pool=$value ;;
-    gpu) read -r i b r <<<"$value"; idx+=("$i"); bus+=("$b"); render+=("${r:-}") ;;
+    # The third field: AMD, the render node (no bus id declared); Intel, the GPU's driver.
+    gpu) read -r i b x <<<"$value"; idx+=("$i"); bus+=("$b"); extra+=("${x:-}") ;;
     ignore-xids) for x in $value; do ignored[$x]=1; done ;;
     xid) meaning[${value%% *}]=${value#* } ;;
     *) die "${config}: unknown key '${key}'" ;;
   esac
 done <"$config"
-case "$vendor" in nvidia | amd) ;; *) die "${config}: vendor must be nvidia or amd" ;; esac
+case "$vendor" in nvidia | amd | intel) ;; *) die "${config}: vendor must be nvidia, amd or intel" ;; esac
 case "$on_fatal" in land | retire | none) ;; *) die "${config}: on-fatal must be land, retire or none" ;; esac
 case "$pool" in yes | no) ;; *) die "${config}: pool must be yes or no" ;; esac
 [ "${#idx[@]}" -gt 0 ] || die "${config}: no gpu to watch"
+if [ "$vendor" = intel ]; then
+  for k in "${!idx[@]}"; do
+    case "${extra[$k]}" in i915 | xe) ;; *) die "${config}: Intel GPU ${idx[$k]} needs its driver (i915 or xe) after its bus id, not '${extra[$k]}'" ;; esac
+  done
+fi
 
 # 0000:3b:00 (NVRM), 00000000:3B:00.0 (nvidia-smi), 0000:03:00.0 (amdgpu) -> 0000:3b:00.
 short_bus() {
@@ -82,7 +90,7 @@ for k in "${!idx[@]}"; do
   if [ "$vendor" = nvidia ]; then
     found=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null | awk -F', *' -v i="${idx[$k]}" '$1 == i { print $2 }')
   else
-    found=$(basename "$(readlink -f "$ROOT/sys/class/drm/${render[$k]:-none}/device")")
+    found=$(basename "$(readlink -f "$ROOT/sys/class/drm/${extra[$k]:-none}/device")")
   fi
   [[ $found =~ ^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$ ]] || die "GPU ${idx[$k]}: no bus id declared, and the host names none (declare pciBusId in the inventory)"
   bus[k]=$found
@@ -93,8 +101,8 @@ for k in "${!idx[@]}"; do
   full[k]="${short[$k]}.${bus[$k]##*.}"
 done
 
-bad=(); why=(); xids=(); last_xid=(); good_since=(); dirty_since=()
-for k in "${!idx[@]}"; do bad[k]=0; why[k]=""; xids[k]=0; last_xid[k]=""; good_since[k]=""; dirty_since[k]=""; done
+bad=(); why=(); xids=(); last_xid=(); good_since=(); dirty_since=(); wedged=() wedge_why=()
+for k in "${!idx[@]}"; do bad[k]=0; why[k]=""; xids[k]=0; last_xid[k]=""; good_since[k]=""; dirty_since[k]=""; wedged[k]=""; wedge_why[k]=""; done
 acted="" # land or retire, once this watcher (or the one before it) signalled the worker
 waiting="" # the GPUs settled, the worker has not exited yet
 
@@ -105,12 +113,30 @@ case "$previous" in landed) acted=land ;; retired) acted=retire ;; esac
 if [ -n "$acted" ]; then
   for k in "${!idx[@]}"; do bad[k]=1; why[k]="the worker was ${previous} before this watcher started"; done
 fi
+# The GPUs a driver wedged (Intel) stay wedged across restarts of the watcher: DIR/wedged holds
+# "BUS<tab>DRM-IDENTITY<tab>REASON" each. A reboot clears /run, and with it the wedge.
+if [ -r "$state_dir/wedged" ]; then
+  while IFS=$'\t' read -r b ident reason; do
+    for k in "${!idx[@]}"; do
+      [ "${full[$k]}" = "$b" ] || continue
+      wedged[k]=$ident; wedge_why[k]=$reason; bad[k]=1; why[k]=$reason
+    done
+  done <"$state_dir/wedged"
+fi
 
 # Replaces FILE with CONTENT, whole, only when it differs.
 put() {
   local file=$1 content=$2
   [ "$(cat "$file" 2>/dev/null)" = "$content" ] && return 0
   printf '%s\n' "$content" >"$file.tmp" && mv -f "$file.tmp" "$file"
+}
+
+save_wedged() {
+  local k rows=""
+  for k in "${!idx[@]}"; do
+    [ -z "${wedged[$k]}" ] || rows+="${full[$k]}	${wedged[$k]}	${wedge_why[$k]}"$'\n'
+  done
+  if [ -n "$rows" ]; then put "$state_dir/wedged" "${rows%$'\n'}"; else rm -f "$state_dir/wedged"; fi
 }
 
 # Whether the worker can serve: some GPU healthy where the pool serves with what is left, else every GPU.
@@ -197,6 +223,67 @@ AMD_RESET_RE="${AMDGPU}GPU reset begin!"
 # "N uncorrectable ... in umc block", newer kernels after "socket: S, die: D" or as "N new ..."; never "no uncorrectable".
 AMD_RAS_RE="${AMDGPU}(socket: [0-9]+(, die: [0-9]+)?,? )?([0-9]+) (new )?uncorrectable hardware errors detected in ([A-Za-z0-9_]+) block"
 
+# i915 and xe print through dev_printk and drm's "[drm] " (drm_err adds "*ERROR* "); newer
+# kernels name the GT ("GT0: ") and xe the tile before it ("Tile0: GT0: "):
+#   i915 0000:03:00.0: [drm] GT0: Resetting chip for stopped heartbeat on rcs0
+#   xe 0000:03:00.0: [drm] *ERROR* Tile0: GT0: reset failed (-ETIMEDOUT)
+INTEL_RE="^(i915|xe) (${HEX4}:${HEX2}:${HEX2}\.[0-7]): \[drm\] (\*ERROR\* )?(Tile[0-9]+: )?(GT[0-9]+: )?"
+
+# A hang or reset line of i915 or xe: fatal where the driver could not bring the GPU back (it is
+# wedged: every job on it fails until the driver is bound again), noted and counted where it did
+# (a hung job's context is reset, the GPU goes on). TEXT is the message after the prefix.
+intel_line() {
+  local drv=$1 at=$2 text=$3 k
+  k=$(gpu_at "$at") || return 0
+  # The GPU's own function and driver: an i915 line names no xe GPU.
+  [ "${full[$k]}" = "$at" ] && [ "${extra[$k]}" = "$drv" ] || return 0
+  case "$drv" in
+    i915)
+      if [[ $text =~ ^Failed\ to\ reset\ chip ]]; then
+        wedge "$k" "i915: the GPU reset failed (the driver wedged the GPU)"
+      elif [[ $text =~ ^Failed\ to\ initialise\ HW\ following\ reset ]]; then
+        wedge "$k" "i915: the GPU did not come back after its reset (the driver wedged the GPU)"
+      elif [[ $text =~ ^Resetting\ chip\ for\  ]]; then
+        noted "$k" "i915 reset the whole GPU"
+      elif [[ $text =~ ^Resetting\ ([a-z]+[0-9]+)\ for\  ]]; then
+        noted "$k" "i915 reset engine ${BASH_REMATCH[1]}"
+      elif [[ $text =~ ^GPU\ HANG:\ ecode\ [0-9]+:[0-9a-fA-F]+:(0x)?[0-9a-fA-F]{8}(,|$) ]]; then
+        noted "$k" "i915 GPU hang (a job's context)"
+      fi ;;
+    xe)
+      if [[ $text =~ ^CRITICAL:\ Xe\ has\ declared\ device\ (${HEX4}:${HEX2}:${HEX2}\.[0-7])\ as\ wedged\. ]] && [ "${BASH_REMATCH[1],,}" = "$at" ]; then
+        wedge "$k" "xe declared the GPU wedged"
+      elif [[ $text =~ ^reset\ failed\ \( ]]; then
+        wedge "$k" "xe: the GT reset failed"
+      elif [[ $text =~ ^reset\ started$ ]]; then
+        noted "$k" "xe reset the GT"
+      elif [[ $text =~ ^Engine\ reset:\ engine_class=([a-z]+), ]]; then
+        noted "$k" "xe reset a ${BASH_REMATCH[1]} engine"
+      fi ;;
+  esac
+}
+
+# A driver's event that it recovered from: counted (gpus.tsv's event count), said, not fatal.
+noted() {
+  local k=$1 what=$2
+  xids[k]=$((xids[k] + 1))
+  log "GPU ${idx[$k]} (${full[$k]}): ${what}, noted"
+  write_state
+}
+
+# The device's identity in sysfs: its drm folder, made anew when the driver is bound again.
+drm_identity() { stat -L -c %i "$ROOT/sys/bus/pci/devices/${full[$1]}/drm" 2>/dev/null; }
+
+# The driver wedged GPU K: fatal, and it stays so until the driver is bound to it again (a new
+# drm folder) or the host reboots; polls alone never settle it.
+wedge() {
+  local k=$1 reason=$2
+  xids[k]=$((xids[k] + 1))
+  wedged[k]=$(drm_identity "$k"); wedged[k]=${wedged[$k]:-gone}; wedge_why[k]=$reason
+  save_wedged
+  fatal "$k" "$reason"
+}
+
 on_kernel_line() {
   local line=$1 k code name
   if [[ $line =~ $XID_RE ]]; then
@@ -223,6 +310,8 @@ on_kernel_line() {
   elif [[ $line =~ $AMD_RAS_RE ]]; then
     k=$(gpu_at "${BASH_REMATCH[1]}") || return 0
     fatal "$k" "amdgpu RAS: ${BASH_REMATCH[5]} uncorrectable errors in the ${BASH_REMATCH[7]} block"
+  elif [ "$vendor" = intel ] && [[ $line =~ $INTEL_RE ]]; then
+    intel_line "${BASH_REMATCH[1]}" "${BASH_REMATCH[2],,}" "${line:${#BASH_REMATCH[0]}}"
   fi
 }
 
@@ -271,10 +360,75 @@ amd_poll() {
   done
 }
 
+# JSON as one "PATH=VALUE" line per string, number or word (device_list.0.power.status=OK),
+# whatever its layout: xpu-smi's answers, read without jq, which hosts need not have.
+json_lines() {
+  awk '
+    function path(   p, k) { p = ""; for (k = 1; k <= d; k++) p = p (k > 1 ? "." : "") key[k]; return p }
+    { s = s $0 "\n" }
+    END {
+      n = length(s); d = 0; want = 0
+      for (i = 1; i <= n; i++) {
+        c = substr(s, i, 1)
+        if (c == "{") { d++; kind[d] = "o"; key[d] = ""; want = 1 }
+        else if (c == "[") { d++; kind[d] = "a"; key[d] = 0; want = 0 }
+        else if (c == "}" || c == "]") d--
+        else if (c == ",") { if (kind[d] == "a") key[d]++; else want = 1 }
+        else if (c == ":") want = 0
+        else if (c == "\"") {
+          v = ""
+          for (i++; i <= n; i++) { c = substr(s, i, 1); if (c == "\\") { v = v substr(s, i, 2); i++; continue } if (c == "\"") break; v = v c }
+          if (kind[d] == "o" && want) key[d] = v; else print path() "=" v
+        } else if (c ~ /[-+.0-9A-Za-z]/) {
+          for (j = i; j <= n && substr(s, j, 1) ~ /[-+.0-9A-Za-z]/; j++) ;
+          print path() "=" substr(s, i, j - i); i = j - 1
+        }
+      }
+    }'
+}
+
+# Lines like amd_poll's from sysfs ("lost BUS", "seen BUS"), and where xpu-smi is installed
+# "critical BUS COMPONENTS" from its health answer (xpu-smi names GPUs by device id: its
+# discovery answer gives each one's bus id), or "tool-error" where it answered no device list.
+intel_poll() {
+  local k disc health
+  for k in "${!idx[@]}"; do
+    if [ -e "$ROOT/sys/bus/pci/devices/${full[$k]}" ]; then echo "seen ${full[$k]}"; else echo "lost ${full[$k]}"; fi
+  done
+  [ "$xpu_smi" = yes ] || return 0
+  disc=$(xpu-smi discovery -j 2>/dev/null | json_lines | sed 's/^/D /')
+  health=$(xpu-smi health -l -j 2>/dev/null | json_lines | sed 's/^/H /')
+  printf '%s\n%s\n' "$disc" "$health" | awk '
+    { split($2, kv, "="); split(kv[1], p, "."); v = substr($2, length(kv[1]) + 2) }
+    p[1] != "device_list" { next }
+    $1 == "D" && p[3] == "device_id" { did[p[2]] = v }
+    $1 == "D" && p[3] == "pci_bdf_address" { dbus[p[2]] = v }
+    $1 == "H" { listed = 1 }
+    $1 == "H" && p[3] == "device_id" { hid[p[2]] = v }
+    $1 == "H" && p[4] == "status" && v == "Critical" { crit[p[2]] = crit[p[2]] (crit[p[2]] == "" ? "" : ",") p[3] }
+    END {
+      for (i in did) at[did[i]] = dbus[i]
+      for (j in crit) if (at[hid[j]] != "") print "critical " at[hid[j]] " " crit[j]
+      if (!listed) print "tool-error"
+    }'
+}
+
 poll() {
   local now=$1 report strays k s problem line seen
-  if [ "$vendor" = nvidia ]; then report=$(nvidia_poll); strays=$(nvidia_strays); else report=$(amd_poll); strays=""; fi
-  declare -A found=() ecc=() remap=() lost=() stray=()
+  case "$vendor" in
+    nvidia) report=$(nvidia_poll); strays=$(nvidia_strays) ;;
+    amd) report=$(amd_poll); strays="" ;;
+    intel) report=$(intel_poll); strays="" ;;
+  esac
+  if [ "$vendor" = intel ] && [ "$xpu_smi" = yes ]; then
+    if grep -qx tool-error <<<"$report"; then
+      [ -n "$xpu_failing" ] || log "xpu-smi gave no health answer: this poll has sysfs presence alone"
+      xpu_failing=1
+    elif [ -n "$xpu_failing" ]; then
+      log "xpu-smi answers again"; xpu_failing=""
+    fi
+  fi
+  declare -A found=() ecc=() remap=() lost=() stray=() critical=()
   while read -r what b n; do
     [ -n "$b" ] || continue
     s=$(short_bus "$b") || continue
@@ -283,6 +437,7 @@ poll() {
       lost) lost[$s]=1 ;;
       ecc) ecc[$s]=$n ;;
       remap) remap[$s]=1 ;;
+      critical) critical[$s]=$n ;;
     esac
   done <<<"$report"
   while read -r b n; do
@@ -293,9 +448,18 @@ poll() {
   for k in "${!idx[@]}"; do
     s=${short[$k]}; problem=""
     seen=${found[$s]:-}
+    if [ -n "${wedged[$k]}" ] && [ -n "$seen" ] && [ "$(drm_identity "$k" || echo gone)" != "${wedged[$k]}" ]; then
+      wedged[k]=""; save_wedged
+      log "GPU ${idx[$k]} (${full[$k]}): the driver is bound to it again; it no longer counts as wedged"
+    fi
     if [ -n "${lost[$s]:-}" ] || [ -z "$seen" ]; then
       line=$(printf '%s\n' "$report" | sed -n 's/^rc //p')
       problem="lost: the vendor's tool no longer reaches it${line:+ (exit ${line})}"
+      [ "$vendor" = nvidia ] || problem="lost: its PCI device (/sys/bus/pci/devices/${full[$k]}) is gone"
+    elif [ -n "${wedged[$k]}" ] && [ "$(drm_identity "$k" || echo gone)" = "${wedged[$k]}" ]; then
+      problem=${wedge_why[$k]}
+    elif [ -n "${critical[$s]:-}" ]; then
+      problem="xpu-smi health: critical (${critical[$s]})"
     elif [ -n "${ecc[$s]:-}" ]; then
       problem="uncorrectable ECC errors (${ecc[$s]} since the driver loaded)"
     elif [ -n "${remap[$s]:-}" ]; then
@@ -356,6 +520,14 @@ kmsg_pid=$KMSG_PID
 exec {kmsg}<&"${KMSG[0]}"
 trap 'kill "$kmsg_pid" 2>/dev/null' EXIT
 trap 'exit 0' TERM INT
+xpu_smi=no; xpu_failing=""
+if [ "$vendor" = intel ]; then
+  if command -v xpu-smi >/dev/null 2>&1; then
+    xpu_smi=yes
+  else
+    log "xpu-smi is not installed: Intel GPUs are watched by the kernel's lines and their sysfs presence alone"
+  fi
+fi
 write_state
 gpus=""
 for k in "${!idx[@]}"; do gpus+=" ${idx[$k]}=${full[$k]}"; done

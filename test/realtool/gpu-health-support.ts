@@ -101,7 +101,8 @@ export function kernelLine(name: string, bus: string): string {
     return row
         .slice(name.length + 1)
         .replace("{nvrm}", `${domain}:${m[2]}:${m[3]}`.toLowerCase())
-        .replace("{pci}", `${domain}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase());
+        .replaceAll("{pci}", `${domain}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase())
+        .replaceAll("\\n", "\n");
 }
 
 /** In an instance, the test's seam folder (a disk device: kernel records, answers); below /var, which systemd mounts nothing over. */
@@ -127,6 +128,9 @@ export function forgedNames(nvrm: string, pci: string): string[] {
         `nvidia-nvswitch0: SXid (PCI:${pci}): 20034, Fatal, x`,
         `amdgpu ${pci}: amdgpu: GPU reset begin!`,
         `amdgpu ${pci}: amdgpu: 2 uncorrectable hardware errors detected in umc block`,
+        `i915 ${pci}: [drm] *ERROR* GT0: Failed to reset chip`,
+        `xe ${pci}: [drm] *ERROR* Tile0: GT0: reset failed (-ETIMEDOUT)`,
+        `xe ${pci}: [drm] *ERROR* CRITICAL: Xe has declared device ${pci} as wedged.`,
     ];
     // A line break in the name: dmesg prints it as one, and the forged line then starts a line.
     return [...lines, ...lines.map((l) => `a\n${l}`)];
@@ -156,6 +160,29 @@ cat "$dir/$f.txt"
 [ -f "$dir/$f.exit" ] && exit "$(cat "$dir/$f.exit")"
 exit 0
 `;
+
+/** The watcher's questions to xpu-smi, and the answer file of each. */
+export const XPU_SMI_QUERIES = { discovery: "discovery -j", health: "health -l -j" } as const;
+
+export const STANDIN_XPU_SMI = `#!/bin/sh
+# stand-in xpu-smi: answers from files the test puts in $GH_ANSWERS; any other command line is refused
+dir=\${GH_ANSWERS:-${ANSWERS_IN_INSTANCE}}
+case "$*" in
+${Object.entries(XPU_SMI_QUERIES)
+    .map(([f, q]) => `  "${q}") f=xpu-${f} ;;`)
+    .join("\n")}
+  *) echo "stand-in xpu-smi: unexpected arguments: $*" | tee -a "$dir/unexpected" >&2; exit 97 ;;
+esac
+[ -f "$dir/$f.json" ] || { echo "stand-in xpu-smi: no answer for: $*" | tee -a "$dir/unexpected" >&2; exit 98; }
+cat "$dir/$f.json"
+`;
+
+const XPU_SMI_FIXTURES = path.join(PACKAGE_ROOT, "test", "fixtures", "xpu-smi-health");
+
+/** An xpu-smi answer of test/fixtures/xpu-smi-health, every bus id in it moved to the run's domain. */
+export function xpuAnswer(file: string, domain: string): string {
+    return fs.readFileSync(path.join(XPU_SMI_FIXTURES, file), "utf8").replace(/"0000:([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])"/g, `"${domain}:$1"`);
+}
 
 /**
  * What nvidia-smi answers the watcher's two GPU queries on the machine a `-q` capture was taken
@@ -238,6 +265,7 @@ export class WatcherRun {
     /** The kernel's records the watcher reads; undefined: the real kernel log. */
     readonly kmsg?: KmsgSeam;
     private child?: ChildProcess;
+    private config?: string;
 
     /** `realKernelLog`: the watcher reads /dev/kmsg itself, as on a host. */
     constructor(opts: { realKernelLog?: boolean } = {}) {
@@ -246,6 +274,15 @@ export class WatcherRun {
         fs.writeFileSync(path.join(this.dir, "bin", "nvidia-smi"), STANDIN_NVIDIA_SMI, { mode: 0o755 });
         fs.writeFileSync(path.join(this.dir, "bin", "systemctl"), STANDIN_SYSTEMCTL, { mode: 0o755 });
         fs.writeFileSync(path.join(this.systemd, "worker"), standinWorker(path.join(this.systemd, `${WORKER_UNIT}.state`)), { mode: 0o755 });
+    }
+
+    /** Installs the stand-in xpu-smi (absent until then, as on a host without it) with these answers. */
+    xpuSmi(answers: { discovery: string; health: string }): void {
+        fs.writeFileSync(path.join(this.dir, "bin", "xpu-smi"), STANDIN_XPU_SMI, { mode: 0o755 });
+        for (const [name, text] of Object.entries(answers)) {
+            fs.writeFileSync(path.join(this.answers, `xpu-${name}.new`), text);
+            fs.renameSync(path.join(this.answers, `xpu-${name}.new`), path.join(this.answers, `xpu-${name}.json`));
+        }
     }
 
     /** What nvidia-smi answers, from a `-q` capture (and its exit code), and `--query-compute-apps`. */
@@ -288,12 +325,40 @@ export class WatcherRun {
     async start(inventory: GpuInventoryInput, terms: Omit<GpuHealthTerms, "inventory">): Promise<void> {
         const settings = planGpuHealth({ inventory: inventorySchema.parse(inventory), workerUnit: WORKER_UNIT, ...terms });
         if (!settings) throw new Error("no watcher planned");
-        const config = path.join(this.dir, "gpu-health.conf");
-        fs.writeFileSync(config, renderHealthConfig(settings));
+        this.config = path.join(this.dir, "gpu-health.conf");
+        fs.writeFileSync(this.config, renderHealthConfig(settings));
+        await this.spawnWatcher();
+    }
+
+    private async spawnWatcher(): Promise<void> {
+        const started = this.logText().split("gpu-health: watching").length;
         const out = fs.openSync(this.log, "a");
-        this.child = spawn("bash", [WATCHER, "--config", config, "--state-dir", this.state], { env: this.env(), stdio: ["ignore", out, out], detached: true });
+        this.child = spawn("bash", [WATCHER, "--config", this.config!, "--state-dir", this.state], {
+            env: this.env(),
+            stdio: ["ignore", out, out],
+            detached: true,
+        });
         fs.closeSync(out);
-        await this.until(() => this.logText().includes("gpu-health: watching"), 10_000, "the watcher to start");
+        await this.until(() => this.logText().split("gpu-health: watching").length > started, 10_000, "the watcher to start");
+    }
+
+    /** Stops the watcher (as systemd's Restart=always would find it gone) and starts it again on the same config and status folder. */
+    async restart(): Promise<void> {
+        await this.stopWatcher();
+        await this.spawnWatcher();
+    }
+
+    private async stopWatcher(): Promise<void> {
+        const child = this.child;
+        if (child?.pid && child.exitCode === null && child.signalCode === null) {
+            const exited = new Promise((r) => child.once("exit", r));
+            try {
+                process.kill(-child.pid, "SIGTERM");
+                await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+            } catch {
+                // already gone
+            }
+        }
     }
 
     /** Whether a process of the watcher's (its process group) holds the real /dev/kmsg open. */
@@ -341,16 +406,7 @@ export class WatcherRun {
 
     /** Stops the watcher (its group: its kernel log reader too) and the stand-in worker, and removes the folder. */
     async stop(): Promise<void> {
-        const child = this.child;
-        if (child?.pid && child.exitCode === null && child.signalCode === null) {
-            const exited = new Promise((r) => child.once("exit", r));
-            try {
-                process.kill(-child.pid, "SIGTERM");
-                await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-            } catch {
-                // already gone
-            }
-        }
+        await this.stopWatcher();
         const pidFile = path.join(this.systemd, `${WORKER_UNIT}.pid`);
         if (fs.existsSync(pidFile)) {
             try {

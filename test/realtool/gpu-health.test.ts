@@ -11,7 +11,8 @@ import { ChildProcess, spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import { GpuInventoryInput } from "../../components/lib/gpu/inventory";
 import { XID_TABLE } from "../../components/lib/gpu/xids";
-import { capture, fallenOff, forgedNames, kernelLine, segfaultLine, uniqueDomain, WatcherRun, withDomain } from "./gpu-health-support";
+import { INTEL_FLEX_170_X2 } from "../fixtures/stacks/inventories";
+import { capture, fallenOff, forgedNames, kernelLine, segfaultLine, uniqueDomain, WatcherRun, withDomain, xpuAnswer } from "./gpu-health-support";
 
 const FAST = { pollSeconds: 1, settleSeconds: 3, dirtyGraceSeconds: 2 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -33,6 +34,20 @@ function hgx(domain: string): GpuInventoryInput {
 /** The single H100 of the h100-vm-1x capture (00:06.0), in the run's domain. */
 function h100(domain: string): GpuInventoryInput {
     return { vendor: "nvidia", gpus: [{ index: 0, model: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, pciBusId: withDomain("00000000:00:06.0", domain) }] };
+}
+
+/** INTEL_FLEX_170_X2's GPUs (0000:4d:00.0, 0000:5e:00.0) in the run's domain, on `driver`. */
+function flex(domain: string, driver: "i915" | "xe" = "i915"): GpuInventoryInput {
+    return { vendor: "intel", gpus: INTEL_FLEX_170_X2.gpus!.map((g) => ({ ...g, driver, pciBusId: withDomain(g.pciBusId!, domain) })) };
+}
+
+/** Each GPU's PCI device in the watcher's sysfs, with its drm folder (what the driver makes when bound); returns the device folders. */
+function pciDevices(root: string, domain: string): string[] {
+    return ["4d", "5e"].map((b, i) => {
+        const dev = `${root}/sys/bus/pci/devices/${domain}:${b}:00.0`;
+        fs.mkdirSync(`${dev}/drm/card${i}`, { recursive: true });
+        return dev;
+    });
 }
 
 describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, systemd and worker)", function () {
@@ -306,5 +321,126 @@ describe("GPU health watcher (recorded kernel records; stand-in nvidia-smi, syst
         assert.match(run.logText(), /a GPU healthy for 3s: started concourse-worker\.service again/);
         await run.until(() => run.status() === "healthy", 10_000, "both GPUs back in the pool");
         assert.match(run.logText(), /GPU 1 \([0-9a-f:.]+\) healthy again: back in the pool/);
+    });
+    it("Intel i915 with xpu-smi: a hang, an engine and a chip reset are counted and noted; a critical component lands the worker; a failed reset wedges the GPU until the driver is bound again", async () => {
+        const inventory = flex(domain);
+        const [dev0] = pciDevices(run.root, domain);
+        const discovery = xpuAnswer("discovery-flex-170-x2.json", domain);
+        const healthy = xpuAnswer("health-flex-170-x2.json", domain);
+        // Device 0's memory (the first in the answer) critical.
+        const critical = healthy.replace(/("memory": \{\s+"description": "[^"]*",\s+"status": )"OK"/, '$1"Critical"');
+        assert.notStrictEqual(critical, healthy);
+        run.xpuSmi({ discovery, health: healthy });
+        run.startWorker();
+        await run.start(inventory, { health: FAST });
+        const [gpu0, gpu1] = inventory.gpus!.map((g) => g.pciBusId!);
+
+        for (const name of ["i915-hang", "i915-engine-reset", "i915-chip-reset", "i915-chip-reset-6.1"]) run.kernel(kernelLine(name, gpu1));
+        await run.until(() => run.rows()[1][3] === "4", 5000, "the four events to be counted");
+        await sleep(1500);
+        assert.strictEqual(run.workerState(), "running");
+        assert.strictEqual(run.status(), "healthy");
+        assert.deepStrictEqual(run.rows(), [
+            ["0", `${domain}:4d:00.0`, "1", "0", "", ""],
+            ["1", `${domain}:5e:00.0`, "1", "4", "", ""],
+        ]);
+        const said = run.logText();
+        assert.match(said, new RegExp(`GPU 1 \\(${domain}:5e:00\\.0\\): i915 GPU hang \\(a job's context\\), noted`));
+        assert.match(said, /GPU 1 \([0-9a-f:.]+\): i915 reset engine rcs0, noted/);
+        assert.strictEqual(said.match(/i915 reset the whole GPU, noted/g)?.length, 2);
+        assert.doesNotMatch(said, /unhealthy|xpu-smi is not installed/);
+
+        run.xpuSmi({ discovery, health: critical });
+        await run.until(() => ["landing", "landed"].includes(run.workerState()), 10_000, "the worker to land on the critical component");
+        assert.match(run.logText(), new RegExp(`GPU 0 \\(${domain}:4d:00\\.0\\) unhealthy: xpu-smi health: critical \\(memory\\)`));
+        run.xpuSmi({ discovery, health: healthy });
+        await run.until(() => run.workerState() === "running", 15_000, "the worker to run again once GPU 0 polls healthy");
+
+        run.kernel(kernelLine("i915-reset-failed", gpu0));
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land on the failed reset");
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\) unhealthy: i915: the GPU reset failed \(the driver wedged the GPU\)/);
+        await sleep(4500);
+        assert.strictEqual(run.workerState(), "landed", "a wedged GPU never settles by polls alone");
+        assert.strictEqual(run.status(), "landed");
+        // A watcher restarted (systemd's Restart=always) keeps the wedge.
+        await run.restart();
+        await sleep(4500);
+        assert.strictEqual(run.workerState(), "landed", "the restarted watcher still counts the GPU wedged");
+        assert.match(run.rows()[0][5], /i915: the GPU reset failed/);
+
+        // The driver bound again: its drm folder made anew.
+        fs.renameSync(`${dev0}/drm`, `${dev0}/drm.before`);
+        fs.mkdirSync(`${dev0}/drm/card0`, { recursive: true });
+        await run.until(() => run.workerState() === "running", 15_000, "the worker to run again once the driver is bound again");
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): the driver is bound to it again; it no longer counts as wedged/);
+    });
+
+    it("Intel xe without xpu-smi: it says so once; an engine and a GT reset are noted; look-alikes change nothing; the wedged line lands the worker; a GPU gone from sysfs is lost", async () => {
+        const inventory = flex(domain, "xe");
+        const [, dev1] = pciDevices(run.root, domain);
+        run.startWorker();
+        await run.start(inventory, { health: FAST });
+        const [gpu0] = inventory.gpus!.map((g) => g.pciBusId!);
+        const bus0 = `${domain}:4d:00.0`;
+        assert.strictEqual(
+            run.logText().match(/xpu-smi is not installed: Intel GPUs are watched by the kernel's lines and their sysfs presence alone/g)?.length,
+            1,
+        );
+
+        run.kernel(kernelLine("xe-engine-reset", gpu0));
+        run.kernel(kernelLine("xe-gt-reset", gpu0));
+        await run.until(() => run.rows()[0][3] === "2", 5000, "the two resets to be counted");
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): xe reset a ccs engine, noted/);
+        assert.match(run.logText(), /GPU 0 \([0-9a-f:.]+\): xe reset the GT, noted/);
+
+        const wedged = kernelLine("xe-wedged", gpu0);
+        // i915's line on an xe GPU; the wedge of another device; a GPU not watched, and another function of the watched one's slot;
+        // the wedge in other facilities; behind a prefix; without [drm]; a program named as it.
+        run.kernel(kernelLine("i915-reset-failed", gpu0));
+        run.kernel(wedged.replace(`declared device ${bus0} as`, `declared device ${domain}:77:00.0 as`));
+        run.kernel(kernelLine("xe-reset-failed", withDomain("0000:77:00.0", domain)));
+        run.kernel(kernelLine("xe-reset-failed", withDomain("0000:4d:00.1", domain)));
+        for (const facility of [1, 3, 23]) run.kmsg!.record(wedged, facility);
+        run.kernel(`traps: ${wedged}`);
+        run.kernel(kernelLine("xe-reset-failed", gpu0).replace(" [drm] ", " "));
+        for (const name of forgedNames(`${domain}:4d:00`, bus0)) run.kernel(segfaultLine(name));
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running");
+        assert.strictEqual(run.status(), "healthy");
+        assert.doesNotMatch(run.logText(), /unhealthy/);
+        assert.deepStrictEqual(run.rows()[0].slice(2), ["1", "2", "", ""], "none of them counted");
+
+        run.kernel(wedged);
+        await run.until(() => run.workerState() === "landed", 10_000, "the worker to land on the driver's own wedged line");
+        assert.match(run.logText(), new RegExp(`GPU 0 \\(${domain}:4d:00\\.0\\) unhealthy: xe declared the GPU wedged`));
+
+        fs.rmSync(dev1, { recursive: true });
+        await run.until(
+            () =>
+                new RegExp(`GPU 1 \\(${domain}:5e:00\\.0\\) unhealthy: lost: its PCI device \\(/sys/bus/pci/devices/${domain}:5e:00\\.0\\) is gone`).test(
+                    run.logText(),
+                ),
+            5000,
+            "the poll to find GPU 1 lost",
+        );
+    });
+
+    it("Intel pool: a failed xe reset on GPU 1 takes it out of the pool and the worker serves on GPU 0; an xpu-smi that answers no device list is said once", async () => {
+        const inventory = flex(domain, "xe");
+        pciDevices(run.root, domain);
+        run.xpuSmi({
+            discovery: xpuAnswer("discovery-flex-170-x2.json", domain),
+            health: '{\n    "errno": 3,\n    "error": "Level Zero Initialization Error"\n}\n',
+        });
+        run.startWorker();
+        await run.start(inventory, { health: FAST, pool: true });
+        run.kernel(kernelLine("xe-reset-failed", inventory.gpus![1].pciBusId!));
+        await run.until(() => run.rows()[1][2] === "0" && run.status() === "degraded", 5000, "GPU 1 to leave the pool");
+        assert.match(run.logText(), /GPU 1 \([0-9a-f:.]+\) unhealthy: xe: the GT reset failed/);
+        assert.match(run.logText(), /GPU 1 is out of the pool: new containers get other GPUs/);
+        await sleep(2500);
+        assert.strictEqual(run.workerState(), "running", "GPU 0 is healthy: the worker serves");
+        assert.deepStrictEqual(run.rows()[0].slice(2), ["1", "0", "", ""]);
+        assert.strictEqual(run.logText().match(/xpu-smi gave no health answer: this poll has sysfs presence alone/g)?.length, 1);
     });
 });

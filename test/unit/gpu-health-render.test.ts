@@ -15,7 +15,7 @@ import { planGpuHealth } from "../../components/lib/links/gpu-health/plan";
 import { HEALTH_PATHS, normalBusId, renderGpuHealth, renderHealthConfig } from "../../components/lib/links/gpu-health/render";
 import { planHost } from "../../components/lib/plan/host-plan";
 import { mergeSettings, settingsSchema, WORKER_DEFAULTS } from "../../components/lib/settings/settings";
-import { AMD_PHOENIX, HGX_H100_8X, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
+import { AMD_PHOENIX, HGX_H100_8X, INTEL_FLEX_170_X2, NO_GPU, RTX_A500_LAPTOP } from "../fixtures/stacks/inventories";
 import { HOST_KEY, TSA_KEY } from "../fixtures/ssh-keys/keys";
 
 const ssh = { ssh: { host: "10.0.0.5", privateKey: "key", hostKey: HOST_KEY } };
@@ -110,6 +110,20 @@ describe("GPU health link", () => {
     it("an AMD GPU without a declared bus id is found by its render node", () => {
         const config = renderHealthConfig(planGpuHealth({ inventory: inventorySchema.parse(AMD_PHOENIX) })!);
         assert.deepStrictEqual(lines(config, "gpu"), ["gpu 0 - renderD128"]);
+    });
+
+    it("an Intel host's config: vendor intel, each GPU by bus id with its driver, no NVSwitch", () => {
+        const link = healthLink({ transport: ssh, inventory: inventorySchema.parse(INTEL_FLEX_170_X2), ...release })!;
+        const config = link.rendered.files.find((f) => f.path === HEALTH_PATHS.config)!.content;
+        assert.deepStrictEqual(lines(config, "vendor"), ["vendor intel"]);
+        assert.deepStrictEqual(lines(config, "gpu"), ["gpu 0 0000:4d:00.0 i915", "gpu 1 0000:5e:00.0 i915"]);
+        assert.deepStrictEqual(lines(config, "nvswitch"), ["nvswitch no"]);
+        assert.deepStrictEqual(lines(config, "worker-unit"), ["worker-unit concourse-worker.service"]);
+        assert.match(config, /^# Intel: gpu INDEX BUS-ID DRIVER \(i915 or xe\)/m);
+        // An xe GPU says so; NVIDIA and AMD configs name no driver.
+        const xe = inventorySchema.parse({ ...INTEL_FLEX_170_X2, gpus: INTEL_FLEX_170_X2.gpus!.map((g) => ({ ...g, driver: "xe" })) });
+        assert.deepStrictEqual(lines(renderHealthConfig(planGpuHealth({ inventory: xe, selection: [1] })!), "gpu"), ["gpu 1 0000:5e:00.0 xe"]);
+        assert.doesNotMatch(renderHealthConfig(planGpuHealth({ inventory: inventorySchema.parse(HGX_H100_8X) })!), /i915|xe$|# Intel/m);
     });
 
     it("bus ids are normalised to a 4-digit domain, lower case; anything else is refused", () => {

@@ -4,7 +4,8 @@
  * (or, with allocation, each holder) gets exactly its GPUs' card and render nodes, and a spec
  * naming another's is refused; the intel.com/gpu CDI spec rendered from the inventory, with the
  * by-path links; the driver is the kernel's (no pin), there is no toolkit to install, the health
- * watcher and the metrics are not Intel's yet; an LXD instance gets its GPUs by PCI address.
+ * watcher watches the GPUs by bus id and driver, the metrics are not Intel's yet; an LXD instance
+ * gets its GPUs by PCI address.
  */
 import * as assert from "assert";
 import { workerSpec } from "../../components/chain/gpu-worker";
@@ -174,7 +175,7 @@ describe("Intel GPUs", () => {
         });
     });
 
-    it("a whole worker: the CDI spec placed, the wrapper's settings naming only the two GPUs' nodes, no toolkit package, no health watcher", () => {
+    it("a whole worker: the CDI spec placed, the wrapper's settings naming only the two GPUs' nodes, no toolkit package, a health watcher", () => {
         const host = planHost(workerSpec("flex", { transport, inventory }));
         const files = new Map(host.links.flatMap((l) => l.rendered.files.map((f) => [f.path, f.content] as const)));
         assert.deepStrictEqual(JSON.parse(files.get(CDI_SPEC_PATHS.intel)!), JSON.parse(renderIntelCdiSpec(inventory.gpus)));
@@ -188,7 +189,11 @@ describe("Intel GPUs", () => {
         );
         assert.strictEqual(wrapper.realRuntime, "/usr/local/lib/gpu-workers/runc.real");
         const components = host.links.map((l) => l.component);
-        assert.ok(!components.includes("GpuHealth"), `no watcher: ${components.join(" ")}`);
+        assert.strictEqual(components.at(-1), "GpuHealth", `the watcher last: ${components.join(" ")}`);
+        assert.deepStrictEqual(planGpuHealth({ inventory })!.gpus, [
+            { index: 0, busId: "0000:4d:00.0", driver: "i915" },
+            { index: 1, busId: "0000:5e:00.0", driver: "i915" },
+        ]);
         assert.ok(!host.steps.some((s) => s.name.includes("container-toolkit")), "no toolkit package to install");
         assert.ok(host.steps.some((s) => s.run.includes("gpu-driver.sh") && s.run.includes("--vendor intel")));
     });
@@ -210,7 +215,6 @@ describe("Intel GPUs", () => {
             textfileDir: "/var/lib/prometheus/node-exporter",
             intervalSeconds: 15,
         });
-        assert.strictEqual(planGpuHealth({ inventory }), undefined);
     });
 
     it("an LXD instance gets each GPU by PCI address, its nodes owned by the render group's gid", () => {

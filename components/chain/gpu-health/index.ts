@@ -21,10 +21,7 @@ export class GpuHealth extends HostStepsComponent {
                 args,
                 (terms) => {
                     const settings = planGpuHealth(terms);
-                    if (!settings)
-                        throw new Error(
-                            `GpuHealth ${name}: the inventory has no GPU to watch (vendor none, or none selected), or its GPUs are Intel's, which it does not watch yet`,
-                        );
+                    if (!settings) throw new Error(`GpuHealth ${name}: the inventory has no GPU to watch (vendor none, or none selected)`);
                     return settings;
                 },
                 renderGpuHealth,

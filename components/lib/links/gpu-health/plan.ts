@@ -26,11 +26,12 @@ export interface GpuHealthTerms {
 
 /**
  * The watcher's settings; undefined for a worker without GPUs (vendor none), which gets no
- * watcher, and for Intel GPUs, whose reset lines and xpu-smi it does not read yet.
+ * watcher. Intel GPUs are watched by bus id (the inventory requires it) and driver (i915 or xe:
+ * whose kernel lines count for the GPU).
  */
 export function planGpuHealth(terms: GpuHealthTerms, plan?: WorkerGpuPlan): GpuHealthSettings | undefined {
     const inv = terms.inventory;
-    if (inv.vendor === "none" || inv.vendor === "intel") return undefined;
+    if (inv.vendor === "none") return undefined;
     const given = terms.health ?? {};
     const d = WORKER_DEFAULTS.health;
     plan ??= containerGpus(inv, terms.selection, false);
@@ -42,6 +43,7 @@ export function planGpuHealth(terms: GpuHealthTerms, plan?: WorkerGpuPlan): GpuH
             ...(g.pciBusId ? { busId: g.pciBusId } : {}),
             // Without a declared bus id an AMD GPU is found by its render node (plan.ts's default name).
             ...(!g.pciBusId && inv.vendor === "amd" ? { renderNode: g.renderNode ?? `renderD${128 + g.index}` } : {}),
+            ...(inv.vendor === "intel" && g.driver ? { driver: g.driver } : {}),
         })),
         nvswitch: inv.nvswitches > 0,
         pool: terms.pool ?? false,

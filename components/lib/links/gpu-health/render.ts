@@ -9,7 +9,7 @@ import { HOST_ETC_DIR, RenderedComponent, shellCommand } from "../../host/steps"
 
 export interface GpuHealthSettings {
     /** The GPUs' vendor: whose kernel lines and tool the watcher reads. */
-    vendor: "nvidia" | "amd";
+    vendor: "nvidia" | "amd" | "intel";
     /** The selected GPUs, with their PCI bus id where the inventory declares it. */
     gpus: {
         index: number;
@@ -17,6 +17,8 @@ export interface GpuHealthSettings {
         busId?: string;
         /** AMD, where no bus id is declared: its DRM render node (renderD128), whose sysfs device names the bus id. */
         renderNode?: string;
+        /** Intel: the kernel driver bound to it (i915 or xe), whose hang and reset lines count for it. */
+        driver?: "i915" | "xe";
     }[];
     /** The board has NVSwitches: a fatal SXid (a switch's) counts against every watched GPU. */
     nvswitch: boolean;
@@ -68,7 +70,10 @@ export function renderHealthConfig(s: GpuHealthSettings): string {
         `nvswitch ${s.nvswitch ? "yes" : "no"}`,
         ...(s.pool ? ["# GPUs are handed out per task: a sick GPU leaves the pool, and the worker lands when none is left.", "pool yes"] : []),
         "# gpu INDEX BUS-ID, or - where the inventory declares none: the watcher asks nvidia-smi, or the AMD render node's sysfs device",
-        ...s.gpus.map((g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}`),
+        ...(s.vendor === "intel" ? ["# Intel: gpu INDEX BUS-ID DRIVER (i915 or xe): only that driver's lines count for the GPU"] : []),
+        ...s.gpus.map(
+            (g) => `gpu ${g.index} ${g.busId ? normalBusId(g.busId) : "-"}${g.renderNode ? ` ${g.renderNode}` : ""}${g.driver ? ` ${g.driver}` : ""}`,
+        ),
         "# Xids that do not land the worker; every other Xid does.",
         `ignore-xids ${s.ignoredXids.join(" ")}`,
         "# What each known Xid means (docs/gpu-health.md has the table).",

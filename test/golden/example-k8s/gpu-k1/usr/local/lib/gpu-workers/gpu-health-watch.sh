@@ -1,1 +1,1 @@
-host script host/gpu-health-watch.sh, sha256 8927c53b347dc36b4ab93194d8b622613488f78a3c8c30d29243e418113e4eb0
+host script host/gpu-health-watch.sh, sha256 7420542d95af9d7607d2021c4f74cb2c622616dc2b016aa641b8619620aa2bbc

@@ -1,0 +1,1 @@
+host script host/gpu-health-watch.sh, sha256 7420542d95af9d7607d2021c4f74cb2c622616dc2b016aa641b8619620aa2bbc

@@ -1,0 +1,1 @@
+host script host/gpu-health.sh, sha256 4606530cf08bfbc064beacbe89c582b7b11c0ebaf1cd7c2fa98b51ee3375715f
