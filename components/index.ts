@@ -113,6 +113,7 @@ export type { ConcourseWorkerTerms } from "./lib/links/concourse-worker/plan";
 export type { ArtifactSource } from "./chain/artifacts";
 export type { FoundGpu, ModelSource } from "./lib/discovery/result";
 export { GpuAllocation, AllocationMode, GpuUnit, UnitMount, ALLOCATION_MODES } from "./lib/gpu/allocation";
+export type { DeviceLink } from "./lib/gpu/nodes";
 export type { HostAccessPlan } from "./lib/plan/host-access";
 export type { PlannedPartition } from "./lib/fabric/partitions";
 export type { SshHostShape } from "./lib/settings/worker-spec";

@@ -270,14 +270,13 @@ func prepareProcess(inv invocation, s *settings) error {
 	if path == "" {
 		return nil
 	}
-	devices, err := containerDevices(nodes, links)
-	if err != nil {
-		return err
-	}
-	if groups := deviceGroups(devices); len(groups) > 0 {
-		// As the create gave the init; a container whose init has gone gets none (runc refuses the exec itself).
-		if maps, err := runningGidMappings(runcRoot(globalRoot(os.Args[1:])), inv.ID); err == nil {
-			e.Groups, _ = containerGids(groups, maps)
+	// The groups the create gave the init. A node gone since (a GPU off the bus) or an init that
+	// has exited gives none: the exec is not refused for it (runc refuses what it cannot run).
+	if devices, err := containerDevices(nodes, links); err == nil {
+		if groups := deviceGroups(devices); len(groups) > 0 {
+			if maps, err := runningGidMappings(runcRoot(globalRoot(os.Args[1:])), inv.ID); err == nil {
+				e.Groups, _ = containerGids(groups, maps)
+			}
 		}
 	}
 	editsProcess := len(e.Env) > 0 || len(e.UnsetEnv) > 0 || len(e.Groups) > 0
