@@ -49,7 +49,8 @@ func statDevice(path string) (hostDevice, error) {
 // /dev/dri/by-path/pci-<address>-card|render links, which Level Zero reads. Where the host has
 // the link, and it resolves to the node, the container gets the node at the link's path: made
 // there by runc, or in a user namespace bound from the host's path, which is why the host's
-// link must be there. A host without the link (udev makes none in an LXD instance) gives none.
+// link must be there. A host without the link (an LXD instance, whose GPU nodes LXD makes, may
+// have none) gives none.
 type deviceLink struct {
 	Path string `json:"path"`
 	Node string `json:"node"`

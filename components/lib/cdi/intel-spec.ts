@@ -3,8 +3,8 @@
  * `up` verifies against sysfs first), named as Intel's own generator names it: a device per GPU
  * by its card node (card0), with its card and render nodes and its /dev/dri/by-path names,
  * which oneAPI's Level Zero reads. Those names are the nodes themselves (a node's path in the
- * container, its hostPath on the host), not binds of udev's links: a host without the links
- * (an LXD instance) serves them too. Pure.
+ * container, its hostPath on the host), not binds of udev's links: a runtime that makes the
+ * nodes serves them on a host without the links too. Pure.
  */
 import type { Gpu } from "../gpu/inventory";
 import { intelByPathLinks, intelNodes } from "../gpu/nodes";

@@ -19,8 +19,8 @@ export interface DeviceLink {
 
 /**
  * An Intel GPU's /dev/dri/by-path names (udev's, by PCI address), card then render, which
- * Level Zero reads to tell GPUs apart. A container gets the nodes themselves at those paths,
- * so a host without udev's links (an LXD instance) serves them too.
+ * Level Zero reads to tell GPUs apart. A container gets the nodes themselves at those paths
+ * where the host has the links (the wrapper: wrapper/devices.go).
  */
 export function intelByPathLinks(gpu: Gpu): DeviceLink[] {
     const [card, render] = intelNodes(gpu);
