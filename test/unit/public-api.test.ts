@@ -60,6 +60,7 @@ const PUBLIC_FACE = [
     "DEFAULT_HOST_STEPS",
     "DEFAULT_PARTITION_TABLE",
     "DatasetTerms",
+    "DeviceLink",
     "DiscoveryDocument",
     "DiscoveryDocumentError",
     "DiscoveryResult",
