@@ -67,22 +67,26 @@ function seconds(text: string): number {
 }
 
 /**
- * Runs one pulumi command under bash and returns its wall time and the CPU seconds (user + system)
- * of every process it waited for, the pulumi CLI and all below it, from bash's `times`.
+ * Runs one command under bash and returns its wall time and the CPU seconds (user + system) of
+ * every process it waited for, the command and all below it, from bash's `times`.
  */
-function measuredPulumi(projectDir: string, env: Record<string, string>, args: string[], timesFile: string): { wall: number; cpu: number } {
+export function measuredCommand(cwd: string, env: Record<string, string>, argv: string[], timesFile: string): { wall: number; cpu: number } {
     const start = process.hrtime.bigint();
-    const r = spawnSync("bash", ["-c", 'pulumi "$@"; s=$?; times >"$GW_TIMES"; exit $s', "bash", ...args, "--non-interactive"], {
-        cwd: projectDir,
+    const r = spawnSync("bash", ["-c", '"$@"; s=$?; times >"$GW_TIMES"; exit $s', "bash", ...argv], {
+        cwd,
         env: { ...process.env, ...env, GW_TIMES: timesFile },
         encoding: "utf8",
         maxBuffer: 64 << 20,
     });
     const wall = Number(process.hrtime.bigint() - start) / 1e9;
-    if (r.status !== 0) throw new Error(`pulumi ${args.join(" ")} failed:\n${r.stdout}\n${r.stderr}`);
+    if (r.status !== 0) throw new Error(`${argv.join(" ")} failed:\n${r.stdout}\n${r.stderr}`);
     // The second line is the children's user and system time.
     const children = fs.readFileSync(timesFile, "utf8").trim().split("\n")[1].trim().split(/\s+/);
     return { wall, cpu: seconds(children[0]) + seconds(children[1]) };
+}
+
+function measuredPulumi(projectDir: string, env: Record<string, string>, args: string[], timesFile: string): { wall: number; cpu: number } {
+    return measuredCommand(projectDir, env, ["pulumi", ...args, "--non-interactive"], timesFile);
 }
 
 /** SSH logins each machine has accepted so far, from sshd's lines in its journal. */
@@ -93,7 +97,7 @@ function acceptedLogins(lxd: TestLxd, instances: string[]): number {
 }
 
 /** CPU seconds the instances have used since they started, from LXD's state of each (its cgroup's usage, in ns). */
-function instancesCpu(lxd: TestLxd, instances: string[]): number {
+export function instancesCpu(lxd: TestLxd, instances: string[]): number {
     return instances
         .map((instance) => {
             const usage = (JSON.parse(lxd.lxc("query", `/1.0/instances/${instance}/state`)) as { cpu?: { usage?: number } }).cpu?.usage;

@@ -45,7 +45,8 @@ export { boardSpec } from "./chain/shared-gpu-board";
 // The one plan of a worker and of a shared board from their arguments: the program plans each once and hands the plan over (`planned`).
 export { planWorker, WorkerPlanning } from "./chain/gpu-worker";
 export { planSharedBoard } from "./chain/shared-gpu-board";
-export { webSpec } from "./chain/concourse-web";
+export { webForWorkers, webSpec } from "./chain/concourse-web";
+export { setOwnerStack } from "./providers/host/resources";
 export { kubernetesGpuNodesObjects } from "./chain/kubernetes-gpu-nodes";
 export type { KubeObject, PlannedObject } from "./lib/kubernetes/objects";
 // A host plan's link of one component type, typed by it (the offline render reads the worker's).

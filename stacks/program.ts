@@ -1,16 +1,18 @@
 /**
  * The program: reads the stack config (gpu-workers:defaults, gpu-workers:hosts and, optionally,
  * gpu-workers:web, gpu-workers:kubernetes and gpu-workers:hostSteps), validates it, and converges the web node and every
- * host into a GPU-ready Concourse worker. index.ts runs it.
+ * host into a GPU-ready Concourse worker; in a member stack of a fleet (gpu-workers:fleetMember,
+ * set by `npm run fleet`), one rack's hosts alone, or the web alone. index.ts runs it.
  */
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import { LOCAL_ARTIFACTS } from "../components/program";
+import { LOCAL_ARTIFACTS, setOwnerStack } from "../components/program";
 import { parseStack } from "./checks/stack";
 import { namespaceKeysOf } from "./config/namespace-keys";
 import { StackConfigError } from "./config/stack";
 import { buildFleet } from "./resources/fleet";
+import { WEB_FOR_RACKS_OUTPUT, webForRacks } from "./resources/fleet-web";
 
 /** The stack config, validated and planned once, for the files this machine uploads (their digests taken). */
 function readStack(config: pulumi.Config, baseDir: string) {
@@ -24,6 +26,8 @@ function readStack(config: pulumi.Config, baseDir: string) {
                 kubernetes: config.getObject("kubernetes"),
                 allowNoHosts: config.getObject("allowNoHosts"),
                 hostSteps: config.get("hostSteps"),
+                fleet: config.getObject("fleet"),
+                fleetMember: config.getObject("fleetMember"),
                 keys,
             },
             { baseDir, artifacts: LOCAL_ARTIFACTS },
@@ -49,10 +53,21 @@ function projectDirectory(): string {
     }
 }
 
+/**
+ * A member stack of a fleet runs from a work folder of `npm run fleet`: the stack's paths are relative
+ * to the project's folder, which the driver names in `gpu-workers:fleetMember` (checked with the rest).
+ */
+function memberProjectDirectory(config: pulumi.Config): string | undefined {
+    const member = config.getObject<{ projectDir?: unknown }>("fleetMember");
+    return typeof member?.projectDir === "string" ? member.projectDir : undefined;
+}
+
 /** Declares the whole stack and returns its outputs. */
 export function runProgram() {
     const config = new pulumi.Config("gpu-workers");
-    const fleet = buildFleet(readStack(config, projectDirectory()), (key) => config.requireSecret(key));
+    const stack = readStack(config, memberProjectDirectory(config) ?? projectDirectory());
+    if (stack.member) setOwnerStack(stack.member.fleet);
+    const fleet = buildFleet(stack, (key) => config.requireSecret(key));
     return {
         /** Per worker (on its own host or on a shared board): its tags, the public key to authorize on the TSA, and why a chain stopped early. */
         workers: Object.fromEntries(
@@ -63,6 +78,8 @@ export function runProgram() {
         ),
         /** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
         web: fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null,
+        /** In the web's own stack of a fleet: what its racks' workers take from it. */
+        ...(stack.member?.web && fleet.web ? { [WEB_FOR_RACKS_OUTPUT]: webForRacks(fleet.web) } : {}),
         /** Per shared board: the partition each of its workers got. */
         sharedBoards: Object.fromEntries(fleet.boards.map((b) => [b.boardName, b.partitions])),
         /** Per Kubernetes cluster: the objects made in it (`Kind/namespace/name`; a Node's only its labels). */

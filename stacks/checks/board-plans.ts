@@ -10,11 +10,15 @@ import type { ParsedHost } from "../config/host-config";
 import type { PartPlans } from "./host-plans";
 import { PlanContext, planStackBoard } from "./stack-plans";
 
-/** Each board's plan (collectBoards' order), and what planning it refuses, at the worker's path where the request is its. */
-export function planBoards(hosts: ParsedHost[], context: PlanContext, web?: StackWeb): PartPlans<BoardPlan> {
+/**
+ * Each board's plan (collectBoards' order; those whose board host `planned` picks, all by
+ * default), and what planning it refuses, at the worker's path where the request is its.
+ */
+export function planBoards(hosts: ParsedHost[], context: PlanContext, web?: StackWeb, planned: (at: number) => boolean = () => true): PartPlans<BoardPlan> {
     const result: PartPlans<BoardPlan> = { plans: [], problems: [], unreported: [] };
     for (const { board, at, workersAt } of collectBoards(hosts)) {
         result.plans.push(undefined);
+        if (!planned(at)) continue;
         try {
             result.plans[result.plans.length - 1] = planStackBoard(board, context, web);
         } catch (e) {

@@ -19,13 +19,13 @@ export interface PartPlans<P> {
     unreported: unknown[];
 }
 
-/** Each host's plan, and what the GPU plan of each worker on a host of its own refuses. */
-export function planHosts(hosts: ParsedHost[], context: PlanContext, web?: StackWeb): PartPlans<HostPlan> {
+/** Each host's plan (those `planned` picks: all by default), and what the GPU plan of each worker on a host of its own refuses. */
+export function planHosts(hosts: ParsedHost[], context: PlanContext, web?: StackWeb, planned: (i: number) => boolean = () => true): PartPlans<HostPlan> {
     const result: PartPlans<HostPlan> = { plans: [], problems: [], unreported: [] };
     hosts.forEach((h, i) => {
         const host = wholeHost(h);
         result.plans.push(undefined);
-        if (!host) return;
+        if (!host || !planned(i)) return;
         try {
             result.plans[i] = planStackHost(host, context, web);
         } catch (e) {

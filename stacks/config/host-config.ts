@@ -21,7 +21,7 @@ import { checkLayer, covered, Layer, SETTINGS_KEYS } from "./layer";
 import { BoardFabric, boardFabricSchema, BoardRef, boardRefSchema, HostConfig, hostEntrySchema, Settings, settingsSchema, transportSchema } from "./schema";
 
 const INVENTORY_KEYS = ["vendor", "gpus", "nvswitches", "tegra", "driverVersion", "cudaVersion"] as const;
-const HOST_KEYS = new Set<string>(["name", "renamedFrom", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
+const HOST_KEYS = new Set<string>(["name", "renamedFrom", "rack", "transport", ...INVENTORY_KEYS, ...SETTINGS_KEYS, "fabric", "board"]);
 /** What a shared board itself may set: it is no worker, so worker settings belong on its workers. */
 const BOARD_OWN_SETTINGS = new Set(["fabricManager", "verify"]);
 

@@ -1,6 +1,6 @@
 /**
- * The keys of the project's config namespace (`gpu-workers:`): the program reads six of them
- * and the secret keys that settings name. Another key that looks like one of the five, or holds
+ * The keys of the project's config namespace (`gpu-workers:`): the program reads eight of them
+ * and the secret keys that settings name. Another key that looks like one of them, or holds
  * settings (an object or a list), is a mistake: a typo such as `gpu-workers:default` would
  * otherwise be ignored, and none of its settings would apply. Other text is let be: a secret of
  * a host since removed from the stack, say.
@@ -10,7 +10,7 @@ import { isPlainObject } from "../../components/program";
 const NAMESPACE = "gpu-workers:";
 
 /** The project's own config keys (besides the secret keys the settings name). */
-export const STACK_KEYS = ["defaults", "hosts", "web", "allowNoHosts", "kubernetes", "hostSteps"] as const;
+export const STACK_KEYS = ["defaults", "hosts", "web", "allowNoHosts", "kubernetes", "hostSteps", "fleet", "fleetMember"] as const;
 
 /** A key of the project's namespace, without `gpu-workers:`, and whether it holds a setting (an object or a list), not text. */
 export interface NamespaceKey {

@@ -26,6 +26,8 @@ import {
     WORKER_DEFAULTS,
 } from "../../components/program";
 import type { Transport as TransportOf } from "../../components/program";
+import { fleetOptionsSchema } from "./fleet-schema";
+import { dnsLabel } from "./names";
 
 /**
  * The stack's own options, each a key of its own (`gpu-workers:hostSteps`): what they take, their
@@ -36,15 +38,14 @@ export const stackOptionsSchema = z.strictObject({
     allowNoHosts: z.boolean({ error: "expected true or false" }).default(false).meta({
         description: "let an empty `gpu-workers:hosts` through: `up` then removes every worker the stack made (without it, an empty list is refused)",
     }),
+    fleet: fleetOptionsSchema.default({ skipCheckpoints: false }),
 });
 
 /** Name of another config key that holds a secret (set with `pulumi config set --secret`). */
 export const secretRef = z
     .string({ error: "expected the name of a secret config key" })
     .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, { error: "expected the name of a secret config key, e.g. gpu-a-ssh-key" });
-export const hostName = z
-    .string({ error: "expected a host name" })
-    .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, { error: "expected lower-case letters, digits and dashes (a DNS label), e.g. gpu-a" });
+export const hostName = dnsLabel("a host name", "gpu-a");
 
 // The secret's key goes before the host key, as the stack has always listed (and reported) them.
 const { hostKey: jumpHostKey, ...jumpHost } = sshJumpHostSchema.shape;

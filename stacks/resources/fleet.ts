@@ -10,6 +10,7 @@ import { boardArgs } from "../args/board-args";
 import { kubernetesArgs, SecretLookup, StackWeb, webArgs, workerArgs } from "../args/component-args";
 import type { PlannedStack } from "../checks/stack";
 import type { BoardConfig } from "../config/schema";
+import { referencedWeb } from "./fleet-web";
 
 export interface Fleet {
     web?: ConcourseWeb;
@@ -40,8 +41,9 @@ function buildBoards(
 }
 
 /**
- * The web first, then the workers, each admitting itself at the web and converging after it,
- * and the shared boards with theirs; then the Kubernetes clusters the hosts are nodes of.
+ * The web first (in a rack's own stack, the web of the fleet's web stack), then the workers, each
+ * admitting itself at the web and converging after it, and the shared boards with theirs; then the
+ * Kubernetes clusters the hosts are nodes of.
  */
 export function buildFleet(stack: PlannedStack, secret: SecretLookup): Fleet {
     const { plans, plannedFor } = stack;
@@ -49,10 +51,17 @@ export function buildFleet(stack: PlannedStack, secret: SecretLookup): Fleet {
     if (plannedFor.artifacts === UNREAD_ARTIFACTS)
         throw new Error("buildFleet: the stack was planned with no digest taken; plan it for up (parseStack with LOCAL_ARTIFACTS)");
     const baseDir = plannedFor.baseDir;
-    const web = stack.web
-        ? new ConcourseWeb(stack.web.name, { ...webArgs(stack.web, secret, baseDir, stack.hostSteps), planned: plans.web }, renamed(stack.web.renamedFrom))
-        : undefined;
-    const stackWeb: StackWeb | undefined = stack.web && web ? { config: stack.web, forWorkers: web.forWorkers() } : undefined;
+    // A rack's stack of a fleet takes the web from the web's own stack.
+    const webStack = stack.member?.webStack;
+    const web =
+        stack.web && webStack === undefined
+            ? new ConcourseWeb(stack.web.name, { ...webArgs(stack.web, secret, baseDir, stack.hostSteps), planned: plans.web }, renamed(stack.web.renamedFrom))
+            : undefined;
+    const stackWeb: StackWeb | undefined = !stack.web
+        ? undefined
+        : web
+          ? { config: stack.web, forWorkers: web.forWorkers() }
+          : referencedWeb(stack.web, plans.web!, webStack!, stack.hostSteps);
     const own = stack.hosts.map(
         (host, i) =>
             new GpuWorker(host.name, { ...workerArgs(host, secret, baseDir, stackWeb, stack.hostSteps), planned: plans.hosts[i] }, renamed(host.renamedFrom)),

@@ -119,6 +119,17 @@ const MOCK_OUTPUTS: Record<string, Record<string, unknown>> = {
         privateKeyOpenssh: "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n",
     },
     "pulumi-nodejs:dynamic/lxd:Instance": { uuid: "00000000-0000-4000-8000-000000000000", status: "Running" },
+    // A fleet's web stack, as its racks read it (stacks/resources/fleet-web.ts).
+    "pulumi:pulumi:StackReference": {
+        outputs: {
+            webForRacks: {
+                tsaPublicKey: TSA_KEY,
+                password: "mock-password",
+                ca: null,
+                connection: { host: "10.0.0.5", port: 22, user: "root", privateKey: "mock", hostKey: OTHER_HOST_KEY },
+            },
+        },
+    },
     "pulumi-nodejs:dynamic/gpu-workers:GeneratedSecret": {
         value: "-----BEGIN RSA PRIVATE KEY-----\nmock\n-----END RSA PRIVATE KEY-----\n",
         publicKeyOpenssh: `${TSA_KEY} mock`,

@@ -128,7 +128,7 @@ describe("stack config: gpu-workers:kubernetes", () => {
             { name: "kubernets", structured: true },
         ];
         assert.deepStrictEqual(problemsOf(raw), [
-            "gpu-workers:kubernets: unknown key (did you mean gpu-workers:kubernetes?); the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, gpu-workers:kubernetes, gpu-workers:hostSteps, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)",
+            "gpu-workers:kubernets: unknown key (did you mean gpu-workers:kubernetes?); the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, gpu-workers:kubernetes, gpu-workers:hostSteps, gpu-workers:fleet, gpu-workers:fleetMember, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)",
         ]);
         raw.keys = [];
         raw.kubernetes = [];

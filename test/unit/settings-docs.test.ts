@@ -89,7 +89,7 @@ describe("README host table", () => {
     const named = (text: string) => new Set([...text.matchAll(/`([A-Za-z]+)(?:\[\])?`/g)].map((m) => m[1]));
 
     it("lists every key of a host entry besides the settings, and nothing else", () => {
-        const keys = ["name", "renamedFrom", "transport.ssh", "transport.lxd", ...Object.keys(inventorySchema.shape), "fabric", "board"];
+        const keys = ["name", "renamedFrom", "rack", "transport.ssh", "transport.lxd", ...Object.keys(inventorySchema.shape), "fabric", "board"];
         assert.deepStrictEqual(
             {
                 notInTheReadme: keys.filter((k) => !listed.has(k)),

@@ -286,7 +286,7 @@ describe("stack values: keys of the project's namespace and fabric partitions", 
             "aws:region": '{"x": 1}',
         });
         const known =
-            "the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, gpu-workers:kubernetes, gpu-workers:hostSteps, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)";
+            "the project reads gpu-workers:defaults, gpu-workers:hosts, gpu-workers:web, gpu-workers:allowNoHosts, gpu-workers:kubernetes, gpu-workers:hostSteps, gpu-workers:fleet, gpu-workers:fleetMember, and the secret keys that settings name (privateKeySecret, passwordSecret, ...)";
         assert.deepStrictEqual(problemsOf({ ...raw, keys }), [
             `gpu-workers:default: unknown key (did you mean gpu-workers:defaults?); ${known}`,
             `gpu-workers:allowNoHost: unknown key (did you mean gpu-workers:allowNoHosts?); ${known}`,

@@ -234,16 +234,41 @@ export class ConcourseWeb extends HostStepsComponent {
 
     /** What GpuWorker takes from this web (`concourse.web`). */
     forWorkers(): WebForWorkers {
-        return {
-            tsaHost: this.plan.tsaForWorkers?.host,
-            tsaPort: this.plan.tsaForWorkers?.port,
+        return webForWorkers(this.plan, {
             tsaPublicKey: this.tsaPublicKey,
-            url: this.externalUrl,
-            username: this.username,
             password: this.password,
             ...(this.ca ? { ca: this.ca } : {}),
+            connection: this.connection,
+            hostSteps: this.hostSteps,
             resource: this,
-            admission: { connection: this.connection, user: this.plan.access.user, hostSteps: this.hostSteps, web: webKeysTarget(this.plan.settings) },
-        };
+        });
     }
+}
+
+/** What only a converged web knows: its generated keys and password, and how its host is reached. */
+export interface WebOutputsForWorkers {
+    tsaPublicKey: pulumi.Input<string>;
+    password: pulumi.Input<string>;
+    ca?: pulumi.Input<string>;
+    connection: pulumi.Input<HostConnection>;
+    hostSteps?: HostStepTransport;
+    resource?: pulumi.Resource;
+}
+
+/**
+ * What GpuWorker takes from a web: its plan (TSA, URL, user, where worker keys go) and what it
+ * made. A web of another stack (a fleet's, docs/fleet.md) is given by its outputs, with no resource.
+ */
+export function webForWorkers(plan: WebPlan, made: WebOutputsForWorkers): WebForWorkers {
+    return {
+        tsaHost: plan.tsaForWorkers?.host,
+        tsaPort: plan.tsaForWorkers?.port,
+        tsaPublicKey: made.tsaPublicKey,
+        url: plan.settings.externalUrl,
+        username: plan.settings.mainTeamUser,
+        password: made.password,
+        ...(made.ca ? { ca: made.ca } : {}),
+        ...(made.resource ? { resource: made.resource } : {}),
+        admission: { connection: made.connection, user: plan.access.user, hostSteps: made.hostSteps, web: webKeysTarget(plan.settings) },
+    };
 }

@@ -115,9 +115,20 @@ function withEpoch(o: HostResourceOptions, command: pulumi.Input<string>): pulum
     return pulumi.all([pulumi.output(o.epoch ?? 0), command]).apply(([epoch, c]) => `# drift epoch ${epoch}\n${c}`);
 }
 
+let ownerStack: string | undefined;
+
+/**
+ * Makes owner ids from `stack` in place of this stack's name: a fleet's member stacks (docs/fleet.md)
+ * take the fleet's, so that a host whose state moves between them, or in from the fleet's own stack,
+ * keeps the ids its host's records name. Set once, by the program, before any component.
+ */
+export function setOwnerStack(stack: string): void {
+    ownerStack = stack;
+}
+
 /** The owner id of the resource `name` with these triggers, and what follows from it. */
 function owned<T>(name: string, triggers: pulumi.Output<unknown[]>, o: HostResourceOptions, f: (id: string) => T): pulumi.Output<T> {
-    return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${pulumi.getStack()}`, t, o.hostSteps)));
+    return triggers.apply((t) => f(ownerId(name, `${pulumi.getProject()}/${ownerStack ?? pulumi.getStack()}`, t, o.hostSteps)));
 }
 
 /**
