@@ -6,11 +6,12 @@
  * any starts; a host that changed rack has its state moved first. The exit code is 1 when any rack
  * failed (or, with --expect-no-changes, would change), 2 for a usage or config mistake.
  */
-import { execFileSync, fork } from "child_process";
+import { execFileSync, fork, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { ConfigMap, Deployment, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { parse } from "yaml";
 import { WEB_PART } from "../stacks/config/fleet-schema";
 import { StackConfigError } from "../stacks/config/stack";
 import { FleetDisplay, RackRow, summaryTable, table } from "./fleet/display";
@@ -67,11 +68,11 @@ export function parseArgs(argv: string[]): Args {
 /**
  * The fleet's members: the web's stack where the config has a web (or had one: its stack is then
  * converged empty), the racks the config names, and those a rack's stack was made for before
- * whose hosts have all gone (they are converged empty). `made`: the stacks the backend holds.
+ * whose hosts have all gone (they are converged empty). `made`: the member stacks the backend holds.
  */
-function allRacks(plan: FleetPlan, args: Args, made: Set<string>): Rack[] {
+function allRacks(plan: FleetPlan, args: Args, made: Map<string, unknown>): Rack[] {
     const known = new Set([args.stack, ...plan.racks.map((r) => r.stack), plan.webStack]);
-    const gone = [...made]
+    const gone = [...made.keys()]
         .filter((member) => !known.has(member) && member.startsWith(`${args.stack}-`))
         .sort()
         .map((member) => ({ name: member.slice(args.stack.length + 1), stack: member, hosts: [] }));
@@ -79,9 +80,49 @@ function allRacks(plan: FleetPlan, args: Args, made: Set<string>): Rack[] {
     return [...web, ...plan.racks, ...gone];
 }
 
-/** The stacks of the project the backend holds, by their own names. */
-async function madeStacks(fleetStack: Stack): Promise<Set<string>> {
-    return new Set((await fleetStack.workspace.listStacks()).map((s) => s.name.split("/").pop()!));
+/** A stack's state as the backend holds it, its secrets left encrypted (no secrets manager is needed); undefined where it cannot be read. */
+function exportedState(name: string, projectDir: string): Deployment | undefined {
+    const r = spawnSync("pulumi", ["stack", "export", "--stack", name, "--non-interactive"], { cwd: projectDir, encoding: "utf8", maxBuffer: 1 << 30 });
+    return r.status === 0 ? (JSON.parse(r.stdout) as Deployment) : undefined;
+}
+
+/**
+ * The fleet a stack says it is a member of: its state's output `fleetMember` (the program exports
+ * it), or, for a stack this machine made that has not run yet, its work folder's config.
+ */
+function fleetOf(name: string, state: Deployment | undefined, plan: FleetPlan): unknown {
+    const resources = (state?.deployment as { resources?: { type: string; outputs?: { fleetMember?: { fleet?: unknown } } }[] } | undefined)?.resources ?? [];
+    const exported = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs?.fleetMember?.fleet;
+    if (exported !== undefined) return exported;
+    const file = path.join(fleetDir(plan.projectDir, plan.stack), "work", name, `Pulumi.${name}.yaml`);
+    if (!fs.existsSync(file)) return undefined;
+    const local = (parse(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null)?.config?.["gpu-workers:fleetMember"];
+    try {
+        return typeof local === "string" ? (JSON.parse(local) as { fleet?: unknown }).fleet : undefined;
+    } catch {
+        return undefined;
+    }
+}
+
+/**
+ * The fleet's member stacks the backend holds, each with its state: those that say they are this
+ * fleet's (fleetOf). Another stack that has a member's name (`prod-eu` of its own, beside a rack
+ * eu of `prod`) is never taken over: the run stops, naming it.
+ */
+async function madeMembers(fleetStack: Stack, plan: FleetPlan): Promise<Map<string, Deployment | undefined>> {
+    const names = (await fleetStack.workspace.listStacks())
+        .map((s) => s.name.split("/").pop()!)
+        .filter((name) => name === plan.webStack || (name !== plan.stack && name.startsWith(`${plan.stack}-`)));
+    const members = new Map<string, Deployment | undefined>();
+    for (const name of names) {
+        const state = exportedState(name, plan.projectDir);
+        if (fleetOf(name, state, plan) === plan.stack) members.set(name, state);
+        else if (plan.racks.some((r) => r.stack === name) || (plan.web && plan.webStack === name))
+            throw new UsageError(
+                `stack ${name} exists and is no member of fleet ${plan.stack} (it says no fleet, or another): the fleet would take it over; name the rack (or fleet.webStack) otherwise, or remove that stack`,
+            );
+    }
+    return members;
 }
 
 /**
@@ -108,19 +149,6 @@ function selected(racks: Rack[], args: Args): Rack[] {
         return racks.filter((r) => failed.includes(r.name));
     }
     return racks;
-}
-
-/**
- * Each made member stack's state, and the fleet stack's own: hosts a plain `pulumi up` converged
- * there move into their racks' stacks at the first `fleet up`.
- */
-async function statesOf(fleetStack: Stack, racks: Rack[], made: Set<string>, workDirs: Map<string, string>): Promise<Map<string, Deployment | undefined>> {
-    const states = new Map<string, Deployment | undefined>([[fleetStack.name, await fleetStack.exportStack()]]);
-    for (const rack of racks.filter((r) => made.has(r.stack))) {
-        const stack = await LocalWorkspace.selectStack({ stackName: rack.stack, workDir: workDirs.get(rack.stack)! });
-        states.set(rack.stack, await stack.exportStack());
-    }
-    return states;
 }
 
 function resourceCount(deployment: Deployment | undefined): number {
@@ -199,7 +227,7 @@ async function pool<T, R>(items: T[], limit: number, work: (item: T) => Promise<
     return results;
 }
 
-function status(racks: Rack[], args: Args, made: Set<string>): void {
+function status(racks: Rack[], args: Args, made: Map<string, unknown>): void {
     const last = (op: string, rack: string) => {
         const r = readRecord(args.projectDir, args.stack, op)?.racks[rack];
         return r === undefined ? "" : r.ok ? "ok" : "FAILED";
@@ -220,7 +248,7 @@ async function main(args: Args): Promise<number> {
     process.env.PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK = "true";
     const config = await fleetStack.getAllConfig();
     const plan = planFleet(config, args.stack, args.projectDir);
-    const made = await madeStacks(fleetStack);
+    const made = await madeMembers(fleetStack, plan);
     const racks = allRacks(plan, args, made);
     if (args.operation === "status") return (status(racks, args, made), 0);
     const operation = args.operation;
@@ -239,9 +267,10 @@ async function main(args: Args): Promise<number> {
     if (plan.web && !made.has(plan.web.stack)) {
         const web = await LocalWorkspace.createOrSelectStack({ stackName: plan.web.stack, workDir: workDirs.get(plan.web.stack)! });
         await web.setAllConfig(memberConfig(config, plan.web, plan));
-        made.add(plan.web.stack);
+        made.set(plan.web.stack, undefined);
     }
-    const states = await statesOf(fleetStack, racks, made, workDirs);
+    // Every member's state, and the fleet stack's own: hosts a plain `pulumi up` converged there move into their racks' stacks.
+    const states = new Map([[plan.stack, exportedState(plan.stack, plan.projectDir)], ...made]);
     // Every member's state is read to find moved hosts; a move touches the two stacks alone.
     const moves = operation === "up" || operation === "preview" ? movesOf(racks, states) : [];
     if (operation === "preview")

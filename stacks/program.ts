@@ -78,6 +78,8 @@ export function runProgram() {
         ),
         /** The web node, when the stack has one: where it answers, and its main team user (the password is a secret). */
         web: fleet.web ? { url: fleet.web.externalUrl, username: fleet.web.username, password: fleet.web.password } : null,
+        /** In a member stack of a fleet: whose member it is, and which part (npm run fleet reads it from the state). */
+        ...(stack.member ? { fleetMember: { fleet: stack.member.fleet, ...(stack.member.web ? { web: true } : { rack: stack.member.rack }) } } : {}),
         /** In the web's own stack of a fleet: what its racks' workers take from it. */
         ...(stack.member?.web && fleet.web ? { [WEB_FOR_RACKS_OUTPUT]: webForRacks(fleet.web) } : {}),
         /** Per shared board: the partition each of its workers got. */

@@ -274,14 +274,25 @@ describe("npm run fleet: racks as stacks", function () {
         assert.strictEqual(fleet("preview", "--expect-no-changes").status, 0);
     });
 
-    it("status lists the racks and their last results; destroy takes every rack stack down", () => {
+    it("status lists the racks and their last results; destroy takes every rack stack down, and no stack of another's", async () => {
+        // A stack of its own whose name a rack could have: the fleet never takes it for a member.
+        const other = await makeStack(suite.project, "fleet-other", suite.env, config);
         const status = fleet("status");
         assert.strictEqual(status.status, 0, status.out);
         assert.match(status.out, /ra\s+fleet-ra\s+3\s+yes\s+ok/);
+        assert.doesNotMatch(status.out, /fleet-other/);
         const r = fleet("destroy");
         assert.strictEqual(r.status, 0, r.out);
         assert.ok(!fs.existsSync(path.join(suite.project, ".fleet", "fleet", "work", "fleet-ra")));
         for (const instance of instances)
             assert.strictEqual(lxd.exec(instance, "test -e /etc/gpu-workers/runc-wrapper.json && echo left || true").trim(), "", instance);
+        const left = (await other.workspace.listStacks()).map((x) => x.name.split("/").pop());
+        assert.deepStrictEqual(left.filter((name) => name?.startsWith("fleet-")).sort(), ["fleet-other"]);
+        // A rack whose stack would be that one stops the run, naming it.
+        (config.hosts[0] as Record<string, unknown>).rack = "other";
+        await setStackConfig(stack, config);
+        const refused = fleet("preview");
+        assert.strictEqual(refused.status, 2, refused.out);
+        assert.match(refused.out, /stack fleet-other exists and is no member of fleet fleet/);
     });
 });
