@@ -72,26 +72,47 @@ func parseHold(data []byte) hold {
 	return h
 }
 
-// processStart is a process's start time in clock ticks since boot ("" when it has exited): with
-// the pid it names one process, whatever pid is later reused.
-func processStart(pid int) string {
+// procStat reads a process's state letter and start time (field 22 of /proc/<pid>/stat, clock
+// ticks since boot: with the pid it names one process, whatever pid is later reused); ok is
+// false when no process has the pid.
+func procStat(pid int) (state, start string, ok bool) {
 	if pid <= 0 {
-		return ""
+		return "", "", false
 	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return "", "", false
 	}
 	// The name, in parentheses, may hold spaces: the fields count from the last ")".
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
-		return ""
+		return "", "", false
 	}
 	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
-		return "" // a zombie has exited (runc too calls a container whose init is one stopped)
+	if len(fields) < 20 {
+		return "", "", false
 	}
-	return fields[19] // field 22: state is field 3, the first after ")"
+	return fields[0], fields[19], true // state is field 3, the first after ")"
+}
+
+// processStart is a running process's start time, "" once it has exited: a zombie has, as runc
+// judges a container whose init is one stopped.
+func processStart(pid int) string {
+	state, start, ok := procStat(pid)
+	if !ok || state == "Z" || state == "X" {
+		return ""
+	}
+	return start
+}
+
+// notReaped: the process that pid and start name is still there, a zombie included. This is
+// the rule for a wrapper's own process (a hold's creator, an exec call): a multithreaded
+// program that execs from a thread other than its first shows as a zombie while the kernel
+// gives that thread the first one's pid (de_thread in fs/exec.c); a hold must not be swept then.
+// A wrapper that has really exited holds its units only until its parent reaps it.
+func notReaped(pid int, start string) bool {
+	state, now, ok := procStat(pid)
+	return ok && start != "" && now == start && state != "X"
 }
 
 // stale: runc no longer knows the container and the process that made the hold is gone. A
@@ -103,7 +124,7 @@ func (h hold) stale(id string) bool {
 	if _, err := os.Lstat(filepath.Join(h.RuncRoot, id)); !os.IsNotExist(err) {
 		return false
 	}
-	return h.Start == "" || processStart(h.Pid) != h.Start
+	return !notReaped(h.Pid, h.Start)
 }
 
 // openHoldsDir opens <stateDir>/gpu-holds, root's alone; made when create is set.

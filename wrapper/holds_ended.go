@@ -44,7 +44,7 @@ func (h hold) ended(id string) bool {
 	if processStart(st.InitPid) != strconv.FormatUint(st.InitStart, 10) {
 		return true
 	}
-	if !h.Execed || (h.ExecPid > 0 && processStart(h.ExecPid) == h.ExecStart) {
+	if !h.Execed || notReaped(h.ExecPid, h.ExecStart) {
 		return false
 	}
 	procs, ok := cgroupProcesses(st.InitPid)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -57,6 +58,10 @@ func (r *reporter) fail(format string, a ...interface{}) {
 	appendLog(r.log, line)
 	os.Exit(1)
 }
+
+// main runs on the process's first thread, so the real runtime is exec'ed from it: an exec from
+// another thread shows the process to a reader of /proc as a zombie for a moment (holds.go, notReaped).
+func init() { runtime.LockOSThread() }
 
 func main() {
 	args := os.Args[1:]
