@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // execFromThreadEnv makes this test binary a helper: it execs `sleep` from a thread other than
@@ -38,11 +39,12 @@ func TestCreatorSeenThroughExecFromAnotherThread(t *testing.T) {
 			t.Fatal(err)
 		}
 		pid := helper.Process.Pid
-		var start string
-		for start == "" {
-			_, start, _ = procStat(pid)
-		}
+		_, start, _ := procStat(pid) // a child not yet waited for is there, a zombie at worst
+		deadline := time.Now().Add(10 * time.Second)
 		for {
+			if time.Now().After(deadline) {
+				t.Fatalf("helper %d did not exec sleep within 10 s", pid)
+			}
 			state, _, ok := procStat(pid)
 			if !ok {
 				t.Fatalf("pid %d vanished before sleep ran", pid)
