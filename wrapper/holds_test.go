@@ -56,6 +56,30 @@ func TestStaleRule(t *testing.T) {
 	if self.stale("c1") {
 		t.Error("a hold whose creator is alive (a create under way, no state folder yet) was stale")
 	}
+	// A creator that has exited but is not yet reaped (as an exec from another thread shows it
+	// for a moment, holds_exec_test.go) is still the creator; once reaped, it is gone.
+	zombie := exec.Command("sleep", "60")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zombieHold := hold{Pid: zombie.Process.Pid, Start: processStart(zombie.Process.Pid), RuncRoot: root}
+	zombie.Process.Kill()
+	for i := 0; i < 200; i++ {
+		if state, _, _ := procStat(zombie.Process.Pid); state == "Z" {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if state, _, _ := procStat(zombie.Process.Pid); state != "Z" {
+		t.Fatalf("the killed sleep is %q, not a zombie", state)
+	}
+	if zombieHold.stale("c1") {
+		t.Error("a hold whose creator is a zombie not yet reaped was stale")
+	}
+	zombie.Wait()
+	if !zombieHold.stale("c1") {
+		t.Error("a hold whose creator has been reaped was not stale")
+	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
