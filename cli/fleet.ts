@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * npm run fleet -- up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed]
  * [--expect-no-changes] [--project-dir DIR]: drives one Pulumi stack per rack, `<stack>-<rack>`,
@@ -10,16 +11,17 @@ import { execFileSync, fork, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { ConfigMap, Deployment, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { Deployment, LocalWorkspace } from "@pulumi/pulumi/automation";
 import { parse } from "yaml";
 import { WEB_PART } from "../stacks/config/fleet-schema";
 import { StackConfigError } from "../stacks/config/stack";
 import { FleetDisplay, RackRow, summaryTable, table } from "./fleet/display";
-import { FleetPlan, memberConfig, planFleet, Rack } from "./fleet/members";
+import { FleetPlan, planFleet, Rack } from "./fleet/members";
 import { Move, moveState, movesOf } from "./fleet/moves";
 import { anyChange, hostOf, previewSummary } from "./fleet/preview-summary";
 import { MemberJob, MemberReport, Operation, OPERATIONS, PlannedChange } from "./fleet/protocol";
 import { failedRacks, readRecord, writeRecord } from "./fleet/record";
+import { memberStackFile, projectOf, readFleetStackFile, writeMemberStackFile } from "./fleet/stack-file";
 import { fleetDir, prepareWorkDir } from "./fleet/workdir";
 
 const USAGE = "usage: npm run fleet -- up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed] [--expect-no-changes] [--project-dir DIR]";
@@ -109,8 +111,8 @@ function fleetOf(name: string, state: Deployment | undefined, plan: FleetPlan): 
  * fleet's (fleetOf). Another stack that has a member's name (`prod-eu` of its own, beside a rack
  * eu of `prod`) is never taken over: the run stops, naming it.
  */
-async function madeMembers(fleetStack: Stack, plan: FleetPlan): Promise<Map<string, Deployment | undefined>> {
-    const names = (await fleetStack.workspace.listStacks())
+async function madeMembers(workspace: LocalWorkspace, plan: FleetPlan): Promise<Map<string, Deployment | undefined>> {
+    const names = (await workspace.listStacks())
         .map((s) => s.name.split("/").pop()!)
         .filter((name) => name === plan.webStack || (name !== plan.stack && name.startsWith(`${plan.stack}-`)));
     const members = new Map<string, Deployment | undefined>();
@@ -241,14 +243,15 @@ function status(racks: Rack[], args: Args, made: Map<string, unknown>): void {
 }
 
 async function main(args: Args): Promise<number> {
-    const fleetStack = await LocalWorkspace.selectStack({ stackName: args.stack, workDir: args.projectDir }).catch((e: Error) => {
+    // Not selected: the project's current stack stays the person's own.
+    const workspace = await LocalWorkspace.create({ workDir: args.projectDir });
+    // The engine's version is checked once, by the workspace above; each later workspace would run the CLI again for it.
+    process.env.PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK = "true";
+    const config = await workspace.getAllConfig(args.stack).catch((e: Error) => {
         throw new UsageError(`no stack ${args.stack} in ${args.projectDir}: ${e.message.split("\n").find((l) => l.includes("error")) ?? e.message}`);
     });
-    // The engine's version is checked once, by the workspace above; each member's and each later one's would run the CLI again for it.
-    process.env.PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK = "true";
-    const config = await fleetStack.getAllConfig();
     const plan = planFleet(config, args.stack, args.projectDir);
-    const made = await madeMembers(fleetStack, plan);
+    const made = await madeMembers(workspace, plan);
     const racks = allRacks(plan, args, made);
     if (args.operation === "status") return (status(racks, args, made), 0);
     const operation = args.operation;
@@ -260,15 +263,15 @@ async function main(args: Args): Promise<number> {
     const logs = path.join(fleetDir(args.projectDir, args.stack), "logs");
     fs.mkdirSync(logs, { recursive: true });
     const workDirs = new Map(racks.map((r) => [r.stack, prepareWorkDir(args.projectDir, args.stack, r.stack)]));
+    // Each member's config file, from the fleet's as written: made before any member's stack is.
+    const fleetFile = readFleetStackFile(args.projectDir, args.stack);
+    const projectName = projectOf(args.projectDir).name;
+    for (const rack of racks) writeMemberStackFile(workDirs.get(rack.stack)!, rack.stack, memberStackFile(fleetFile, rack, plan, projectName));
     workDirs.set(args.stack, args.projectDir);
     let env: NodeJS.ProcessEnv = { ...process.env, ...(plan.options.skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {}) };
     env = preparePlugins(workDirs.get(chosen[0].stack)!, env);
     // A rack's program reads the web's stack: it is made (empty, until its up) before any rack runs.
-    if (plan.web && !made.has(plan.web.stack)) {
-        const web = await LocalWorkspace.createOrSelectStack({ stackName: plan.web.stack, workDir: workDirs.get(plan.web.stack)! });
-        await web.setAllConfig(memberConfig(config, plan.web, plan));
-        made.set(plan.web.stack, undefined);
-    }
+    if (plan.web && !made.has(plan.web.stack)) await makeMember(plan.web.stack, workDirs, made);
     // Every member's state, and the fleet stack's own: hosts a plain `pulumi up` converged there move into their racks' stacks.
     const states = new Map([[plan.stack, exportedState(plan.stack, plan.projectDir)], ...made]);
     // Every member's state is read to find moved hosts; a move touches the two stacks alone.
@@ -276,7 +279,7 @@ async function main(args: Args): Promise<number> {
     if (operation === "preview")
         for (const move of moves)
             console.log(`${move.host}: moves from ${move.from} to ${move.to} (fleet up moves its state first: nothing is replaced, nothing runs on the host)`);
-    else await moveHosts(moves, { config, plan, racks, states, workDirs, env });
+    else await moveHosts(moves, { states, workDirs, env });
     const rows: RackRow[] = chosen.map((r) => ({
         rack: r.name,
         stack: r.stack,
@@ -305,7 +308,7 @@ async function main(args: Args): Promise<number> {
                     operation,
                     stackName: rack.stack,
                     workDir: workDirs.get(rack.stack)!,
-                    config: memberConfig(config, rack, plan),
+                    made: states.has(rack.stack),
                     logFile: path.join(logs, `${rack.stack}.log`),
                 };
                 return runRack(
@@ -335,30 +338,20 @@ async function main(args: Args): Promise<number> {
     return failed.length > 0 ? 1 : 0;
 }
 
+/** Makes a member's stack, in its work folder, whose config file is there already (the stack takes that file's secrets settings as they are). */
+async function makeMember(stack: string, workDirs: Map<string, string>, made: Map<string, Deployment | undefined>): Promise<void> {
+    const ws = await LocalWorkspace.create({ workDir: workDirs.get(stack)! });
+    await ws.createStack(stack);
+    made.set(stack, undefined);
+}
+
 /** Moves each host's state into its member's stack, making that stack first where it is new. */
 async function moveHosts(
     moves: Move[],
-    at: {
-        config: ConfigMap;
-        plan: FleetPlan;
-        racks: Rack[];
-        states: Map<string, Deployment | undefined>;
-        workDirs: Map<string, string>;
-        env: NodeJS.ProcessEnv;
-    },
+    at: { states: Map<string, Deployment | undefined>; workDirs: Map<string, string>; env: NodeJS.ProcessEnv },
 ): Promise<void> {
     for (const move of moves) {
-        if (!at.states.has(move.to)) {
-            const dest = await LocalWorkspace.createOrSelectStack({ stackName: move.to, workDir: at.workDirs.get(move.to)! });
-            await dest.setAllConfig(
-                memberConfig(
-                    at.config,
-                    at.racks.find((r) => r.stack === move.to)!,
-                    at.plan,
-                ),
-            );
-            at.states.set(move.to, undefined);
-        }
+        if (!at.states.has(move.to)) await makeMember(move.to, at.workDirs, at.states);
         console.log(`${move.host}: moving its state from ${move.from} to ${move.to}`);
         await moveState(move, at.workDirs, at.env);
     }

@@ -96,24 +96,3 @@ export function planFleet(config: ConfigMap, stack: string, projectDir: string):
         ]);
     return plan;
 }
-
-/**
- * The config of a member stack: the fleet stack's, with that member's hosts alone (the driver
- * has checked them all together), saying which part it holds and where the project is. A rack's
- * state then changes with its own hosts' config, not every host's: the engine keeps the config in
- * each stack's dynamic provider.
- */
-export function memberConfig(config: ConfigMap, member: Rack, fleet: Pick<FleetPlan, "stack" | "projectDir" | "webStack">): ConfigMap {
-    const hasWeb = config[NS + "web"] !== undefined;
-    const part = member.web ? { web: true } : { rack: member.name, ...(hasWeb ? { webStack: fleet.webStack } : {}) };
-    const hosts = (value(config[NS + "hosts"]?.value) as unknown[] | undefined) ?? [];
-    const racks = racksOf(hosts);
-    const own = member.web ? [] : hosts.filter((_, i) => racks[i] === member.name);
-    return {
-        ...config,
-        [NS + "hosts"]: { value: JSON.stringify(own) },
-        [NS + "fleetMember"]: { value: JSON.stringify({ ...part, fleet: fleet.stack, projectDir: fleet.projectDir }) },
-        // The web's stack holds no host; a rack whose hosts have all gone (moved, or removed from the stack) is converged empty: its workers retire.
-        ...(own.length === 0 ? { [NS + "allowNoHosts"]: { value: "true" } } : {}),
-    };
-}

@@ -1,5 +1,4 @@
 /** What the fleet driver (cli/fleet.ts) and each rack's process (member.ts) say to each other. */
-import type { ConfigMap } from "@pulumi/pulumi/automation";
 
 export const OPERATIONS = ["up", "preview", "destroy", "refresh"] as const;
 export type Operation = (typeof OPERATIONS)[number];
@@ -8,10 +7,10 @@ export type Operation = (typeof OPERATIONS)[number];
 export interface MemberJob {
     operation: Operation;
     stackName: string;
-    /** The rack's work folder: a Pulumi.yaml of its own, so no two stacks share a workspace. */
+    /** The rack's work folder: a Pulumi.yaml of its own, so no two stacks share a workspace, and the stack's config file (cli/fleet/stack-file.ts). */
     workDir: string;
-    /** The rack stack's whole config: the fleet stack's, with gpu-workers:fleetMember added. */
-    config: ConfigMap;
+    /** Whether the backend holds the stack already; where not, the rack's process makes it. */
+    made: boolean;
     logFile: string;
 }
 

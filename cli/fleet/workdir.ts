@@ -18,6 +18,8 @@ export function prepareWorkDir(projectDir: string, stack: string, member: string
     fs.mkdirSync(dir, { recursive: true });
     const project = (parse(fs.readFileSync(path.join(projectDir, "Pulumi.yaml"), "utf8")) ?? {}) as Record<string, unknown>;
     project.main = path.resolve(projectDir, typeof project.main === "string" ? project.main : ".");
+    // The member's config file is in its work folder (stack-file.ts), wherever the project keeps its own stacks'.
+    delete project.stackConfigDir;
     const file = path.join(dir, "Pulumi.yaml");
     const text = stringify(project);
     if (!fs.existsSync(file) || fs.readFileSync(file, "utf8") !== text) fs.writeFileSync(file, text);

@@ -4,7 +4,8 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { parseStack } from "../../stacks/checks/stack";
-import { memberConfig, planFleet } from "../../cli/fleet/members";
+import { planFleet } from "../../cli/fleet/members";
+import { memberStackFile, StackFile } from "../../cli/fleet/stack-file";
 import { deadLockHolders } from "../../cli/fleet/member";
 import { movesOf } from "../../cli/fleet/moves";
 import { previewSummary } from "../../cli/fleet/preview-summary";
@@ -20,6 +21,11 @@ const threeHosts = () =>
         { name: "b1", inventory: NO_GPU, extra: { rack: "rb" } },
         { name: "d1", inventory: NO_GPU },
     );
+
+/** A stack file as the CLI writes it: the passphrase's salt, and each key namespaced, objects as they are. */
+function asStackFile(raw: Record<string, unknown>, settings: Record<string, unknown> = { encryptionsalt: "v1:c2FsdA==:v1:bm9uY2U=:Y2lwaGVy" }): StackFile {
+    return { ...settings, config: Object.fromEntries(Object.entries(raw).map(([k, v]) => [`gpu-workers:${k}`, v])) };
+}
 
 /** The stack config as the engine hands it over: each value as text, objects as JSON. */
 function asConfig(raw: Record<string, unknown>) {
@@ -94,19 +100,70 @@ describe("fleet: racks in the stack config", () => {
     });
 
     it("a rack's config names it and the project and holds its hosts alone; an emptied rack is let through with none", () => {
-        const config = memberConfig(
-            asConfig(threeHosts()),
+        const file = memberStackFile(
+            asStackFile(threeHosts()),
             { name: "ra", stack: "p-ra", hosts: ["a1"] },
             { stack: "p", projectDir: "/srv/project", webStack: "p-web" },
+            "gpu-workers",
         );
-        assert.deepStrictEqual(JSON.parse(config["gpu-workers:fleetMember"].value), { rack: "ra", fleet: "p", projectDir: "/srv/project" });
+        assert.deepStrictEqual(JSON.parse(file.config!["gpu-workers:fleetMember"] as string), { rack: "ra", fleet: "p", projectDir: "/srv/project" });
         assert.deepStrictEqual(
-            JSON.parse(config["gpu-workers:hosts"].value).map((h: { name: string }) => h.name),
+            (file.config!["gpu-workers:hosts"] as { name: string }[]).map((h) => h.name),
             ["a1"],
         );
-        assert.strictEqual(config["gpu-workers:allowNoHosts"], undefined);
-        const emptied = memberConfig(asConfig(threeHosts()), { name: "gone", stack: "p-gone", hosts: [] }, { stack: "p", projectDir: "/p", webStack: "p-web" });
-        assert.deepStrictEqual([emptied["gpu-workers:hosts"].value, emptied["gpu-workers:allowNoHosts"].value], ["[]", "true"]);
+        assert.strictEqual(file.config!["gpu-workers:allowNoHosts"], undefined);
+        const emptied = memberStackFile(
+            asStackFile(threeHosts()),
+            { name: "gone", stack: "p-gone", hosts: [] },
+            { stack: "p", projectDir: "/p", webStack: "p-web" },
+            "gpu-workers",
+        );
+        assert.deepStrictEqual([emptied.config!["gpu-workers:hosts"], emptied.config!["gpu-workers:allowNoHosts"]], [[], true]);
+    });
+
+    it("a rack's file keeps the fleet's secrets settings and secure values as written, its hosts in the form given (a list, or JSON text, or a bare key of ours)", () => {
+        const secure = { secure: "v1:bm9uY2U=:Y2lwaGVydGV4dA==" };
+        const fleet = asStackFile({ ...threeHosts(), "a1-key": secure }, { secretsprovider: "awskms://alias/ci", encryptedkey: "ZW5jcnlwdGVk" });
+        fleet.environment = ["ci/ssh"];
+        const rack = { name: "rb", stack: "p-rb", hosts: ["b1"] };
+        const at = { stack: "p", projectDir: "/p", webStack: "p-web" };
+        const file = memberStackFile(fleet, rack, at, "gpu-workers");
+        assert.deepStrictEqual(
+            [file.secretsprovider, file.encryptedkey, file.environment, file.config!["gpu-workers:a1-key"]],
+            ["awskms://alias/ci", "ZW5jcnlwdGVk", ["ci/ssh"], secure],
+        );
+        const asText = memberStackFile(
+            { ...fleet, config: { ...fleet.config, "gpu-workers:hosts": JSON.stringify(threeHosts().hosts) } },
+            rack,
+            at,
+            "gpu-workers",
+        );
+        assert.deepStrictEqual(
+            JSON.parse(asText.config!["gpu-workers:hosts"] as string).map((h: { name: string }) => h.name),
+            ["b1"],
+        );
+        // In a project named as our namespace, a bare key is ours: it is replaced, not left beside the member's.
+        const { "gpu-workers:hosts": hosts, ...others } = fleet.config!;
+        const bare = memberStackFile({ ...fleet, config: { ...others, hosts } }, rack, at, "gpu-workers");
+        assert.deepStrictEqual([bare.config!.hosts, (bare.config!["gpu-workers:hosts"] as { name: string }[]).map((h) => h.name)], [undefined, ["b1"]]);
+        const elsewhere = memberStackFile({ ...fleet, config: { ...others, hosts } }, rack, at, "consumer");
+        assert.deepStrictEqual(elsewhere.config!.hosts, hosts, "another project's own key is left as it is");
+    });
+
+    it("refuses secure values whose key the stack file does not hold (a backend's own secrets manager)", () => {
+        const fleet = asStackFile({ ...threeHosts(), "a1-key": { secure: "AAABAK1RUr2bYTCa" } }, {});
+        assert.throws(
+            () => memberStackFile(fleet, { name: "ra", stack: "p-ra", hosts: ["a1"] }, { stack: "p", projectDir: "/p", webStack: "p-web" }, "gpu-workers"),
+            /stack p: its secrets are encrypted by its backend's own key/,
+        );
+        assert.doesNotThrow(() =>
+            memberStackFile(
+                asStackFile(threeHosts(), {}),
+                { name: "ra", stack: "p-ra", hosts: ["a1"] },
+                { stack: "p", projectDir: "/p", webStack: "p-web" },
+                "gpu-workers",
+            ),
+        );
     });
 });
 
@@ -127,18 +184,17 @@ describe("fleet: the web node in a stack of its own", () => {
         assert.deepStrictEqual([web.hosts, web.web?.name, web.plans.web !== undefined], [[], "ci", true]);
         const rack = parseStack({ ...withWeb(), fleetMember: { fleet: "prod", rack: "ra", webStack: "prod-web", projectDir: "/p" } });
         assert.deepStrictEqual([rack.hosts.map((h) => h.name), rack.member?.webStack], [["a1"], "prod-web"]);
-        const config = memberConfig(
-            asConfig(withWeb()),
-            { name: "ra", stack: "prod-ra", hosts: ["a1"] },
-            { stack: "prod", projectDir: "/p", webStack: "prod-web" },
-        );
-        assert.deepStrictEqual(JSON.parse(config["gpu-workers:fleetMember"].value), { rack: "ra", webStack: "prod-web", fleet: "prod", projectDir: "/p" });
-        const webConfig = memberConfig(
-            asConfig(withWeb()),
-            { name: "web", stack: "prod-web", hosts: ["ci"], web: true },
-            { stack: "prod", projectDir: "/p", webStack: "prod-web" },
-        );
-        assert.deepStrictEqual(JSON.parse(webConfig["gpu-workers:fleetMember"].value), { web: true, fleet: "prod", projectDir: "/p" });
+        const at = { stack: "prod", projectDir: "/p", webStack: "prod-web" };
+        const rackFile = memberStackFile(asStackFile(withWeb()), { name: "ra", stack: "prod-ra", hosts: ["a1"] }, at, "gpu-workers");
+        assert.deepStrictEqual(JSON.parse(rackFile.config!["gpu-workers:fleetMember"] as string), {
+            rack: "ra",
+            webStack: "prod-web",
+            fleet: "prod",
+            projectDir: "/p",
+        });
+        const webFile = memberStackFile(asStackFile(withWeb()), { name: "web", stack: "prod-web", hosts: ["ci"], web: true }, at, "gpu-workers");
+        assert.deepStrictEqual(JSON.parse(webFile.config!["gpu-workers:fleetMember"] as string), { web: true, fleet: "prod", projectDir: "/p" });
+        assert.deepStrictEqual(webFile.config!["gpu-workers:hosts"], []);
     });
 
     it("refuses a rack named web, a web stack that is a rack's, a rack's stack not told where the web is, and a member that is both", () => {
