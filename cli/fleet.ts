@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run fleet -- up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed]
+ * npm run fleet -- (the package's bin gpu-workers-fleet) up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed]
  * [--expect-no-changes] [--project-dir DIR]: drives one Pulumi stack per rack, `<stack>-<rack>`,
  * from the one stack config, through the Automation API. Each rack runs in a process and work
  * folder of its own, at most `gpu-workers:fleet.parallel` at once, plugins prepared once before
@@ -24,7 +24,8 @@ import { failedRacks, readRecord, writeRecord } from "./fleet/record";
 import { memberStackFile, projectOf, readFleetStackFile, writeMemberStackFile } from "./fleet/stack-file";
 import { fleetDir, prepareWorkDir } from "./fleet/workdir";
 
-const USAGE = "usage: npm run fleet -- up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed] [--expect-no-changes] [--project-dir DIR]";
+const USAGE =
+    "usage: gpu-workers-fleet (in this repo: npm run fleet --) up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed] [--expect-no-changes] [--project-dir DIR]";
 
 interface Args {
     operation: Operation | "status";

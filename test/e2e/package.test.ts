@@ -5,7 +5,9 @@
  * a host nobody listens on: by the builtin transport, which needs no plugin, and by the
  * command transport where its plugin is supplied (pending without). Every ```ts example of the
  * README's section on other repos, exactly as written there, is compiled in the same consumer
- * project and previewed through the real engine, its config set as the example reads it.
+ * project and previewed through the real engine, its config set as the example reads it. The
+ * package's program and its `gpu-workers-fleet` bin run there too: a fleet of two racks whose
+ * Pulumi.yaml names the packed program as its `main`, previewed by the bin through the real engine.
  */
 import * as assert from "assert";
 import { execFileSync, spawnSync } from "child_process";
@@ -15,10 +17,13 @@ import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { PACKAGE_ROOT } from "../../components/lib/host/scripts";
 import { generateOpensshKeyPair } from "../../components/providers/keys/openssh";
 import { ensureKubernetesTools, KUBERNETES_TOOLS_TIMEOUT_MS } from "../support/control-plane";
-import { ensureEngine } from "../support/engine";
+import { ensureEngine, setStackConfig } from "../support/engine";
 import { makeScratch, scratchName } from "../support/scratch";
 import { pendingWithout } from "../support/supplied";
 import { HOST_KEY, PUB, TSA_KEY } from "../fixtures/ssh-keys/keys";
+
+/** The files of the package's program and of its fleet driver: all the package holds outside the library. */
+const PROGRAM_FILES = /^package\/dist\/(index\.js|stacks\/.+\.js|cli\/fleet\.js|cli\/fleet\/.+\.js)$/;
 
 /** A package.json of this checkout's (its own, or an installed package's), read when the suite starts, never while mocha loads the file. */
 function packageJson(file: string): { version: string; devDependencies: Record<string, string> } {
@@ -140,7 +145,7 @@ describe("the npm package, installed by another project", function () {
 
     after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-    it("the tarball holds the compiled JS, the types, the host scripts and the built wrapper, and no tests or tooling", () => {
+    it("the tarball holds the compiled JS, the types, the host scripts, the built wrapper, the program and the fleet driver, and no tests or tooling", () => {
         const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean);
         for (const f of [
             "package/dist/components/index.js",
@@ -151,18 +156,51 @@ describe("the npm package, installed by another project", function () {
             "package/host/install-runc-wrapper.sh",
             "package/host/discover-gpus.sh",
             "package/dist/components/providers/registry.js",
+            "package/dist/index.js",
+            "package/dist/stacks/program.js",
+            "package/dist/cli/fleet.js",
+            "package/dist/cli/fleet/member.js",
         ]) {
             assert.ok(list.includes(f), `${f} is packed`);
         }
         assert.deepStrictEqual(
-            list.filter((f) => /\/(test|stacks|bench|cli|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f)),
+            list.filter(
+                (f) =>
+                    /\/(test|bench|dev|wrapper\/[^/]+\.go)\b|\.ts$(?<!\.d\.ts)|\.map$/.test(f) ||
+                    (/^package\/(dist\/index\.|dist\/stacks\/|dist\/cli\/)/.test(f) && !PROGRAM_FILES.test(f)),
+            ),
             [],
-            "nothing but the library",
+            "nothing but the library, the program and the fleet driver: no other cli, no tests, benchmarks, Go sources or maps",
+        );
+        // What the program and the driver load, from the installed copy: every module is packed, and none is this checkout's.
+        const installedDist = path.join(consumer, "node_modules/gpu-workers/dist");
+        const walk = spawnSync(
+            process.execPath,
+            [
+                "-e",
+                `for (const f of ["cli/fleet.js", "cli/fleet/member.js", "index.js", "stacks/program.js"]) require(${JSON.stringify(installedDist)} + "/" + f);
+                console.log(JSON.stringify(Object.keys(require.cache)));`,
+            ],
+            { cwd: consumer, encoding: "utf8", timeout: 60_000 },
+        );
+        assert.strictEqual(walk.status, 0, walk.stderr);
+        const loaded = (JSON.parse(walk.stdout) as string[]).map((f) => fs.realpathSync(f));
+        const ours = loaded.filter((f) => f.startsWith(fs.realpathSync(installedDist) + path.sep));
+        assert.ok(ours.length > 20, `the installed program's modules: ${ours.join(", ")}`);
+        assert.deepStrictEqual(
+            loaded.filter((f) => f.startsWith(PACKAGE_ROOT + path.sep)),
+            [],
+            "nothing loaded from this checkout",
         );
         const installed = path.join(consumer, "node_modules/gpu-workers");
         assert.ok(
             !fs.existsSync(path.join(installed, "node_modules/@pulumi/pulumi")),
             "@pulumi/pulumi is the consumer's (a peer dependency), not a second copy",
+        );
+        assert.strictEqual(
+            fs.realpathSync(path.join(consumer, "node_modules/.bin/gpu-workers-fleet")),
+            fs.realpathSync(path.join(installed, "dist/cli/fleet.js")),
+            "the bin is the fleet driver",
         );
     });
 
@@ -261,4 +299,67 @@ describe("the npm package, installed by another project", function () {
             assert.ok(!types.some((t) => t.startsWith("command:")), "no step needs the Command provider's plugin");
         }),
     );
+
+    describe("the gpu-workers-fleet bin, on a fleet whose program is the packed one", () => {
+        const bin = path.join(consumer, "node_modules/.bin/gpu-workers-fleet");
+        let env: Record<string, string>;
+
+        /** Runs the bin as a person would, by its #! line (the node running the tests first on PATH); its exit status and output. */
+        function fleet(...args: string[]): { status: number | null; out: string } {
+            const r = spawnSync(bin, args, {
+                cwd: consumer,
+                env: { ...process.env, ...env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`, CI: "true" },
+                encoding: "utf8",
+                timeout: 300_000,
+            });
+            return { status: r.status, out: `${r.stdout}${r.stderr}` };
+        }
+
+        before(async () => {
+            const stack = await consumerStack("fleet", "node_modules/gpu-workers/dist/index.js");
+            env = ensureEngine(path.join(root, "state"));
+            // Two hosts in racks a and b, over SSH to ports nobody listens on (one machine is one host): a preview reaches neither.
+            const hosts = ["a", "b"].map((rack, i) => ({
+                name: `gpu-${rack}1`,
+                rack,
+                transport: { ssh: { host: "127.0.0.1", port: i + 1, privateKeySecret: `gpu-${rack}1-ssh-key`, hostKey: HOST_KEY } },
+                vendor: "nvidia",
+                gpus: [{ index: 0, model: "NVIDIA L4", memoryMiB: 23034 }],
+            }));
+            await setStackConfig(stack, {
+                defaults: {
+                    concourse: {
+                        tsaHost: "ci.example.test",
+                        tsaPublicKey: TSA_KEY,
+                        binary: { url: "https://downloads.example.test/concourse.tgz", sha256: "0".repeat(64) },
+                    },
+                },
+                hosts,
+                secrets: Object.fromEntries(hosts.map((h) => [`${h.name}-ssh-key`, generateOpensshKeyPair(h.name).privateKeyOpenssh])),
+            });
+        });
+
+        it("with no arguments it exits 2 and prints its usage", () => {
+            const r = fleet();
+            assert.strictEqual(r.status, 2, r.out);
+            assert.match(r.out, /usage: .*up\|preview\|destroy\|refresh\|status --stack NAME/);
+        });
+
+        it("status names both racks of the consumer's stack", () => {
+            const r = fleet("status", "--stack", "fleet", "--project-dir", consumer);
+            assert.strictEqual(r.status, 0, r.out);
+            assert.match(r.out, /^a\s+fleet-a\s+1\s+no\b/m, r.out);
+            assert.match(r.out, /^b\s+fleet-b\s+1\s+no\b/m, r.out);
+        });
+
+        it("preview through the real engine runs each rack's stack of the packed program, and its summary creates both racks' hosts", () => {
+            const r = fleet("preview", "--stack", "fleet");
+            assert.strictEqual(r.status, 0, r.out);
+            for (const rack of ["a", "b"]) {
+                assert.match(r.out, new RegExp(`^rack ${rack} \\(fleet-${rack}\\): \\d+ create`, "m"), r.out);
+                assert.match(r.out, new RegExp(`^ {2}gpu-${rack}1: \\d+ create`, "m"), r.out);
+                assert.match(r.out, new RegExp(`^ {4}create {3}gpu-${rack}1-runc-wrapper-runc-wrapper$`, "m"), r.out);
+            }
+        });
+    });
 });
