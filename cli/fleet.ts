@@ -21,8 +21,8 @@ import { Move, moveState, movesOf } from "./fleet/moves";
 import { anyChange, hostOf, previewSummary } from "./fleet/preview-summary";
 import { MemberJob, MemberReport, Operation, OPERATIONS, PlannedChange } from "./fleet/protocol";
 import { failedRacks, readRecord, writeRecord } from "./fleet/record";
-import { memberStackFile, projectOf, readFleetStackFile, writeMemberStackFile } from "./fleet/stack-file";
-import { fleetDir, prepareWorkDir } from "./fleet/workdir";
+import { memberStackFile, projectOf, readFleetStackFile, stackFilePath, writeMemberStackFile } from "./fleet/stack-file";
+import { fleetDir, prepareWorkDir, workDirOf } from "./fleet/workdir";
 
 const USAGE =
     "usage: gpu-workers-fleet (in this repo: npm run fleet --) up|preview|destroy|refresh|status --stack NAME [--racks a,b] [--failed] [--expect-no-changes] [--project-dir DIR]";
@@ -97,7 +97,7 @@ function fleetOf(name: string, state: Deployment | undefined, plan: FleetPlan): 
     const resources = (state?.deployment as { resources?: { type: string; outputs?: { fleetMember?: { fleet?: unknown } } }[] } | undefined)?.resources ?? [];
     const exported = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs?.fleetMember?.fleet;
     if (exported !== undefined) return exported;
-    const file = path.join(fleetDir(plan.projectDir, plan.stack), "work", name, `Pulumi.${name}.yaml`);
+    const file = stackFilePath(workDirOf(plan.projectDir, plan.stack, name), name);
     if (!fs.existsSync(file)) return undefined;
     const local = (parse(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null)?.config?.["gpu-workers:fleetMember"];
     try {
@@ -265,9 +265,9 @@ async function main(args: Args): Promise<number> {
     fs.mkdirSync(logs, { recursive: true });
     const workDirs = new Map(racks.map((r) => [r.stack, prepareWorkDir(args.projectDir, args.stack, r.stack)]));
     // Each member's config file, from the fleet's as written: made before any member's stack is.
-    const fleetFile = readFleetStackFile(args.projectDir, args.stack);
-    const projectName = projectOf(args.projectDir).name;
-    for (const rack of racks) writeMemberStackFile(workDirs.get(rack.stack)!, rack.stack, memberStackFile(fleetFile, rack, plan, projectName));
+    const project = projectOf(args.projectDir);
+    const fleetFile = readFleetStackFile(project.stackConfigDir, args.stack);
+    for (const rack of racks) writeMemberStackFile(workDirs.get(rack.stack)!, rack.stack, memberStackFile(fleetFile, rack, plan, project.name));
     workDirs.set(args.stack, args.projectDir);
     let env: NodeJS.ProcessEnv = { ...process.env, ...(plan.options.skipCheckpoints ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {}) };
     env = preparePlugins(workDirs.get(chosen[0].stack)!, env);

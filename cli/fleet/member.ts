@@ -39,7 +39,7 @@ function report(message: MemberReport): void {
 
 class CliError extends Error {
     constructor(
-        readonly command: string,
+        command: string,
         readonly stderr: string,
     ) {
         super(`pulumi ${command} failed: ${stderr}`);

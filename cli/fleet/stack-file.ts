@@ -31,12 +31,18 @@ export function projectOf(projectDir: string): { name: string; stackConfigDir: s
     };
 }
 
-/** The fleet stack's file, read as written; `stack` may be fully qualified (`org/project/name`). */
-export function readFleetStackFile(projectDir: string, stack: string): StackFile {
-    const dir = projectOf(projectDir).stackConfigDir;
-    const name = stack.split("/").pop()!;
-    const file = [".yaml", ".yml"].map((ext) => path.join(dir, `Pulumi.${name}${ext}`)).find((f) => fs.existsSync(f));
-    if (!file) throw new StackConfigError([`stack ${stack}: no Pulumi.${name}.yaml in ${dir}: fleet makes each rack's config from that file`]);
+/** A stack's file in a folder; `stack` may be fully qualified (`org/project/name`). */
+export function stackFilePath(dir: string, stack: string, ext = ".yaml"): string {
+    return path.join(dir, `Pulumi.${stack.split("/").pop()!}${ext}`);
+}
+
+/** The fleet stack's file, read as written, from the project's stacks' config folder. */
+export function readFleetStackFile(stackConfigDir: string, stack: string): StackFile {
+    const file = [".yaml", ".yml"].map((ext) => stackFilePath(stackConfigDir, stack, ext)).find((f) => fs.existsSync(f));
+    if (!file)
+        throw new StackConfigError([
+            `stack ${stack}: no ${path.basename(stackFilePath(stackConfigDir, stack))} in ${stackConfigDir}: fleet makes each rack's config from that file`,
+        ]);
     const parsed: unknown = parse(fs.readFileSync(file, "utf8"));
     if (parsed !== null && (typeof parsed !== "object" || Array.isArray(parsed)))
         throw new StackConfigError([`${file}: a stack file is a mapping (config:, and its secrets settings)`]);
@@ -92,7 +98,7 @@ export function memberStackFile(
 
 /** Writes the member's stack file into its work folder, where it differs from what is there. */
 export function writeMemberStackFile(workDir: string, stackName: string, file: StackFile): void {
-    const target = path.join(workDir, `Pulumi.${stackName.split("/").pop()!}.yaml`);
+    const target = stackFilePath(workDir, stackName);
     const text = stringify(file);
     if (!fs.existsSync(target) || fs.readFileSync(target, "utf8") !== text) fs.writeFileSync(target, text, { mode: 0o600 });
 }

@@ -12,9 +12,14 @@ export function fleetDir(projectDir: string, stack: string): string {
     return path.join(projectDir, ".fleet", stack);
 }
 
+/** A member's work folder. */
+export function workDirOf(projectDir: string, stack: string, member: string): string {
+    return path.join(fleetDir(projectDir, stack), "work", member);
+}
+
 /** Makes (or refreshes) a member's work folder; returns it. */
 export function prepareWorkDir(projectDir: string, stack: string, member: string): string {
-    const dir = path.join(fleetDir(projectDir, stack), "work", member);
+    const dir = workDirOf(projectDir, stack, member);
     fs.mkdirSync(dir, { recursive: true });
     const project = (parse(fs.readFileSync(path.join(projectDir, "Pulumi.yaml"), "utf8")) ?? {}) as Record<string, unknown>;
     project.main = path.resolve(projectDir, typeof project.main === "string" ? project.main : ".");
